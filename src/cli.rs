@@ -1,0 +1,55 @@
+//! Command-line flags and their help text; no logic.
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "memlint",
+    version,
+    about = "Lint built container images for memory pitfalls",
+    long_about = "memlint reads a container image without running it (an OCI layout, an OCI or \
+docker-save archive, or an unpacked root file system), streams its layers, and reports what \
+makes memory climb and never come down: glibc malloc arenas under sharp/libvips or .NET, an \
+LD_PRELOAD that silently fails, Npgsql without Kerberos, Node.js semi-space sizing.",
+    after_help = "IMAGE references:\n  oci-dir:PATH[:NAME]        an OCI image layout folder\n  oci-archive:PATH[:NAME]    a tar of an OCI image layout\n  docker-archive:PATH[:NAME|:@N]  `docker save` output (docker-archive:- reads stdin)\n  dir:PATH                   an unpacked root file system\n  registry:REF, docker:REF, podman:REF  (not supported yet)\n  PATH                       an existing path, recognised by its content"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show what an image is made of: manifest, platform, layers, config and file counts
+    Inspect(InspectArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct InspectArgs {
+    /// The image to read (see IMAGE references below)
+    #[arg(value_name = "IMAGE")]
+    pub image: String,
+
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+
+    /// Pick this platform from a multi-platform image (os/arch[/variant])
+    #[arg(long, value_name = "PLATFORM")]
+    pub platform: Option<String>,
+
+    /// Write the report to this file instead of standard output
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Layers read at once (default: the number of CPUs)
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}

@@ -1,0 +1,199 @@
+//! `memlint inspect IMAGE`: what the image is made of.
+
+use crate::cli::{Format, InspectArgs};
+use crate::error::Result;
+use crate::platform::Platform;
+use crate::reference::Reference;
+use crate::sources::{self, Image, Layer, Options};
+use crate::tree::TreeCounts;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+pub fn run(args: InspectArgs) -> Result<ExitCode> {
+    let reference = Reference::parse(&args.image)?;
+    let mut options = Options::default();
+    if let Some(p) = &args.platform {
+        options.platform = Some(Platform::parse(p)?);
+    }
+    if let Some(j) = args.jobs {
+        options.workers = j.max(1);
+    }
+    let image = sources::open(&args.image, &reference, &options)?;
+    let report = InspectReport::new(&image);
+    let text = match args.format {
+        Format::Json => {
+            let mut s = serde_json::to_string_pretty(&report).unwrap_or_default();
+            s.push('\n');
+            s
+        }
+        Format::Text => report.to_text(),
+    };
+    super::emit(args.output.as_deref(), &text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The JSON document `inspect` prints. Key names are a contract with users' scripts.
+#[derive(Serialize)]
+pub struct InspectReport<'a> {
+    pub reference: &'a str,
+    pub image: ImageView<'a>,
+    pub files: TreeCounts,
+}
+
+#[derive(Serialize)]
+pub struct ImageView<'a> {
+    pub source: &'a str,
+    pub location: &'a str,
+    pub name: Option<&'a str>,
+    pub manifest_digest: Option<String>,
+    pub manifest_media_type: Option<&'a str>,
+    pub config_digest: Option<String>,
+    pub platform: &'a Platform,
+    pub platforms: &'a [Platform],
+    pub layers: &'a [Layer],
+    pub config: ConfigView,
+}
+
+#[derive(Serialize, Default)]
+pub struct ConfigView {
+    pub env: Vec<String>,
+    pub entrypoint: Option<Vec<String>>,
+    pub cmd: Option<Vec<String>>,
+    pub working_dir: Option<String>,
+    pub user: Option<String>,
+    pub labels: BTreeMap<String, String>,
+    pub created: Option<String>,
+}
+
+impl<'a> InspectReport<'a> {
+    pub fn new(image: &'a Image) -> InspectReport<'a> {
+        let config = image
+            .config
+            .as_ref()
+            .map(|c| {
+                let mut view = ConfigView { created: c.created().clone(), ..Default::default() };
+                if let Some(cc) = c.config() {
+                    view.env = cc.env().clone().unwrap_or_default();
+                    view.entrypoint = cc.entrypoint().clone();
+                    view.cmd = cc.cmd().clone();
+                    view.working_dir = cc.working_dir().clone().filter(|w| !w.is_empty());
+                    view.user = cc.user().clone().filter(|u| !u.is_empty());
+                    view.labels = cc.labels().clone().unwrap_or_default().into_iter().collect();
+                }
+                view
+            })
+            .unwrap_or_default();
+        InspectReport {
+            reference: &image.reference,
+            image: ImageView {
+                source: image.source,
+                location: &image.location,
+                name: image.name.as_deref(),
+                manifest_digest: image.manifest_digest.as_ref().map(|d| d.to_string()),
+                manifest_media_type: image.manifest_media_type.as_deref(),
+                config_digest: image.config_digest.as_ref().map(|d| d.to_string()),
+                platform: &image.platform,
+                platforms: &image.platforms,
+                layers: &image.layers,
+                config,
+            },
+            files: image.tree.counts(),
+        }
+    }
+
+    pub fn to_text(&self) -> String {
+        let mut s = String::new();
+        let i = &self.image;
+        let _ = writeln!(s, "Image      {}", self.reference);
+        let _ = writeln!(s, "Source     {} ({})", i.source, i.location);
+        if let Some(n) = i.name {
+            let _ = writeln!(s, "Name       {n}");
+        }
+        if let Some(d) = &i.manifest_digest {
+            let _ = writeln!(s, "Manifest   {d}");
+        }
+        if let Some(d) = &i.config_digest {
+            let _ = writeln!(s, "Config     {d}");
+        }
+        let _ = writeln!(s, "Platform   {}", i.platform);
+        if i.platforms.len() > 1 {
+            let all: Vec<String> = i.platforms.iter().map(|p| p.to_string()).collect();
+            let _ = writeln!(s, "Platforms  {}", all.join(", "));
+        }
+        let _ = writeln!(s, "\nLayers ({})", i.layers.len());
+        for (n, l) in i.layers.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                "  {:>2}. {}  {:?}  {} stored, {} unpacked, {} entries",
+                n + 1,
+                l.digest.short(),
+                l.compression,
+                human(l.size),
+                human(l.uncompressed_size),
+                l.entries
+            );
+            if let Some(h) = &l.history {
+                let h = h.trim();
+                let short: String = h.chars().take(100).collect();
+                let ell = if h.chars().count() > 100 { "…" } else { "" };
+                let _ = writeln!(s, "      {short}{ell}");
+            }
+        }
+        let c = &i.config;
+        let _ = writeln!(s, "\nConfig");
+        let list = |v: &Option<Vec<String>>| match v {
+            Some(v) => format!("{v:?}"),
+            None => "(none)".to_string(),
+        };
+        let _ = writeln!(s, "  Entrypoint  {}", list(&c.entrypoint));
+        let _ = writeln!(s, "  Cmd         {}", list(&c.cmd));
+        let _ = writeln!(s, "  WorkingDir  {}", c.working_dir.as_deref().unwrap_or("/"));
+        let _ = writeln!(s, "  User        {}", c.user.as_deref().unwrap_or("(root)"));
+        if c.env.is_empty() {
+            let _ = writeln!(s, "  Env         (none)");
+        } else {
+            let _ = writeln!(s, "  Env");
+            for e in &c.env {
+                let _ = writeln!(s, "    {e}");
+            }
+        }
+        if !c.labels.is_empty() {
+            let _ = writeln!(s, "  Labels");
+            for (k, v) in &c.labels {
+                let _ = writeln!(s, "    {k}={v}");
+            }
+        }
+        let f = &self.files;
+        let _ = writeln!(
+            s,
+            "\nFiles      {} paths: {} regular ({} ELF, {} hard links), {} folders, {} symlinks, {} special; {} kept ({})",
+            f.count,
+            f.regular,
+            f.elf,
+            f.hardlinks,
+            f.directories,
+            f.symlinks,
+            f.special,
+            f.kept_files,
+            human(f.kept_bytes)
+        );
+        s
+    }
+}
+
+fn human(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}

@@ -1,0 +1,155 @@
+//! Diagnostics for input that cannot be read. Every variant says what failed, where, and what
+//! to do; all of them end the run with exit code 2.
+
+use miette::Diagnostic;
+use thiserror::Error;
+
+/// Anything that stops memlint from reading an image or its own input.
+#[derive(Debug, Error, Diagnostic)]
+pub enum Error {
+    #[error("`{input}` is not an image reference: {reason}")]
+    #[diagnostic(
+        code(memlint::reference),
+        help(
+            "use one of oci-dir:PATH, oci-archive:PATH, docker-archive:PATH (or docker-archive:- for stdin), \
+             dir:PATH, registry:REF, docker:REF, podman:REF, or a path that exists"
+        )
+    )]
+    BadReference { input: String, reason: String },
+
+    #[error("`{scheme}:` references are not supported yet")]
+    #[diagnostic(
+        code(memlint::not_supported),
+        help(
+            "export the image first, e.g. `skopeo copy {scheme}:... oci:./image` or `docker save IMAGE -o image.tar`, \
+             then lint `oci-dir:./image` or `docker-archive:image.tar`"
+        )
+    )]
+    NotSupportedYet { scheme: String },
+
+    #[error("cannot read {path}: {source}")]
+    #[diagnostic(code(memlint::io), help("{help}"))]
+    Io {
+        path: String,
+        help: String,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error("{location} is not a container image: {reason}")]
+    #[diagnostic(code(memlint::not_an_image), help("{help}"))]
+    NotAnImage {
+        location: String,
+        reason: String,
+        help: String,
+    },
+
+    #[error("{what} in {location} is not valid JSON: {source}")]
+    #[diagnostic(
+        code(memlint::bad_json),
+        help("the image was written by a broken tool or edited by hand; export it again")
+    )]
+    BadJson {
+        what: String,
+        location: String,
+        #[source]
+        source: serde_json::Error,
+    },
+
+    #[error("{what} {member} is missing from {location}")]
+    #[diagnostic(
+        code(memlint::missing_blob),
+        help(
+            "the image is incomplete: copy it again with all its blobs (`skopeo copy --all`, or `docker save` after pulling the platform you need)"
+        )
+    )]
+    MissingBlob {
+        what: String,
+        member: String,
+        location: String,
+    },
+
+    #[error("{what} {member} in {location} does not match its digest (expected {expected}, got {actual})")]
+    #[diagnostic(
+        code(memlint::digest),
+        help(
+            "the blob was cut short or changed after it was written; export or pull the image again"
+        )
+    )]
+    DigestMismatch {
+        what: String,
+        member: String,
+        location: String,
+        expected: String,
+        actual: String,
+    },
+
+    #[error("cannot read layer {layer} in {location}: {reason}")]
+    #[diagnostic(code(memlint::layer), help("{help}"))]
+    Layer {
+        layer: String,
+        location: String,
+        reason: String,
+        help: String,
+    },
+
+    #[error("no image for platform {wanted} in {location}")]
+    #[diagnostic(code(memlint::platform), help("pass --platform with one of: {available}"))]
+    NoPlatform {
+        wanted: String,
+        location: String,
+        available: String,
+    },
+
+    #[error("{location} holds several images and none was chosen")]
+    #[diagnostic(code(memlint::ambiguous), help("{help}"))]
+    Ambiguous { location: String, help: String },
+
+    #[error("{what} in {location} is larger than the {limit}-byte limit ({size} bytes)")]
+    #[diagnostic(
+        code(memlint::too_large),
+        help("a real image never has metadata this large; check that this is the file you meant")
+    )]
+    TooLarge {
+        what: String,
+        location: String,
+        size: u64,
+        limit: u64,
+    },
+
+    #[error("invalid platform `{input}`: {reason}")]
+    #[diagnostic(
+        code(memlint::platform_syntax),
+        help("write it as os/arch or os/arch/variant, e.g. linux/amd64 or linux/arm64/v8")
+    )]
+    BadPlatform { input: String, reason: String },
+
+    #[error("cannot write {path}: {source}")]
+    #[diagnostic(code(memlint::output), help("check that the folder exists and is writable"))]
+    Output {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// An I/O error on a host path, with a hint that fits the error kind.
+    pub fn io(path: impl std::fmt::Display, source: std::io::Error) -> Self {
+        let help = match source.kind() {
+            std::io::ErrorKind::NotFound => "check the path; relative paths start at the current folder",
+            std::io::ErrorKind::PermissionDenied => "run memlint as a user that can read this file",
+            std::io::ErrorKind::UnexpectedEof => {
+                "the file ends too early: it was cut short while being written or copied; write it again"
+            }
+            _ => "check that the file is complete and readable",
+        };
+        Error::Io {
+            path: path.to_string(),
+            help: help.to_string(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,14 @@
+//! memlint: lint built container images for memory pitfalls.
+//!
+//! Data flows one way: [`reference`] → [`sources`] (where the bytes come from) → [`tree`]
+//! (layers streamed into one merged file tree) → reports.
+
+pub mod cli;
+pub mod commands;
+pub mod digest;
+pub mod elf;
+pub mod error;
+pub mod platform;
+pub mod reference;
+pub mod sources;
+pub mod tree;

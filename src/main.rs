@@ -1,0 +1,13 @@
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = memlint::cli::Cli::parse();
+    match memlint::commands::run(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("{:?}", miette::Report::new(err));
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,452 @@
+//! Where an image comes from. A source finds the manifest for the requested platform, reads
+//! and verifies the config, and streams the layers into a [`FileTree`]; it knows nothing of
+//! facts or rules.
+
+mod docker;
+mod oci;
+mod rootfs;
+mod select;
+mod store;
+mod stream;
+
+pub use select::Candidate;
+pub use store::Store;
+
+use crate::digest::Digest;
+use crate::error::{Error, Result};
+use crate::platform::Platform;
+use crate::reference::{ArchiveInput, Reference, Selector};
+use crate::tree::build::{build, BuildErrorKind, LayerInput};
+use crate::tree::{Compression, FileTree, Interests, LayerDiff, Limits};
+use oci_spec::image::ImageConfiguration;
+use std::path::Path;
+use std::sync::Arc;
+
+/// How to read an image.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The platform to pick from an index or multi-image archive; `None` takes linux/amd64 when
+    /// present, else the only linux image.
+    pub platform: Option<Platform>,
+    pub interests: Interests,
+    pub limits: Limits,
+    /// Layers read at once.
+    pub workers: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            platform: None,
+            interests: Interests::for_facts(),
+            limits: Limits::default(),
+            workers: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        }
+    }
+}
+
+/// A layer as the manifest describes it, completed with what reading it showed.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Layer {
+    /// The blob digest from the manifest (for classic `docker save` archives, the digest of
+    /// the stored tar).
+    pub digest: Digest,
+    pub media_type: String,
+    /// Bytes as stored.
+    pub size: u64,
+    pub uncompressed_size: u64,
+    pub diff_id: Digest,
+    pub compression: Compression,
+    /// Tar entries in the layer.
+    pub entries: u64,
+    /// The `created_by` of the history entry that made this layer.
+    pub history: Option<String>,
+}
+
+/// An image read into memory: what it is, its config, its layers and its merged tree.
+#[derive(Debug)]
+pub struct Image {
+    /// The reference as the user wrote it.
+    pub reference: String,
+    /// `oci-dir`, `oci-archive`, `docker-archive` or `dir`.
+    pub source: &'static str,
+    /// The folder or file read.
+    pub location: String,
+    /// The tag or reference name the image was chosen by, when it has one.
+    pub name: Option<String>,
+    pub manifest_digest: Option<Digest>,
+    pub manifest_media_type: Option<String>,
+    pub config_digest: Option<Digest>,
+    pub platform: Platform,
+    /// Every platform the chosen image name offers (several for an index).
+    pub platforms: Vec<Platform>,
+    /// `None` for an unpacked root file system, which has no config.
+    pub config: Option<ImageConfiguration>,
+    pub layers: Vec<Layer>,
+    pub tree: FileTree,
+}
+
+/// Reads the image a reference names.
+pub fn open(reference_text: &str, reference: &Reference, options: &Options) -> Result<Image> {
+    match reference {
+        Reference::OciDir { path, selector } => {
+            require_dir(path)?;
+            let store: Arc<dyn Store> = Arc::new(store::DirStore::new(path));
+            load(reference_text, "oci-dir", store, Format::Oci, selector.as_ref(), options)
+        }
+        Reference::OciArchive { path, selector } => {
+            open_archive_file(reference_text, "oci-archive", path, Format::Oci, selector.as_ref(), options)
+        }
+        Reference::DockerArchive { input: ArchiveInput::File(path), selector } => open_archive_file(
+            reference_text,
+            "docker-archive",
+            path,
+            Format::Docker,
+            selector.as_ref(),
+            options,
+        ),
+        Reference::DockerArchive { input: ArchiveInput::Stdin, selector } => {
+            let stdin = std::io::stdin().lock();
+            let store = stream::read(stdin, "standard input", options)?;
+            load(reference_text, "docker-archive", Arc::new(store), Format::Docker, selector.as_ref(), options)
+        }
+        Reference::Rootfs { path } => rootfs::open(reference_text, path, options),
+        Reference::Path { path } => {
+            if path.is_dir() {
+                if path.join("oci-layout").is_file() || path.join("index.json").is_file() {
+                    open(reference_text, &Reference::OciDir { path: path.clone(), selector: None }, options)
+                } else {
+                    rootfs::open(reference_text, path, options)
+                }
+            } else {
+                open_archive_file(reference_text, "archive", path, Format::Detect, None, options)
+            }
+        }
+        Reference::Registry(_) | Reference::Docker(_) | Reference::Podman(_) => {
+            Err(Error::NotSupportedYet { scheme: reference.scheme().to_string() })
+        }
+    }
+}
+
+fn require_dir(path: &Path) -> Result<()> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(Error::NotAnImage {
+            location: path.display().to_string(),
+            reason: "it is a file, not an OCI layout folder".to_string(),
+            help: "for a tar of an OCI layout use `oci-archive:PATH`; for `docker save` output use `docker-archive:PATH`"
+                .to_string(),
+        }),
+        Err(e) => Err(Error::io(path.display(), e)),
+    }
+}
+
+/// Which manifest format to look for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Format {
+    /// index.json (an OCI layout).
+    Oci,
+    /// manifest.json, or an OCI index.json beside it (Docker 25 and later write both).
+    Docker,
+    /// Whichever the archive has.
+    Detect,
+}
+
+fn open_archive_file(
+    reference_text: &str,
+    source: &'static str,
+    path: &Path,
+    format: Format,
+    selector: Option<&Selector>,
+    options: &Options,
+) -> Result<Image> {
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path.display(), e))?;
+    if meta.is_dir() {
+        return Err(Error::NotAnImage {
+            location: path.display().to_string(),
+            reason: "it is a folder, not an archive".to_string(),
+            help: "for an OCI layout folder use `oci-dir:PATH`; for an unpacked root file system use `dir:PATH`"
+                .to_string(),
+        });
+    }
+    // `docker save | gzip` output cannot be read in place: stream it.
+    let mut magic = [0u8; 4];
+    {
+        use std::io::Read;
+        let mut f = std::fs::File::open(path).map_err(|e| Error::io(path.display(), e))?;
+        let n = f.read(&mut magic).map_err(|e| Error::io(path.display(), e))?;
+        if n == 4 && matches!(Compression::sniff(&magic), Some(Compression::Gzip | Compression::Zstd)) {
+            let store = stream::read_compressed(f, path, &magic, options)?;
+            let source = if source == "archive" { "docker-archive" } else { source };
+            return load(reference_text, source, Arc::new(store), format, selector, options);
+        }
+    }
+    let store = store::TarStore::open(path)?;
+    let source = match (source, format) {
+        ("archive", _) if store.has("manifest.json") => "docker-archive",
+        ("archive", _) if store.has("index.json") => "oci-archive",
+        ("archive", _) => {
+            return Err(Error::NotAnImage {
+                location: path.display().to_string(),
+                reason: "the archive has neither manifest.json (docker save) nor index.json (OCI layout)"
+                    .to_string(),
+                help: "give `docker save` output, an OCI archive, or an OCI layout folder".to_string(),
+            })
+        }
+        (s, _) => s,
+    };
+    load(reference_text, source, Arc::new(store), format, selector, options)
+}
+
+/// The manifest chosen for an image and what it needs to be read.
+pub(crate) struct Chosen {
+    pub name: Option<String>,
+    pub manifest_digest: Option<Digest>,
+    pub manifest_media_type: Option<String>,
+    pub config_digest: Option<Digest>,
+    pub config: ImageConfiguration,
+    pub platform: Platform,
+    pub platforms: Vec<Platform>,
+    pub layers: Vec<LayerPlan>,
+}
+
+/// A layer to read and what it must hash to.
+pub(crate) struct LayerPlan {
+    pub member: String,
+    pub media_type: String,
+    /// The blob digest the manifest gives (or the member name implies).
+    pub digest: Option<Digest>,
+    pub size: Option<u64>,
+    pub diff_id: Option<Digest>,
+    pub history: Option<String>,
+}
+
+fn load(
+    reference_text: &str,
+    source: &'static str,
+    store: Arc<dyn Store>,
+    format: Format,
+    selector: Option<&Selector>,
+    options: &Options,
+) -> Result<Image> {
+    let candidates = match format {
+        Format::Oci => oci::candidates(store.as_ref())?,
+        Format::Docker | Format::Detect => {
+            // Docker 25+ writes an OCI index too; it carries platforms, so prefer it when it
+            // lists images (Docker 25 leaves it empty for some images).
+            let from_index = if store.size("index.json").is_some() {
+                oci::candidates(store.as_ref()).ok().filter(|c| !c.is_empty())
+            } else {
+                None
+            };
+            match from_index {
+                Some(c) => c,
+                None if store.size("manifest.json").is_some() => docker::candidates(store.as_ref())?,
+                None if format == Format::Detect => oci::candidates(store.as_ref())?,
+                None => {
+                    return Err(Error::NotAnImage {
+                        location: store.location(),
+                        reason: "it has no manifest.json, so it is not `docker save` output".to_string(),
+                        help: "for an OCI archive use `oci-archive:PATH`".to_string(),
+                    })
+                }
+            }
+        }
+    };
+    let (candidate, platforms) = select::choose(store.as_ref(), candidates, selector, options.platform.as_ref())?;
+    let mut chosen = match &candidate.manifest {
+        select::ManifestSource::Oci { .. } => oci::load_manifest(store.as_ref(), candidate)?,
+        select::ManifestSource::Docker { .. } => docker::load_manifest(store.as_ref(), candidate)?,
+    };
+    chosen.platforms = platforms;
+    read_layers(reference_text, source, store, chosen, options)
+}
+
+fn read_layers(
+    reference_text: &str,
+    source: &'static str,
+    store: Arc<dyn Store>,
+    chosen: Chosen,
+    options: &Options,
+) -> Result<Image> {
+    let location = store.location();
+    let mut inputs = Vec::with_capacity(chosen.layers.len());
+    for plan in &chosen.layers {
+        if let Some(diff) = store.take_read_layer(&plan.member) {
+            inputs.push(LayerInput::Read(Box::new(diff)));
+            continue;
+        }
+        if store.size(&plan.member).is_none() {
+            return Err(Error::MissingBlob {
+                what: "layer".to_string(),
+                member: plan.member.clone(),
+                location: location.clone(),
+            });
+        }
+        let (store, member) = (store.clone(), plan.member.clone());
+        inputs.push(LayerInput::Blob(Box::new(move || store.open(&member))));
+    }
+    let plans = &chosen.layers;
+    let check = |i: usize, diff: &LayerDiff| -> Result<()> {
+        let plan = &plans[i];
+        let mismatch = |what: &str, expected: &Digest, actual: &Digest| Error::DigestMismatch {
+            what: format!("layer {} ({what})", i + 1),
+            member: plan.member.clone(),
+            location: location.clone(),
+            expected: expected.to_string(),
+            actual: actual.to_string(),
+        };
+        if let Some(expected) = plan.digest.as_ref().filter(|d| d.is_sha256()) {
+            if *expected != diff.blob_digest {
+                return Err(mismatch("blob", expected, &diff.blob_digest));
+            }
+        }
+        if let Some(size) = plan.size {
+            if size != diff.blob_size {
+                return Err(Error::Layer {
+                    layer: format!("{} ({})", i + 1, plan.member),
+                    location: location.clone(),
+                    reason: format!("the manifest says {size} bytes, the blob has {}", diff.blob_size),
+                    help: "the blob was cut short or changed after it was written; export or pull the image again"
+                        .to_string(),
+                });
+            }
+        }
+        if let Some(expected) = plan.diff_id.as_ref().filter(|d| d.is_sha256()) {
+            if *expected != diff.diff_id {
+                return Err(mismatch("uncompressed, against the config's diff_id", expected, &diff.diff_id));
+            }
+        }
+        Ok(())
+    };
+    let (tree, stats) = build(inputs, &options.interests, &options.limits, options.workers, check).map_err(|e| {
+        let plan = &plans[e.index];
+        let layer = match &plan.digest {
+            Some(d) => format!("{} ({d})", e.index + 1),
+            None => format!("{} ({})", e.index + 1, plan.member),
+        };
+        match e.kind {
+            BuildErrorKind::Rejected(err) => err,
+            BuildErrorKind::Read(err) => {
+                let truncated = matches!(&err, crate::tree::layer::LayerError::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof)
+                    || err.to_string().contains("unexpected end");
+                Error::Layer {
+                    layer,
+                    location: location.clone(),
+                    reason: err.to_string(),
+                    help: if truncated {
+                        "the layer ends too early: the file was cut short while being written or copied; export the image again".to_string()
+                    } else {
+                        "the layer is damaged or not a tar stream; export or pull the image again".to_string()
+                    },
+                }
+            }
+            BuildErrorKind::Merge(err) => Error::Layer {
+                layer,
+                location: location.clone(),
+                reason: err.to_string(),
+                help: "container runtimes refuse this layer too; rebuild the image".to_string(),
+            },
+        }
+    })?;
+    let layers = chosen
+        .layers
+        .into_iter()
+        .zip(stats)
+        .map(|(plan, s)| Layer {
+            digest: plan.digest.unwrap_or_else(|| s.blob_digest.clone()),
+            media_type: plan.media_type,
+            size: s.blob_size,
+            uncompressed_size: s.uncompressed_size,
+            diff_id: s.diff_id,
+            compression: s.compression,
+            entries: s.entries,
+            history: plan.history,
+        })
+        .collect();
+    Ok(Image {
+        reference: reference_text.to_string(),
+        source,
+        location,
+        name: chosen.name,
+        manifest_digest: chosen.manifest_digest,
+        manifest_media_type: chosen.manifest_media_type,
+        config_digest: chosen.config_digest,
+        platform: chosen.platform,
+        platforms: chosen.platforms,
+        config: Some(chosen.config),
+        layers,
+        tree,
+    })
+}
+
+/// Parses a JSON document, naming it in the error.
+pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(bytes: &[u8], what: &str, location: &str) -> Result<T> {
+    serde_json::from_slice(bytes).map_err(|source| Error::BadJson {
+        what: what.to_string(),
+        location: location.to_string(),
+        source,
+    })
+}
+
+/// Reads the config, checks its digest, and pairs its history with the layers.
+pub(crate) fn read_config(
+    store: &dyn Store,
+    member: &str,
+    expected: Option<&Digest>,
+) -> Result<(ImageConfiguration, Digest)> {
+    let bytes = store::read_small(store, member, "image config")?;
+    let actual = Digest::of(&bytes);
+    if let Some(expected) = expected.filter(|d| d.is_sha256()) {
+        if *expected != actual {
+            return Err(Error::DigestMismatch {
+                what: "image config".to_string(),
+                member: member.to_string(),
+                location: store.location(),
+                expected: expected.to_string(),
+                actual: actual.to_string(),
+            });
+        }
+    }
+    let config: ImageConfiguration = parse_json(&bytes, &format!("image config {member}"), &store.location())?;
+    Ok((config, actual))
+}
+
+/// The `created_by` of each non-empty history entry, in layer order.
+pub(crate) fn layer_history(config: &ImageConfiguration) -> Vec<Option<String>> {
+    config
+        .history()
+        .as_ref()
+        .map(|h| {
+            h.iter()
+                .filter(|e| !e.empty_layer().unwrap_or(false))
+                .map(|e| e.created_by().clone())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The platform an image config declares.
+pub(crate) fn config_platform(config: &ImageConfiguration) -> Platform {
+    Platform::new(
+        &config.os().to_string(),
+        &config.architecture().to_string(),
+        config.variant().as_deref(),
+    )
+}
+
+/// Pairs the config's diff_ids and history with the manifest's layers; their counts must agree.
+pub(crate) fn check_layer_count(config: &ImageConfiguration, layers: usize, location: &str) -> Result<Vec<Option<Digest>>> {
+    let diff_ids = config.rootfs().diff_ids();
+    if diff_ids.len() != layers {
+        return Err(Error::NotAnImage {
+            location: location.to_string(),
+            reason: format!(
+                "the manifest lists {layers} layers but the config's rootfs.diff_ids lists {}",
+                diff_ids.len()
+            ),
+            help: "the manifest and config do not belong together; export the image again".to_string(),
+        });
+    }
+    Ok(diff_ids.iter().map(|d| Digest::parse(d)).collect())
+}

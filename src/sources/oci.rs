@@ -1,0 +1,294 @@
+//! OCI image layouts (a folder, or a tar of one, including Docker 25+ `docker save` output):
+//! `index.json`, nested indexes, image manifests.
+
+use super::select::{Candidate, ManifestSource};
+use super::store::{read_small, Store};
+use super::{check_layer_count, config_platform, layer_history, parse_json, read_config, Chosen, LayerPlan};
+use crate::digest::Digest;
+use crate::error::{Error, Result};
+use crate::platform::Platform;
+use oci_spec::image::{Descriptor, ImageIndex, ImageManifest};
+
+const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
+const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+const DOCKER_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
+const OCI_CONFIG: &str = "application/vnd.oci.image.config.v1+json";
+const DOCKER_CONFIG: &str = "application/vnd.docker.container.image.v1+json";
+
+/// Indexes nest (an image index inside the layout's index.json); deeper than this is a loop.
+const MAX_DEPTH: usize = 8;
+
+enum Kind {
+    Manifest,
+    Index,
+}
+
+/// The blob path of a digest in an OCI layout.
+pub fn blob_member(digest: &Digest) -> String {
+    format!("blobs/{}/{}", digest.algorithm(), digest.hex())
+}
+
+fn descriptor_digest(d: &Descriptor, location: &str) -> Result<Digest> {
+    let text = d.digest().to_string();
+    Digest::parse(&text).ok_or_else(|| Error::NotAnImage {
+        location: location.to_string(),
+        reason: format!("descriptor digest `{text}` is malformed"),
+        help: "the index was written by a broken tool; export the image again".to_string(),
+    })
+}
+
+/// Every image manifest reachable from index.json.
+pub fn candidates(store: &dyn Store) -> Result<Vec<Candidate>> {
+    let location = store.location();
+    if store.size("index.json").is_none() {
+        return Err(Error::NotAnImage {
+            location,
+            reason: "it has no index.json".to_string(),
+            help: "an OCI layout has `oci-layout` and `index.json` at its top; `docker save` output needs `docker-archive:`"
+                .to_string(),
+        });
+    }
+    let bytes = read_small(store, "index.json", "index")?;
+    let index: ImageIndex = parse_json(&bytes, "index.json", &location)?;
+    let mut out = Vec::new();
+    let mut skipped = Vec::new();
+    for (i, d) in index.manifests().iter().enumerate() {
+        walk(store, d, 0, i, None, &mut out, &mut skipped)?;
+    }
+    if out.is_empty() {
+        let reason = if skipped.is_empty() {
+            "its index lists no image manifest".to_string()
+        } else {
+            format!("its index lists no image manifest that can be read: {}", skipped.join("; "))
+        };
+        return Err(Error::NotAnImage {
+            location,
+            reason,
+            help: "check that this is a container image and that it was copied with its blobs".to_string(),
+        });
+    }
+    Ok(out)
+}
+
+fn ref_names(d: &Descriptor) -> Vec<String> {
+    let mut names = Vec::new();
+    if let Some(a) = d.annotations() {
+        for key in ["io.containerd.image.name", "org.opencontainers.image.ref.name"] {
+            if let Some(v) = a.get(key) {
+                names.push(v.clone());
+            }
+        }
+    }
+    names
+}
+
+fn is_attestation(d: &Descriptor) -> bool {
+    d.annotations()
+        .as_ref()
+        .and_then(|a| a.get("vnd.docker.reference.type"))
+        .is_some_and(|t| t == "attestation-manifest")
+}
+
+fn walk(
+    store: &dyn Store,
+    d: &Descriptor,
+    depth: usize,
+    top: usize,
+    inherited: Option<&[String]>,
+    out: &mut Vec<Candidate>,
+    skipped: &mut Vec<String>,
+) -> Result<()> {
+    let location = store.location();
+    let digest = descriptor_digest(d, &location)?;
+    let member = blob_member(&digest);
+    let media_type = d.media_type().to_string();
+    // A nested entry can be picked by its own names and by those of the index above it.
+    let mut names = ref_names(d);
+    names.extend(inherited.unwrap_or_default().iter().cloned());
+    if is_attestation(d) {
+        return Ok(());
+    }
+    let present = store.size(&member).is_some();
+    let kind = match media_type.as_str() {
+        OCI_MANIFEST | DOCKER_MANIFEST => Kind::Manifest,
+        OCI_INDEX | DOCKER_LIST => Kind::Index,
+        other => {
+            // Some writers put a generic media type on index entries; the blob says what it is.
+            if !present {
+                skipped.push(format!("{} has unknown media type `{other}` and its blob is absent", digest.short()));
+                return Ok(());
+            }
+            let bytes = read_small(store, &member, "manifest")?;
+            let value: serde_json::Value = parse_json(&bytes, &format!("manifest {member}"), &location)?;
+            match value.get("mediaType").and_then(|m| m.as_str()) {
+                Some(OCI_MANIFEST | DOCKER_MANIFEST) => Kind::Manifest,
+                Some(OCI_INDEX | DOCKER_LIST) => Kind::Index,
+                _ if value.get("manifests").is_some() => Kind::Index,
+                _ if value.get("layers").is_some() && value.get("config").is_some() => Kind::Manifest,
+                _ => {
+                    skipped.push(format!("{} has media type `{other}`, which is not an image", digest.short()));
+                    return Ok(());
+                }
+            }
+        }
+    };
+    // Entries reached through one top-level index are platforms of one image; unnamed
+    // top-level manifests are taken as platforms of one unnamed image.
+    let group = match inherited {
+        Some(parent) => parent.last().cloned().unwrap_or_default(),
+        None => names.first().cloned().unwrap_or_default(),
+    };
+    match kind {
+        Kind::Manifest => {
+            let platform = d
+                .platform()
+                .as_ref()
+                .map(|p| Platform::new(&p.os().to_string(), &p.architecture().to_string(), p.variant().as_deref()));
+            if platform.as_ref().is_some_and(Platform::is_unknown) {
+                return Ok(());
+            }
+            out.push(Candidate {
+                names,
+                group,
+                platform,
+                present,
+                index: top,
+                manifest: ManifestSource::Oci { digest, media_type, member },
+            });
+        }
+        Kind::Index => {
+            if depth >= MAX_DEPTH {
+                return Err(Error::NotAnImage {
+                    location,
+                    reason: format!("indexes nest more than {MAX_DEPTH} deep (a loop?)"),
+                    help: "the layout is damaged; export the image again".to_string(),
+                });
+            }
+            if !present {
+                skipped.push(format!("index {} is absent", digest.short()));
+                return Ok(());
+            }
+            let bytes = read_small(store, &member, "index")?;
+            verify(&bytes, &digest, "index", &member, &location)?;
+            let index: ImageIndex = parse_json(&bytes, &format!("index {member}"), &location)?;
+            // Platforms of one nested index belong to one image, even without a name.
+            let mut names = names;
+            if names.is_empty() {
+                names.push(format!("@{top}"));
+            }
+            for child in index.manifests() {
+                walk(store, child, depth + 1, top, Some(&names), out, skipped)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn verify(bytes: &[u8], expected: &Digest, what: &str, member: &str, location: &str) -> Result<()> {
+    if expected.is_sha256() {
+        let actual = Digest::of(bytes);
+        if actual != *expected {
+            return Err(Error::DigestMismatch {
+                what: what.to_string(),
+                member: member.to_string(),
+                location: location.to_string(),
+                expected: expected.to_string(),
+                actual: actual.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn read_manifest(store: &dyn Store, digest: &Digest, member: &str) -> Result<ImageManifest> {
+    let location = store.location();
+    let bytes = read_small(store, member, "manifest")?;
+    verify(&bytes, digest, "manifest", member, &location)?;
+    let value: serde_json::Value = parse_json(&bytes, &format!("manifest {member}"), &location)?;
+    if value.get("schemaVersion").and_then(|v| v.as_u64()) == Some(1) {
+        return Err(Error::NotAnImage {
+            location,
+            reason: "it uses Docker's schema 1 manifest, retired in 2019".to_string(),
+            help: "convert it with `skopeo copy --format v2s2` or rebuild it".to_string(),
+        });
+    }
+    let manifest: ImageManifest = parse_json(&bytes, &format!("manifest {member}"), &location)?;
+    let config_type = manifest.config().media_type().to_string();
+    if config_type != OCI_CONFIG && config_type != DOCKER_CONFIG {
+        return Err(Error::NotAnImage {
+            location,
+            reason: format!("manifest {} is an artifact with config type `{config_type}`", digest.short()),
+            help: "memlint reads container images; this one holds something else (a Helm chart, a signature, an SBOM…)"
+                .to_string(),
+        });
+    }
+    Ok(manifest)
+}
+
+/// The platform of a manifest that its index entry did not state, from its config.
+pub fn platform_of(store: &dyn Store, c: &Candidate) -> Result<Platform> {
+    let ManifestSource::Oci { digest, member, .. } = &c.manifest else {
+        unreachable!("platform_of is only called for OCI candidates")
+    };
+    let manifest = read_manifest(store, digest, member)?;
+    let config_digest = descriptor_digest(manifest.config(), &store.location())?;
+    let (config, _) = read_config(store, &blob_member(&config_digest), Some(&config_digest))?;
+    Ok(config_platform(&config))
+}
+
+fn is_layer_type(mt: &str) -> bool {
+    mt.starts_with("application/vnd.oci.image.layer.")
+        || mt.starts_with("application/vnd.docker.image.rootfs.")
+        || mt == "application/vnd.docker.image.rootfs.diff.tar"
+}
+
+/// Reads the chosen manifest and config and plans the layers.
+pub fn load_manifest(store: &dyn Store, c: Candidate) -> Result<Chosen> {
+    let location = store.location();
+    let ManifestSource::Oci { digest, member, media_type } = &c.manifest else {
+        unreachable!("load_manifest is only called for OCI candidates")
+    };
+    let manifest = read_manifest(store, digest, member)?;
+    let config_digest = descriptor_digest(manifest.config(), &location)?;
+    let (config, config_digest) = read_config(store, &blob_member(&config_digest), Some(&config_digest))?;
+    let diff_ids = check_layer_count(&config, manifest.layers().len(), &location)?;
+    let mut history = layer_history(&config).into_iter();
+    let mut layers = Vec::new();
+    for (l, diff_id) in manifest.layers().iter().zip(diff_ids) {
+        let mt = l.media_type().to_string();
+        if !is_layer_type(&mt) {
+            return Err(Error::NotAnImage {
+                location,
+                reason: format!("layer media type `{mt}` is not a file system layer"),
+                help: "memlint reads container images; this manifest holds other content".to_string(),
+            });
+        }
+        let d = descriptor_digest(l, &location)?;
+        layers.push(LayerPlan {
+            member: blob_member(&d),
+            media_type: mt,
+            digest: Some(d),
+            size: Some(l.size()),
+            diff_id,
+            history: history.next().flatten(),
+        });
+    }
+    // The config is the truth for os and architecture; an index may add the variant.
+    let mut platform = config_platform(&config);
+    if let Some(p) = c.platform.as_ref().filter(|p| p.os == platform.os && p.architecture == platform.architecture) {
+        if platform.variant.is_none() {
+            platform.variant = p.variant.clone();
+        }
+    }
+    Ok(Chosen {
+        name: c.display_name(),
+        manifest_digest: Some(digest.clone()),
+        manifest_media_type: Some(media_type.clone()),
+        config_digest: Some(config_digest),
+        platforms: vec![platform.clone()],
+        platform,
+        config,
+        layers,
+    })
+}

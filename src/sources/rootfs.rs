@@ -1,0 +1,137 @@
+//! An unpacked root file system (`dir:PATH`): no layers and no config, just files. Symlinks are
+//! read as links and never followed on the host.
+
+use super::{Image, Options};
+use crate::digest::Digest;
+use crate::elf::{machine_arch, ElfHead, HEAD_LEN};
+use crate::error::{Error, Result};
+use crate::platform::Platform;
+use crate::tree::layer::{EntryKind, LayerDiff, LayerEntry};
+use crate::tree::{Compression, Content, FileTree};
+use std::collections::HashMap;
+use std::fs;
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::Path;
+
+pub fn open(reference_text: &str, root: &Path, options: &Options) -> Result<Image> {
+    let meta = fs::metadata(root).map_err(|e| Error::io(root.display(), e))?;
+    if !meta.is_dir() {
+        return Err(Error::NotAnImage {
+            location: root.display().to_string(),
+            reason: "`dir:` needs a folder holding an unpacked root file system".to_string(),
+            help: "for an archive use `docker-archive:PATH` or `oci-archive:PATH`".to_string(),
+        });
+    }
+    let mut entries = Vec::new();
+    let mut stack = vec![(root.to_path_buf(), Vec::<String>::new())];
+    let mut kept_total = 0u64;
+    while let Some((dir, parts)) = stack.pop() {
+        let listing = fs::read_dir(&dir).map_err(|e| Error::io(dir.display(), e))?;
+        let mut children: Vec<_> = listing.filter_map(|e| e.ok()).collect();
+        children.sort_by_key(|e| e.file_name());
+        for child in children {
+            if entries.len() as u64 >= options.limits.max_entries_per_layer {
+                return Err(Error::TooLarge {
+                    what: "number of files".to_string(),
+                    location: root.display().to_string(),
+                    size: entries.len() as u64,
+                    limit: options.limits.max_entries_per_layer,
+                });
+            }
+            let name = child.file_name().to_string_lossy().into_owned();
+            let host = child.path();
+            let Ok(m) = fs::symlink_metadata(&host) else { continue };
+            let mut path = parts.clone();
+            path.push(name);
+            let ft = m.file_type();
+            let mut entry = LayerEntry {
+                path: path.clone(),
+                kind: EntryKind::Special,
+                mode: m.mode() & 0o7777,
+                uid: m.uid() as u64,
+                gid: m.gid() as u64,
+                size: if ft.is_file() { m.len() } else { 0 },
+                content: None,
+                elf: None,
+            };
+            if ft.is_dir() {
+                entry.kind = EntryKind::Dir;
+                stack.push((host, path));
+            } else if ft.is_symlink() {
+                let target = fs::read_link(&host).map(|t| t.to_string_lossy().into_owned()).unwrap_or_default();
+                entry.kind = EntryKind::Symlink(target);
+            } else if ft.is_file() {
+                entry.kind = EntryKind::File;
+                let parts_ref: Vec<&str> = entry.path.iter().map(String::as_str).collect();
+                let cap = options.interests.keep_cap(&parts_ref);
+                if (options.interests.elf_heads || cap.is_some()) && m.len() > 0 {
+                    if let Ok(f) = fs::File::open(&host) {
+                        let limit = cap.unwrap_or(0).max(HEAD_LEN as u64);
+                        let limit = limit.min(options.limits.max_kept_bytes_per_layer.saturating_sub(kept_total).max(HEAD_LEN as u64));
+                        let mut bytes = Vec::new();
+                        if f.take(limit).read_to_end(&mut bytes).is_ok() {
+                            if options.interests.elf_heads {
+                                entry.elf = ElfHead::parse(&bytes[..bytes.len().min(HEAD_LEN)]);
+                            }
+                            if let Some(cap) = cap {
+                                bytes.truncate(cap as usize);
+                                kept_total += bytes.len() as u64;
+                                let truncated = (bytes.len() as u64) < m.len();
+                                entry.content = Some(Content { bytes, truncated });
+                            }
+                        }
+                    }
+                }
+            } else if ft.is_fifo() || ft.is_char_device() || ft.is_block_device() || ft.is_socket() {
+                entry.kind = EntryKind::Special;
+            }
+            entries.push(entry);
+        }
+    }
+    let mut tree = FileTree::new();
+    let diff = LayerDiff {
+        entries,
+        blob_digest: Digest::of(b""),
+        blob_size: 0,
+        diff_id: Digest::of(b""),
+        uncompressed_size: 0,
+        compression: Compression::None,
+    };
+    tree.apply(diff, 0).map_err(|e| Error::NotAnImage {
+        location: root.display().to_string(),
+        reason: e.to_string(),
+        help: "the folder changed while it was read; try again".to_string(),
+    })?;
+    for id in tree.walk().collect::<Vec<_>>() {
+        tree.node_mut(id).layer = None;
+    }
+    let platform = Platform::new("linux", &majority_arch(&tree).unwrap_or_else(|| "unknown".to_string()), None);
+    Ok(Image {
+        reference: reference_text.to_string(),
+        source: "dir",
+        location: root.display().to_string(),
+        name: None,
+        manifest_digest: None,
+        manifest_media_type: None,
+        config_digest: None,
+        platforms: vec![platform.clone()],
+        platform,
+        config: None,
+        layers: Vec::new(),
+        tree,
+    })
+}
+
+/// A root file system has no config; its binaries tell the architecture.
+fn majority_arch(tree: &FileTree) -> Option<String> {
+    let mut votes: HashMap<&'static str, usize> = HashMap::new();
+    for id in tree.walk() {
+        if let Some(elf) = &tree.node(id).elf {
+            if let Some(arch) = machine_arch(elf.machine, elf.class) {
+                *votes.entry(arch).or_default() += 1;
+            }
+        }
+    }
+    votes.into_iter().max_by_key(|&(a, n)| (n, a)).map(|(a, _)| a.to_string())
+}

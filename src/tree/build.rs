@@ -1,0 +1,151 @@
+//! Reads an image's layers, several at a time, and merges them in order into one tree.
+//! Workers never run more than a small window ahead of the merge, so memory holds only a few
+//! layers' entries at once.
+
+use super::interest::Interests;
+use super::layer::{read_layer, LayerDiff, LayerError, Limits};
+use super::FileTree;
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Condvar, Mutex};
+
+/// Opens a layer's blob for reading.
+pub type OpenBlob = Box<dyn Fn() -> std::io::Result<Box<dyn Read + Send>> + Send + Sync>;
+
+/// One layer to read: either a blob to stream, or one already read while its archive streamed.
+pub enum LayerInput {
+    Blob(OpenBlob),
+    Read(Box<LayerDiff>),
+}
+
+/// A layer failed; `index` says which.
+#[derive(Debug)]
+pub struct BuildError {
+    pub index: usize,
+    pub kind: BuildErrorKind,
+}
+
+#[derive(Debug)]
+pub enum BuildErrorKind {
+    Read(LayerError),
+    Merge(super::merge::MergeError),
+    /// The check the caller asked for rejected the layer (e.g. a digest mismatch).
+    Rejected(crate::error::Error),
+}
+
+/// What was learnt of each layer while reading it.
+#[derive(Clone, Debug)]
+pub struct LayerStats {
+    pub blob_digest: crate::digest::Digest,
+    pub blob_size: u64,
+    pub diff_id: crate::digest::Digest,
+    pub uncompressed_size: u64,
+    pub compression: super::layer::Compression,
+    pub entries: u64,
+}
+
+/// Reads `layers` with up to `workers` threads and merges them in order. `check` runs on each
+/// layer as soon as it is read (digest verification) and may reject it.
+pub fn build<C>(
+    layers: Vec<LayerInput>,
+    interests: &Interests,
+    limits: &Limits,
+    workers: usize,
+    check: C,
+) -> Result<(FileTree, Vec<LayerStats>), BuildError>
+where
+    C: Fn(usize, &LayerDiff) -> Result<(), crate::error::Error> + Sync,
+{
+    let total = layers.len();
+    let workers = workers.clamp(1, total.max(1));
+    let window = workers * 2;
+    let slots: Vec<Mutex<Option<LayerInput>>> = layers.into_iter().map(|l| Mutex::new(Some(l))).collect();
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let merged = (Mutex::new(0usize), Condvar::new());
+    let (tx, rx) = mpsc::channel::<(usize, Result<LayerDiff, BuildErrorKind>)>();
+
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            let tx = tx.clone();
+            let (slots, next, failed, merged, check) = (&slots, &next, &failed, &merged, &check);
+            scope.spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                if i >= total || failed.load(Ordering::SeqCst) {
+                    break;
+                }
+                {
+                    let (lock, cv) = merged;
+                    let mut done = lock.lock().unwrap_or_else(|e| e.into_inner());
+                    while i >= *done + window && !failed.load(Ordering::SeqCst) {
+                        done = cv.wait(done).unwrap_or_else(|e| e.into_inner());
+                    }
+                }
+                let input = slots[i].lock().unwrap_or_else(|e| e.into_inner()).take();
+                let result = match input {
+                    Some(LayerInput::Read(diff)) => Ok(*diff),
+                    Some(LayerInput::Blob(open)) => open()
+                        .map_err(|e| BuildErrorKind::Read(LayerError::Io(e)))
+                        .and_then(|r| read_layer(r, interests, limits).map_err(BuildErrorKind::Read)),
+                    None => break,
+                };
+                let result = result.and_then(|d| match check(i, &d) {
+                    Ok(()) => Ok(d),
+                    Err(e) => Err(BuildErrorKind::Rejected(e)),
+                });
+                if result.is_err() {
+                    failed.store(true, Ordering::SeqCst);
+                    merged.1.notify_all();
+                }
+                if tx.send((i, result)).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(tx);
+
+        let mut tree = FileTree::new();
+        let mut stats = Vec::with_capacity(total);
+        let mut pending: BTreeMap<usize, LayerDiff> = BTreeMap::new();
+        let mut first_error: Option<BuildError> = None;
+        for (i, result) in rx {
+            match result {
+                Ok(diff) => {
+                    pending.insert(i, diff);
+                }
+                Err(kind) => {
+                    // Report the lowest failing layer, whatever order the workers finished in.
+                    if first_error.as_ref().is_none_or(|e| i < e.index) {
+                        first_error = Some(BuildError { index: i, kind });
+                    }
+                    continue;
+                }
+            }
+            while let Some(diff) = pending.remove(&stats.len()) {
+                let index = stats.len();
+                stats.push(LayerStats {
+                    blob_digest: diff.blob_digest.clone(),
+                    blob_size: diff.blob_size,
+                    diff_id: diff.diff_id.clone(),
+                    uncompressed_size: diff.uncompressed_size,
+                    compression: diff.compression,
+                    entries: diff.entries.len() as u64,
+                });
+                if first_error.is_none() {
+                    if let Err(e) = tree.apply(diff, index as u32) {
+                        failed.store(true, Ordering::SeqCst);
+                        first_error = Some(BuildError { index, kind: BuildErrorKind::Merge(e) });
+                    }
+                }
+                let (lock, cv) = &merged;
+                *lock.lock().unwrap_or_else(|e| e.into_inner()) = stats.len();
+                cv.notify_all();
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok((tree, stats)),
+        }
+    })
+}

@@ -1,0 +1,312 @@
+//! The merged file tree of an image: layers are streamed, their whiteouts applied in order, and
+//! the result keeps metadata for every path and contents only for the files an interest asked
+//! for.
+
+pub mod build;
+pub mod interest;
+pub mod layer;
+mod merge;
+mod resolve;
+
+pub use interest::Interests;
+pub use layer::{Compression, EntryKind, LayerDiff, LayerEntry, Limits};
+pub use resolve::ResolveError;
+
+use crate::elf::ElfHead;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Index of a node in a [`FileTree`].
+pub type NodeId = u32;
+
+/// What a path is.
+#[derive(Clone, Debug)]
+pub enum NodeKind {
+    Dir(BTreeMap<Box<str>, NodeId>),
+    File,
+    Symlink(String),
+    /// Character or block device, FIFO.
+    Special,
+}
+
+/// File contents kept because an interest asked for them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Content {
+    pub bytes: Vec<u8>,
+    /// The file was longer than the cap its interest set; `bytes` is its start.
+    pub truncated: bool,
+}
+
+/// One path of the merged tree.
+#[derive(Clone, Debug)]
+pub struct Node {
+    name: Box<str>,
+    parent: NodeId,
+    pub kind: NodeKind,
+    pub mode: u32,
+    pub uid: u64,
+    pub gid: u64,
+    pub size: u64,
+    /// Index of the layer that last wrote this path (`None` for implied folders and rootfs).
+    pub layer: Option<u32>,
+    /// For a hard link: the path it was linked to in its layer.
+    pub hardlink_to: Option<String>,
+    pub content: Option<Box<Content>>,
+    pub elf: Option<Box<ElfHead>>,
+}
+
+impl Node {
+    fn dir(name: &str, parent: NodeId) -> Node {
+        Node {
+            name: name.into(),
+            parent,
+            kind: NodeKind::Dir(BTreeMap::new()),
+            mode: 0o755,
+            uid: 0,
+            gid: 0,
+            size: 0,
+            layer: None,
+            hardlink_to: None,
+            content: None,
+            elf: None,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn is_dir(&self) -> bool {
+        matches!(self.kind, NodeKind::Dir(_))
+    }
+
+    pub fn is_file(&self) -> bool {
+        matches!(self.kind, NodeKind::File)
+    }
+
+    pub fn symlink_target(&self) -> Option<&str> {
+        match &self.kind {
+            NodeKind::Symlink(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// The `ls -l` type letter.
+    pub fn type_name(&self) -> &'static str {
+        match self.kind {
+            NodeKind::Dir(_) => "dir",
+            NodeKind::File => "file",
+            NodeKind::Symlink(_) => "symlink",
+            NodeKind::Special => "special",
+        }
+    }
+}
+
+/// Counts of what the merged tree holds.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct TreeCounts {
+    /// Paths in the merged tree, the root excluded.
+    pub count: u64,
+    pub regular: u64,
+    pub directories: u64,
+    pub symlinks: u64,
+    pub hardlinks: u64,
+    pub special: u64,
+    pub elf: u64,
+    pub kept_files: u64,
+    pub kept_bytes: u64,
+}
+
+/// The merged file tree.
+#[derive(Clone, Debug)]
+pub struct FileTree {
+    nodes: Vec<Node>,
+    free: Vec<NodeId>,
+}
+
+pub const ROOT: NodeId = 0;
+
+impl Default for FileTree {
+    fn default() -> Self {
+        FileTree::new()
+    }
+}
+
+impl FileTree {
+    pub fn new() -> FileTree {
+        FileTree {
+            nodes: vec![Node::dir("", ROOT)],
+            free: Vec::new(),
+        }
+    }
+
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id as usize]
+    }
+
+    pub(crate) fn node_mut(&mut self, id: NodeId) -> &mut Node {
+        &mut self.nodes[id as usize]
+    }
+
+    pub fn parent(&self, id: NodeId) -> NodeId {
+        self.nodes[id as usize].parent
+    }
+
+    /// The child `name` of folder `dir`, without following links.
+    pub fn child(&self, dir: NodeId, name: &str) -> Option<NodeId> {
+        match &self.node(dir).kind {
+            NodeKind::Dir(children) => children.get(name).copied(),
+            _ => None,
+        }
+    }
+
+    /// The absolute path of a node, e.g. `/usr/lib/libc.so.6`.
+    pub fn path_of(&self, mut id: NodeId) -> String {
+        let mut parts = Vec::new();
+        while id != ROOT {
+            let n = self.node(id);
+            parts.push(&*n.name);
+            id = n.parent;
+        }
+        if parts.is_empty() {
+            return "/".to_string();
+        }
+        let mut out = String::new();
+        for p in parts.iter().rev() {
+            out.push('/');
+            out.push_str(p);
+        }
+        out
+    }
+
+    /// Puts `node` at `name` in folder `dir`, replacing what was there. A folder that replaces
+    /// a folder keeps its children, as tar extraction does.
+    pub(crate) fn insert(&mut self, dir: NodeId, name: &str, mut node: Node) -> NodeId {
+        node.name = name.into();
+        node.parent = dir;
+        if let Some(existing) = self.child(dir, name) {
+            let old = &mut self.nodes[existing as usize];
+            if let (NodeKind::Dir(_), NodeKind::Dir(_)) = (&old.kind, &node.kind) {
+                node.kind = std::mem::replace(&mut old.kind, NodeKind::Special);
+                *old = node;
+                return existing;
+            }
+            self.remove(dir, name);
+        }
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.nodes[id as usize] = node;
+                id
+            }
+            None => {
+                self.nodes.push(node);
+                (self.nodes.len() - 1) as NodeId
+            }
+        };
+        if let NodeKind::Dir(children) = &mut self.nodes[dir as usize].kind {
+            children.insert(name.into(), id);
+        }
+        id
+    }
+
+    /// Removes `name` and everything under it from folder `dir`.
+    pub(crate) fn remove(&mut self, dir: NodeId, name: &str) {
+        let removed = match &mut self.nodes[dir as usize].kind {
+            NodeKind::Dir(children) => children.remove(name),
+            _ => None,
+        };
+        if let Some(id) = removed {
+            self.release(id);
+        }
+    }
+
+    /// Empties a folder (an opaque whiteout).
+    pub(crate) fn clear_dir(&mut self, dir: NodeId) {
+        let children = match &mut self.nodes[dir as usize].kind {
+            NodeKind::Dir(children) => std::mem::take(children),
+            _ => return,
+        };
+        for id in children.into_values() {
+            self.release(id);
+        }
+    }
+
+    fn release(&mut self, id: NodeId) {
+        let mut stack = vec![id];
+        while let Some(id) = stack.pop() {
+            let node = std::mem::replace(&mut self.nodes[id as usize], Node::dir("", ROOT));
+            if let NodeKind::Dir(children) = node.kind {
+                stack.extend(children.into_values());
+            }
+            self.nodes[id as usize].kind = NodeKind::Special;
+            self.free.push(id);
+        }
+    }
+
+    /// Every path under `/`, depth first in name order, the root excluded.
+    pub fn walk(&self) -> Walk<'_> {
+        let mut stack = Vec::new();
+        if let NodeKind::Dir(children) = &self.node(ROOT).kind {
+            stack.extend(children.values().rev().copied());
+        }
+        Walk { tree: self, stack }
+    }
+
+    pub fn counts(&self) -> TreeCounts {
+        let mut c = TreeCounts::default();
+        for id in self.walk() {
+            let n = self.node(id);
+            c.count += 1;
+            match n.kind {
+                NodeKind::Dir(_) => c.directories += 1,
+                NodeKind::File => c.regular += 1,
+                NodeKind::Symlink(_) => c.symlinks += 1,
+                NodeKind::Special => c.special += 1,
+            }
+            if n.hardlink_to.is_some() {
+                c.hardlinks += 1;
+            }
+            if n.elf.is_some() {
+                c.elf += 1;
+            }
+            if let Some(content) = &n.content {
+                c.kept_files += 1;
+                c.kept_bytes += content.bytes.len() as u64;
+            }
+        }
+        c
+    }
+
+    /// The node at `path`, following every symlink (the final one too).
+    pub fn lookup(&self, path: &str) -> Result<Option<NodeId>, ResolveError> {
+        resolve::resolve(self, ROOT, path, true)
+    }
+
+    /// The node at `path`, following symlinks in the folders on the way but not a final one.
+    pub fn lookup_nofollow(&self, path: &str) -> Result<Option<NodeId>, ResolveError> {
+        resolve::resolve(self, ROOT, path, false)
+    }
+
+    /// The kept contents of the file at `path` (symlinks followed).
+    pub fn contents(&self, path: &str) -> Option<&Content> {
+        let id = self.lookup(path).ok()??;
+        self.node(id).content.as_deref()
+    }
+}
+
+/// Iterator returned by [`FileTree::walk`].
+pub struct Walk<'a> {
+    tree: &'a FileTree,
+    stack: Vec<NodeId>,
+}
+
+impl Iterator for Walk<'_> {
+    type Item = NodeId;
+    fn next(&mut self) -> Option<NodeId> {
+        let id = self.stack.pop()?;
+        if let NodeKind::Dir(children) = &self.tree.node(id).kind {
+            self.stack.extend(children.values().rev().copied());
+        }
+        Some(id)
+    }
+}

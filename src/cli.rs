@@ -43,6 +43,10 @@ pub struct InspectArgs {
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
 
+    /// List every path of the merged tree (type, mode, size, link target, layer)
+    #[arg(long)]
+    pub files: bool,
+
     /// Layers read at once (default: the number of CPUs)
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,

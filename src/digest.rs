@@ -27,7 +27,11 @@ impl Digest {
             if hex.len() != 64 || !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
                 return None;
             }
-        } else if hex.is_empty() || !hex.bytes().all(|b| b.is_ascii_alphanumeric() || b"=_-".contains(&b)) {
+        } else if hex.is_empty()
+            || !hex
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"=_-".contains(&b))
+        {
             return None;
         }
         Some(Digest {
@@ -107,7 +111,10 @@ impl<R: Read> HashingReader<R> {
 
     /// The digest of what was read so far, and its length.
     pub fn digest_and_count(&self) -> (Digest, u64) {
-        (Digest::from_sha256(self.hasher.clone().finalize().into()), self.count)
+        (
+            Digest::from_sha256(self.hasher.clone().finalize().into()),
+            self.count,
+        )
     }
 
     pub fn into_inner(self) -> R {
@@ -156,7 +163,15 @@ mod tests {
 
     #[test]
     fn rejects_malformed_digests() {
-        for bad in ["", "sha256", "sha256:", "sha256:abc", "SHA256:00", ":00", "sha256:../../etc/passwd"] {
+        for bad in [
+            "",
+            "sha256",
+            "sha256:",
+            "sha256:abc",
+            "SHA256:00",
+            ":00",
+            "sha256:../../etc/passwd",
+        ] {
             assert_eq!(Digest::parse(bad), None, "{bad}");
         }
         let upper = format!("sha256:{}", "A".repeat(64));

@@ -60,7 +60,10 @@ impl ElfHead {
             2 => false,
             _ => return None,
         };
-        let rd = Reader { bytes: head, le: little_endian };
+        let rd = Reader {
+            bytes: head,
+            le: little_endian,
+        };
         let elf_type = match rd.u16(16)? {
             1 => ElfType::Relocatable,
             2 => ElfType::Executable,
@@ -85,7 +88,10 @@ impl ElfHead {
                     break;
                 };
                 let Ok(base) = usize::try_from(base) else { break };
-                if base.checked_add(phentsize as usize).is_none_or(|end| end > head.len()) {
+                if base
+                    .checked_add(phentsize as usize)
+                    .is_none_or(|end| end > head.len())
+                {
                     break;
                 }
                 let p_type = rd.u32(base)?;
@@ -138,20 +144,34 @@ impl Reader<'_> {
     }
     fn u16(&self, at: usize) -> Option<u16> {
         let b = self.take::<2>(at)?;
-        Some(if self.le { u16::from_le_bytes(b) } else { u16::from_be_bytes(b) })
+        Some(if self.le {
+            u16::from_le_bytes(b)
+        } else {
+            u16::from_be_bytes(b)
+        })
     }
     fn u32(&self, at: usize) -> Option<u32> {
         let b = self.take::<4>(at)?;
-        Some(if self.le { u32::from_le_bytes(b) } else { u32::from_be_bytes(b) })
+        Some(if self.le {
+            u32::from_le_bytes(b)
+        } else {
+            u32::from_be_bytes(b)
+        })
     }
     fn u64(&self, at: usize) -> Option<u64> {
         let b = self.take::<8>(at)?;
-        Some(if self.le { u64::from_le_bytes(b) } else { u64::from_be_bytes(b) })
+        Some(if self.le {
+            u64::from_le_bytes(b)
+        } else {
+            u64::from_be_bytes(b)
+        })
     }
     fn c_string(&self, offset: u64, len: u64) -> Option<String> {
         let start = usize::try_from(offset).ok()?;
         let len = usize::try_from(len).ok()?.min(4096);
-        let raw = self.bytes.get(start..start.checked_add(len)?.min(self.bytes.len()))?;
+        let raw = self
+            .bytes
+            .get(start..start.checked_add(len)?.min(self.bytes.len()))?;
         let end = raw.iter().position(|&b| b == 0)?;
         Some(String::from_utf8_lossy(&raw[..end]).into_owned())
     }

@@ -72,9 +72,7 @@ pub enum Error {
     #[error("{what} {member} in {location} does not match its digest (expected {expected}, got {actual})")]
     #[diagnostic(
         code(memlint::digest),
-        help(
-            "the blob was cut short or changed after it was written; export or pull the image again"
-        )
+        help("the blob was cut short or changed after it was written; export or pull the image again")
     )]
     DigestMismatch {
         what: String,

@@ -92,7 +92,10 @@ mod tests {
     fn parses_and_normalizes() {
         let p = Platform::parse("linux/aarch64/v8").unwrap();
         assert_eq!(p.to_string(), "linux/arm64");
-        assert_eq!(Platform::parse("linux/arm/v7").unwrap().to_string(), "linux/arm/v7");
+        assert_eq!(
+            Platform::parse("linux/arm/v7").unwrap().to_string(),
+            "linux/arm/v7"
+        );
         assert_eq!(Platform::parse("Linux/x86_64").unwrap(), Platform::linux_amd64());
         for bad in ["linux", "linux/", "/amd64", "a/b/c/d", ""] {
             assert!(Platform::parse(bad).is_err(), "{bad}");

@@ -43,12 +43,25 @@ impl fmt::Display for ArchiveInput {
 /// A parsed image reference.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Reference {
-    OciDir { path: PathBuf, selector: Option<Selector> },
-    OciArchive { path: PathBuf, selector: Option<Selector> },
-    DockerArchive { input: ArchiveInput, selector: Option<Selector> },
-    Rootfs { path: PathBuf },
+    OciDir {
+        path: PathBuf,
+        selector: Option<Selector>,
+    },
+    OciArchive {
+        path: PathBuf,
+        selector: Option<Selector>,
+    },
+    DockerArchive {
+        input: ArchiveInput,
+        selector: Option<Selector>,
+    },
+    Rootfs {
+        path: PathBuf,
+    },
     /// An existing path given without a scheme; its content tells what it is.
-    Path { path: PathBuf },
+    Path {
+        path: PathBuf,
+    },
     Registry(String),
     Docker(String),
     Podman(String),
@@ -101,7 +114,9 @@ impl Reference {
                 }
                 "dir" => {
                     need(rest)?;
-                    return Ok(Reference::Rootfs { path: PathBuf::from(rest) });
+                    return Ok(Reference::Rootfs {
+                        path: PathBuf::from(rest),
+                    });
                 }
                 "registry" => {
                     need(rest)?;
@@ -119,12 +134,16 @@ impl Reference {
             }
         }
         if Path::new(input).exists() {
-            return Ok(Reference::Path { path: PathBuf::from(input) });
+            return Ok(Reference::Path {
+                path: PathBuf::from(input),
+            });
         }
         if looks_like_registry_reference(input) {
             return Ok(Reference::Registry(input.to_string()));
         }
-        Err(bad("it is neither an existing path nor a valid registry reference"))
+        Err(bad(
+            "it is neither an existing path nor a valid registry reference",
+        ))
     }
 
     /// The scheme name as users write it.
@@ -146,8 +165,17 @@ impl Reference {
 /// keeps its colons.
 fn split_selector(rest: &str) -> (PathBuf, Option<Selector>) {
     if !Path::new(rest).exists() {
-        if let Some((path, sel)) = rest.rsplit_once(':') {
-            if !path.is_empty() && !sel.is_empty() && !sel.contains('/') {
+        // The selector may hold colons itself (`app:v1`): split at the first colon whose
+        // left side is an existing path, else at the last colon.
+        let colons: Vec<usize> = rest.match_indices(':').map(|(i, _)| i).collect();
+        let at = colons
+            .iter()
+            .copied()
+            .find(|&i| Path::new(&rest[..i]).exists())
+            .or_else(|| colons.last().copied());
+        if let Some(i) = at {
+            let (path, sel) = (&rest[..i], &rest[i + 1..]);
+            if !path.is_empty() && !sel.is_empty() {
                 let selector = match sel.strip_prefix('@').map(str::parse::<usize>) {
                     Some(Ok(i)) => Selector::Index(i),
                     _ => Selector::Name(sel.to_string()),
@@ -181,7 +209,9 @@ fn looks_like_registry_reference(s: &str) -> bool {
     if let Some(t) = tag {
         if t.is_empty()
             || t.len() > 128
-            || !t.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+            || !t
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
         {
             return false;
         }
@@ -191,8 +221,9 @@ fn looks_like_registry_reference(s: &str) -> bool {
     }
     name.split('/').enumerate().all(|(i, part)| {
         !part.is_empty()
-            && if i == 0 && name.contains('/') {
-                part.bytes().all(|b| b.is_ascii_alphanumeric() || b".-_:".contains(&b))
+            && if i == 0 && name.contains('/') && (part.contains(['.', ':']) || part == "localhost") {
+                part.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b".-_:".contains(&b))
             } else {
                 part.bytes()
                     .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b))
@@ -208,7 +239,10 @@ mod tests {
     fn schemes() {
         assert_eq!(
             Reference::parse("oci-dir:/x/y").unwrap(),
-            Reference::OciDir { path: "/x/y".into(), selector: None }
+            Reference::OciDir {
+                path: "/x/y".into(),
+                selector: None
+            }
         );
         assert_eq!(
             Reference::parse("oci-dir:/nonexistent/img:v1").unwrap(),
@@ -226,20 +260,35 @@ mod tests {
         );
         assert_eq!(
             Reference::parse("docker-archive:-").unwrap(),
-            Reference::DockerArchive { input: ArchiveInput::Stdin, selector: None }
+            Reference::DockerArchive {
+                input: ArchiveInput::Stdin,
+                selector: None
+            }
         );
-        assert_eq!(Reference::parse("dir:/").unwrap(), Reference::Rootfs { path: "/".into() });
+        assert_eq!(
+            Reference::parse("dir:/").unwrap(),
+            Reference::Rootfs { path: "/".into() }
+        );
         assert_eq!(
             Reference::parse("registry:node:24-slim").unwrap(),
             Reference::Registry("node:24-slim".into())
         );
-        assert_eq!(Reference::parse("docker:app:1").unwrap(), Reference::Docker("app:1".into()));
-        assert_eq!(Reference::parse("podman:app").unwrap(), Reference::Podman("app".into()));
+        assert_eq!(
+            Reference::parse("docker:app:1").unwrap(),
+            Reference::Docker("app:1".into())
+        );
+        assert_eq!(
+            Reference::parse("podman:app").unwrap(),
+            Reference::Podman("app".into())
+        );
     }
 
     #[test]
     fn bare_arguments() {
-        assert_eq!(Reference::parse("/").unwrap(), Reference::Path { path: "/".into() });
+        assert_eq!(
+            Reference::parse("/").unwrap(),
+            Reference::Path { path: "/".into() }
+        );
         assert_eq!(
             Reference::parse("node:24-slim").unwrap(),
             Reference::Registry("node:24-slim".into())
@@ -248,7 +297,14 @@ mod tests {
             Reference::parse("127.0.0.1:5000/app:1").unwrap(),
             Reference::Registry("127.0.0.1:5000/app:1".into())
         );
-        for bad in ["", "oci-dir:", "Has Space", "UPPER/case", "./missing-file.tar", "a\0b"] {
+        for bad in [
+            "",
+            "oci-dir:",
+            "Has Space",
+            "UPPER/case",
+            "./missing-file.tar",
+            "a\0b",
+        ] {
             assert!(Reference::parse(bad).is_err(), "{bad:?}");
         }
     }

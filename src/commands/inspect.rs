@@ -5,7 +5,7 @@ use crate::error::Result;
 use crate::platform::Platform;
 use crate::reference::Reference;
 use crate::sources::{self, Image, Layer, Options};
-use crate::tree::TreeCounts;
+use crate::tree::{FileTree, TreeCounts};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -21,9 +21,13 @@ pub fn run(args: InspectArgs) -> Result<ExitCode> {
         options.workers = j.max(1);
     }
     let image = sources::open(&args.image, &reference, &options)?;
-    let report = InspectReport::new(&image);
+    let mut report = InspectReport::new(&image);
+    if args.files {
+        report.paths = Some(list_paths(&image.tree));
+    }
     let text = match args.format {
         Format::Json => {
+            report.files.paths = report.paths.take();
             let mut s = serde_json::to_string_pretty(&report).unwrap_or_default();
             s.push('\n');
             s
@@ -39,7 +43,51 @@ pub fn run(args: InspectArgs) -> Result<ExitCode> {
 pub struct InspectReport<'a> {
     pub reference: &'a str,
     pub image: ImageView<'a>,
-    pub files: TreeCounts,
+    pub files: FilesView,
+    #[serde(skip)]
+    pub paths: Option<Vec<PathView>>,
+}
+
+#[derive(Serialize)]
+pub struct FilesView {
+    #[serde(flatten)]
+    pub counts: TreeCounts,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paths: Option<Vec<PathView>>,
+}
+
+/// One path of the merged tree, for `--files`.
+#[derive(Serialize, Clone)]
+pub struct PathView {
+    pub path: String,
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub mode: String,
+    pub size: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hardlink_to: Option<String>,
+    /// 1-based layer number that wrote the path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layer: Option<u32>,
+}
+
+fn list_paths(tree: &FileTree) -> Vec<PathView> {
+    tree.walk()
+        .map(|id| {
+            let n = tree.node(id);
+            PathView {
+                path: tree.path_of(id),
+                kind: n.type_name(),
+                mode: format!("{:04o}", n.mode & 0o7777),
+                size: n.size,
+                target: n.symlink_target().map(str::to_string),
+                hardlink_to: n.hardlink_to.clone(),
+                layer: n.layer.map(|l| l + 1),
+            }
+        })
+        .collect()
 }
 
 #[derive(Serialize)]
@@ -73,7 +121,10 @@ impl<'a> InspectReport<'a> {
             .config
             .as_ref()
             .map(|c| {
-                let mut view = ConfigView { created: c.created().clone(), ..Default::default() };
+                let mut view = ConfigView {
+                    created: c.created().clone(),
+                    ..Default::default()
+                };
                 if let Some(cc) = c.config() {
                     view.env = cc.env().clone().unwrap_or_default();
                     view.entrypoint = cc.entrypoint().clone();
@@ -99,7 +150,11 @@ impl<'a> InspectReport<'a> {
                 layers: &image.layers,
                 config,
             },
-            files: image.tree.counts(),
+            files: FilesView {
+                counts: image.tree.counts(),
+                paths: None,
+            },
+            paths: None,
         }
     }
 
@@ -165,7 +220,7 @@ impl<'a> InspectReport<'a> {
                 let _ = writeln!(s, "    {k}={v}");
             }
         }
-        let f = &self.files;
+        let f = &self.files.counts;
         let _ = writeln!(
             s,
             "\nFiles      {} paths: {} regular ({} ELF, {} hard links), {} folders, {} symlinks, {} special; {} kept ({})",
@@ -179,6 +234,18 @@ impl<'a> InspectReport<'a> {
             f.kept_files,
             human(f.kept_bytes)
         );
+        if let Some(paths) = &self.paths {
+            for p in paths {
+                let _ = write!(s, "{:<8} {} {:>10}  {}", p.kind, p.mode, p.size, p.path);
+                if let Some(t) = &p.target {
+                    let _ = write!(s, " -> {t}");
+                }
+                if let Some(t) = &p.hardlink_to {
+                    let _ = write!(s, " (hard link to {t})");
+                }
+                s.push('\n');
+            }
+        }
         s
     }
 }

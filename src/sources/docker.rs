@@ -61,7 +61,11 @@ pub fn candidates(store: &dyn Store) -> Result<Vec<Candidate>> {
                 index: i,
                 manifest: ManifestSource::Docker {
                     config,
-                    layers: e.layers.iter().map(|l| super::store::member_name(l.as_bytes())).collect(),
+                    layers: e
+                        .layers
+                        .iter()
+                        .map(|l| super::store::member_name(l.as_bytes()))
+                        .collect(),
                     layer_sources,
                 },
             }
@@ -88,10 +92,16 @@ pub fn platform_of(store: &dyn Store, config: &str) -> Result<Platform> {
 pub fn load_manifest(store: &dyn Store, c: Candidate) -> Result<Chosen> {
     let location = store.location();
     let name = c.display_name();
-    let ManifestSource::Docker { config: config_member, layers: members, layer_sources } = c.manifest else {
+    let ManifestSource::Docker {
+        config: config_member,
+        layers: members,
+        layer_sources,
+    } = c.manifest
+    else {
         unreachable!("load_manifest is only called for docker-archive candidates")
     };
-    let (config, config_digest) = read_config(store, &config_member, digest_from_member(&config_member).as_ref())?;
+    let (config, config_digest) =
+        read_config(store, &config_member, digest_from_member(&config_member).as_ref())?;
     let diff_ids = check_layer_count(&config, members.len(), &location)?;
     let mut history = layer_history(&config).into_iter();
     let layers = members
@@ -99,7 +109,11 @@ pub fn load_manifest(store: &dyn Store, c: Candidate) -> Result<Chosen> {
         .zip(diff_ids)
         .map(|(member, diff_id)| {
             let source = diff_id.as_ref().and_then(|d| layer_sources.get(&d.to_string()));
-            let from_name = if member.starts_with("blobs/") { digest_from_member(&member) } else { None };
+            let from_name = if member.starts_with("blobs/") {
+                digest_from_member(&member)
+            } else {
+                None
+            };
             LayerPlan {
                 media_type: source
                     .map(|s| s.0.clone())

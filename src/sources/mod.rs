@@ -92,12 +92,27 @@ pub fn open(reference_text: &str, reference: &Reference, options: &Options) -> R
         Reference::OciDir { path, selector } => {
             require_dir(path)?;
             let store: Arc<dyn Store> = Arc::new(store::DirStore::new(path));
-            load(reference_text, "oci-dir", store, Format::Oci, selector.as_ref(), options)
+            load(
+                reference_text,
+                "oci-dir",
+                store,
+                Format::Oci,
+                selector.as_ref(),
+                options,
+            )
         }
-        Reference::OciArchive { path, selector } => {
-            open_archive_file(reference_text, "oci-archive", path, Format::Oci, selector.as_ref(), options)
-        }
-        Reference::DockerArchive { input: ArchiveInput::File(path), selector } => open_archive_file(
+        Reference::OciArchive { path, selector } => open_archive_file(
+            reference_text,
+            "oci-archive",
+            path,
+            Format::Oci,
+            selector.as_ref(),
+            options,
+        ),
+        Reference::DockerArchive {
+            input: ArchiveInput::File(path),
+            selector,
+        } => open_archive_file(
             reference_text,
             "docker-archive",
             path,
@@ -105,16 +120,33 @@ pub fn open(reference_text: &str, reference: &Reference, options: &Options) -> R
             selector.as_ref(),
             options,
         ),
-        Reference::DockerArchive { input: ArchiveInput::Stdin, selector } => {
+        Reference::DockerArchive {
+            input: ArchiveInput::Stdin,
+            selector,
+        } => {
             let stdin = std::io::stdin().lock();
             let store = stream::read(stdin, "standard input", options)?;
-            load(reference_text, "docker-archive", Arc::new(store), Format::Docker, selector.as_ref(), options)
+            load(
+                reference_text,
+                "docker-archive",
+                Arc::new(store),
+                Format::Docker,
+                selector.as_ref(),
+                options,
+            )
         }
         Reference::Rootfs { path } => rootfs::open(reference_text, path, options),
         Reference::Path { path } => {
             if path.is_dir() {
                 if path.join("oci-layout").is_file() || path.join("index.json").is_file() {
-                    open(reference_text, &Reference::OciDir { path: path.clone(), selector: None }, options)
+                    open(
+                        reference_text,
+                        &Reference::OciDir {
+                            path: path.clone(),
+                            selector: None,
+                        },
+                        options,
+                    )
                 } else {
                     rootfs::open(reference_text, path, options)
                 }
@@ -122,9 +154,9 @@ pub fn open(reference_text: &str, reference: &Reference, options: &Options) -> R
                 open_archive_file(reference_text, "archive", path, Format::Detect, None, options)
             }
         }
-        Reference::Registry(_) | Reference::Docker(_) | Reference::Podman(_) => {
-            Err(Error::NotSupportedYet { scheme: reference.scheme().to_string() })
-        }
+        Reference::Registry(_) | Reference::Docker(_) | Reference::Podman(_) => Err(Error::NotSupportedYet {
+            scheme: reference.scheme().to_string(),
+        }),
     }
 }
 
@@ -165,8 +197,9 @@ fn open_archive_file(
         return Err(Error::NotAnImage {
             location: path.display().to_string(),
             reason: "it is a folder, not an archive".to_string(),
-            help: "for an OCI layout folder use `oci-dir:PATH`; for an unpacked root file system use `dir:PATH`"
-                .to_string(),
+            help:
+                "for an OCI layout folder use `oci-dir:PATH`; for an unpacked root file system use `dir:PATH`"
+                    .to_string(),
         });
     }
     // `docker save | gzip` output cannot be read in place: stream it.
@@ -175,9 +208,18 @@ fn open_archive_file(
         use std::io::Read;
         let mut f = std::fs::File::open(path).map_err(|e| Error::io(path.display(), e))?;
         let n = f.read(&mut magic).map_err(|e| Error::io(path.display(), e))?;
-        if n == 4 && matches!(Compression::sniff(&magic), Some(Compression::Gzip | Compression::Zstd)) {
+        if n == 4
+            && matches!(
+                Compression::sniff(&magic),
+                Some(Compression::Gzip | Compression::Zstd)
+            )
+        {
             let store = stream::read_compressed(f, path, &magic, options)?;
-            let source = if source == "archive" { "docker-archive" } else { source };
+            let source = if source == "archive" {
+                "docker-archive"
+            } else {
+                source
+            };
             return load(reference_text, source, Arc::new(store), format, selector, options);
         }
     }
@@ -253,7 +295,8 @@ fn load(
             }
         }
     };
-    let (candidate, platforms) = select::choose(store.as_ref(), candidates, selector, options.platform.as_ref())?;
+    let (candidate, platforms) =
+        select::choose(store.as_ref(), candidates, selector, options.platform.as_ref())?;
     let mut chosen = match &candidate.manifest {
         select::ManifestSource::Oci { .. } => oci::load_manifest(store.as_ref(), candidate)?,
         select::ManifestSource::Docker { .. } => docker::load_manifest(store.as_ref(), candidate)?,
@@ -314,7 +357,11 @@ fn read_layers(
         }
         if let Some(expected) = plan.diff_id.as_ref().filter(|d| d.is_sha256()) {
             if *expected != diff.diff_id {
-                return Err(mismatch("uncompressed, against the config's diff_id", expected, &diff.diff_id));
+                return Err(mismatch(
+                    "uncompressed, against the config's diff_id",
+                    expected,
+                    &diff.diff_id,
+                ));
             }
         }
         Ok(())
@@ -325,8 +372,8 @@ fn read_layers(
             Some(d) => format!("{} ({d})", e.index + 1),
             None => format!("{} ({})", e.index + 1, plan.member),
         };
-        match e.kind {
-            BuildErrorKind::Rejected(err) => err,
+        match *e.kind {
+            BuildErrorKind::Rejected(err) => *err,
             BuildErrorKind::Read(err) => {
                 let truncated = matches!(&err, crate::tree::layer::LayerError::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof)
                     || err.to_string().contains("unexpected end");
@@ -381,7 +428,11 @@ fn read_layers(
 }
 
 /// Parses a JSON document, naming it in the error.
-pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(bytes: &[u8], what: &str, location: &str) -> Result<T> {
+pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(
+    bytes: &[u8],
+    what: &str,
+    location: &str,
+) -> Result<T> {
     serde_json::from_slice(bytes).map_err(|source| Error::BadJson {
         what: what.to_string(),
         location: location.to_string(),
@@ -408,7 +459,8 @@ pub(crate) fn read_config(
             });
         }
     }
-    let config: ImageConfiguration = parse_json(&bytes, &format!("image config {member}"), &store.location())?;
+    let config: ImageConfiguration =
+        parse_json(&bytes, &format!("image config {member}"), &store.location())?;
     Ok((config, actual))
 }
 
@@ -436,7 +488,11 @@ pub(crate) fn config_platform(config: &ImageConfiguration) -> Platform {
 }
 
 /// Pairs the config's diff_ids and history with the manifest's layers; their counts must agree.
-pub(crate) fn check_layer_count(config: &ImageConfiguration, layers: usize, location: &str) -> Result<Vec<Option<Digest>>> {
+pub(crate) fn check_layer_count(
+    config: &ImageConfiguration,
+    layers: usize,
+    location: &str,
+) -> Result<Vec<Option<Digest>>> {
     let diff_ids = config.rootfs().diff_ids();
     if diff_ids.len() != layers {
         return Err(Error::NotAnImage {

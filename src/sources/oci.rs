@@ -51,16 +51,23 @@ pub fn candidates(store: &dyn Store) -> Result<Vec<Candidate>> {
     }
     let bytes = read_small(store, "index.json", "index")?;
     let index: ImageIndex = parse_json(&bytes, "index.json", &location)?;
-    let mut out = Vec::new();
-    let mut skipped = Vec::new();
+    let mut walker = Walker {
+        store,
+        out: Vec::new(),
+        skipped: Vec::new(),
+    };
     for (i, d) in index.manifests().iter().enumerate() {
-        walk(store, d, 0, i, None, &mut out, &mut skipped)?;
+        walker.walk(d, 0, i, None, None)?;
     }
+    let Walker { out, skipped, .. } = walker;
     if out.is_empty() {
         let reason = if skipped.is_empty() {
             "its index lists no image manifest".to_string()
         } else {
-            format!("its index lists no image manifest that can be read: {}", skipped.join("; "))
+            format!(
+                "its index lists no image manifest that can be read: {}",
+                skipped.join("; ")
+            )
         };
         return Err(Error::NotAnImage {
             location,
@@ -90,99 +97,122 @@ fn is_attestation(d: &Descriptor) -> bool {
         .is_some_and(|t| t == "attestation-manifest")
 }
 
-fn walk(
-    store: &dyn Store,
-    d: &Descriptor,
-    depth: usize,
-    top: usize,
-    inherited: Option<&[String]>,
-    out: &mut Vec<Candidate>,
-    skipped: &mut Vec<String>,
-) -> Result<()> {
-    let location = store.location();
-    let digest = descriptor_digest(d, &location)?;
-    let member = blob_member(&digest);
-    let media_type = d.media_type().to_string();
-    // A nested entry can be picked by its own names and by those of the index above it.
-    let mut names = ref_names(d);
-    names.extend(inherited.unwrap_or_default().iter().cloned());
-    if is_attestation(d) {
-        return Ok(());
-    }
-    let present = store.size(&member).is_some();
-    let kind = match media_type.as_str() {
-        OCI_MANIFEST | DOCKER_MANIFEST => Kind::Manifest,
-        OCI_INDEX | DOCKER_LIST => Kind::Index,
-        other => {
-            // Some writers put a generic media type on index entries; the blob says what it is.
-            if !present {
-                skipped.push(format!("{} has unknown media type `{other}` and its blob is absent", digest.short()));
-                return Ok(());
-            }
-            let bytes = read_small(store, &member, "manifest")?;
-            let value: serde_json::Value = parse_json(&bytes, &format!("manifest {member}"), &location)?;
-            match value.get("mediaType").and_then(|m| m.as_str()) {
-                Some(OCI_MANIFEST | DOCKER_MANIFEST) => Kind::Manifest,
-                Some(OCI_INDEX | DOCKER_LIST) => Kind::Index,
-                _ if value.get("manifests").is_some() => Kind::Index,
-                _ if value.get("layers").is_some() && value.get("config").is_some() => Kind::Manifest,
-                _ => {
-                    skipped.push(format!("{} has media type `{other}`, which is not an image", digest.short()));
+/// Collects the image manifests an index reaches, and why others were passed over.
+struct Walker<'a> {
+    store: &'a dyn Store,
+    out: Vec<Candidate>,
+    skipped: Vec<String>,
+}
+
+impl Walker<'_> {
+    fn walk(
+        &mut self,
+        d: &Descriptor,
+        depth: usize,
+        top: usize,
+        inherited: Option<&[String]>,
+        group: Option<&str>,
+    ) -> Result<()> {
+        let store = self.store;
+        let location = store.location();
+        let digest = descriptor_digest(d, &location)?;
+        let member = blob_member(&digest);
+        let media_type = d.media_type().to_string();
+        // A nested entry can be picked by its own names and by those of the index above it.
+        let mut names = ref_names(d);
+        names.extend(inherited.unwrap_or_default().iter().cloned());
+        if is_attestation(d) {
+            return Ok(());
+        }
+        let present = store.size(&member).is_some();
+        let kind = match media_type.as_str() {
+            OCI_MANIFEST | DOCKER_MANIFEST => Kind::Manifest,
+            OCI_INDEX | DOCKER_LIST => Kind::Index,
+            other => {
+                // Some writers put a generic media type on index entries; the blob says what it is.
+                if !present {
+                    self.skipped.push(format!(
+                        "{} has unknown media type `{other}` and its blob is absent",
+                        digest.short()
+                    ));
                     return Ok(());
+                }
+                let bytes = read_small(store, &member, "manifest")?;
+                let value: serde_json::Value = parse_json(&bytes, &format!("manifest {member}"), &location)?;
+                match value.get("mediaType").and_then(|m| m.as_str()) {
+                    Some(OCI_MANIFEST | DOCKER_MANIFEST) => Kind::Manifest,
+                    Some(OCI_INDEX | DOCKER_LIST) => Kind::Index,
+                    _ if value.get("manifests").is_some() => Kind::Index,
+                    _ if value.get("layers").is_some() && value.get("config").is_some() => Kind::Manifest,
+                    _ => {
+                        self.skipped.push(format!(
+                            "{} has media type `{other}`, which is not an image",
+                            digest.short()
+                        ));
+                        return Ok(());
+                    }
+                }
+            }
+        };
+        // Entries reached through one top-level index are platforms of one image; unnamed
+        // top-level manifests are taken as platforms of one unnamed image.
+        let group = match group {
+            Some(g) => g.to_string(),
+            None => names.first().cloned().unwrap_or_default(),
+        };
+        match kind {
+            Kind::Manifest => {
+                let platform = d.platform().as_ref().map(|p| {
+                    Platform::new(
+                        &p.os().to_string(),
+                        &p.architecture().to_string(),
+                        p.variant().as_deref(),
+                    )
+                });
+                if platform.as_ref().is_some_and(Platform::is_unknown) {
+                    return Ok(());
+                }
+                self.out.push(Candidate {
+                    names,
+                    group,
+                    platform,
+                    present,
+                    index: top,
+                    manifest: ManifestSource::Oci {
+                        digest,
+                        media_type,
+                        member,
+                    },
+                });
+            }
+            Kind::Index => {
+                if depth >= MAX_DEPTH {
+                    return Err(Error::NotAnImage {
+                        location,
+                        reason: format!("indexes nest more than {MAX_DEPTH} deep (a loop?)"),
+                        help: "the layout is damaged; export the image again".to_string(),
+                    });
+                }
+                if !present {
+                    self.skipped.push(format!("index {} is absent", digest.short()));
+                    return Ok(());
+                }
+                let bytes = read_small(store, &member, "index")?;
+                verify(&bytes, &digest, "index", &member, &location)?;
+                let index: ImageIndex = parse_json(&bytes, &format!("index {member}"), &location)?;
+                // Platforms of one nested index belong to one image, even without a name.
+                let group = if group.is_empty() {
+                    format!("@{top}")
+                } else {
+                    group
+                };
+                for child in index.manifests() {
+                    self.walk(child, depth + 1, top, Some(&names), Some(&group))?;
                 }
             }
         }
-    };
-    // Entries reached through one top-level index are platforms of one image; unnamed
-    // top-level manifests are taken as platforms of one unnamed image.
-    let group = match inherited {
-        Some(parent) => parent.last().cloned().unwrap_or_default(),
-        None => names.first().cloned().unwrap_or_default(),
-    };
-    match kind {
-        Kind::Manifest => {
-            let platform = d
-                .platform()
-                .as_ref()
-                .map(|p| Platform::new(&p.os().to_string(), &p.architecture().to_string(), p.variant().as_deref()));
-            if platform.as_ref().is_some_and(Platform::is_unknown) {
-                return Ok(());
-            }
-            out.push(Candidate {
-                names,
-                group,
-                platform,
-                present,
-                index: top,
-                manifest: ManifestSource::Oci { digest, media_type, member },
-            });
-        }
-        Kind::Index => {
-            if depth >= MAX_DEPTH {
-                return Err(Error::NotAnImage {
-                    location,
-                    reason: format!("indexes nest more than {MAX_DEPTH} deep (a loop?)"),
-                    help: "the layout is damaged; export the image again".to_string(),
-                });
-            }
-            if !present {
-                skipped.push(format!("index {} is absent", digest.short()));
-                return Ok(());
-            }
-            let bytes = read_small(store, &member, "index")?;
-            verify(&bytes, &digest, "index", &member, &location)?;
-            let index: ImageIndex = parse_json(&bytes, &format!("index {member}"), &location)?;
-            // Platforms of one nested index belong to one image, even without a name.
-            let mut names = names;
-            if names.is_empty() {
-                names.push(format!("@{top}"));
-            }
-            for child in index.manifests() {
-                walk(store, child, depth + 1, top, Some(&names), out, skipped)?;
-            }
-        }
+        Ok(())
     }
-    Ok(())
 }
 
 fn verify(bytes: &[u8], expected: &Digest, what: &str, member: &str, location: &str) -> Result<()> {
@@ -246,7 +276,12 @@ fn is_layer_type(mt: &str) -> bool {
 /// Reads the chosen manifest and config and plans the layers.
 pub fn load_manifest(store: &dyn Store, c: Candidate) -> Result<Chosen> {
     let location = store.location();
-    let ManifestSource::Oci { digest, member, media_type } = &c.manifest else {
+    let ManifestSource::Oci {
+        digest,
+        member,
+        media_type,
+    } = &c.manifest
+    else {
         unreachable!("load_manifest is only called for OCI candidates")
     };
     let manifest = read_manifest(store, digest, member)?;
@@ -276,7 +311,11 @@ pub fn load_manifest(store: &dyn Store, c: Candidate) -> Result<Chosen> {
     }
     // The config is the truth for os and architecture; an index may add the variant.
     let mut platform = config_platform(&config);
-    if let Some(p) = c.platform.as_ref().filter(|p| p.os == platform.os && p.architecture == platform.architecture) {
+    if let Some(p) = c
+        .platform
+        .as_ref()
+        .filter(|p| p.os == platform.os && p.architecture == platform.architecture)
+    {
         if platform.variant.is_none() {
             platform.variant = p.variant.clone();
         }

@@ -41,7 +41,9 @@ pub fn open(reference_text: &str, root: &Path, options: &Options) -> Result<Imag
             }
             let name = child.file_name().to_string_lossy().into_owned();
             let host = child.path();
-            let Ok(m) = fs::symlink_metadata(&host) else { continue };
+            let Ok(m) = fs::symlink_metadata(&host) else {
+                continue;
+            };
             let mut path = parts.clone();
             path.push(name);
             let ft = m.file_type();
@@ -59,7 +61,9 @@ pub fn open(reference_text: &str, root: &Path, options: &Options) -> Result<Imag
                 entry.kind = EntryKind::Dir;
                 stack.push((host, path));
             } else if ft.is_symlink() {
-                let target = fs::read_link(&host).map(|t| t.to_string_lossy().into_owned()).unwrap_or_default();
+                let target = fs::read_link(&host)
+                    .map(|t| t.to_string_lossy().into_owned())
+                    .unwrap_or_default();
                 entry.kind = EntryKind::Symlink(target);
             } else if ft.is_file() {
                 entry.kind = EntryKind::File;
@@ -68,7 +72,13 @@ pub fn open(reference_text: &str, root: &Path, options: &Options) -> Result<Imag
                 if (options.interests.elf_heads || cap.is_some()) && m.len() > 0 {
                     if let Ok(f) = fs::File::open(&host) {
                         let limit = cap.unwrap_or(0).max(HEAD_LEN as u64);
-                        let limit = limit.min(options.limits.max_kept_bytes_per_layer.saturating_sub(kept_total).max(HEAD_LEN as u64));
+                        let limit = limit.min(
+                            options
+                                .limits
+                                .max_kept_bytes_per_layer
+                                .saturating_sub(kept_total)
+                                .max(HEAD_LEN as u64),
+                        );
                         let mut bytes = Vec::new();
                         if f.take(limit).read_to_end(&mut bytes).is_ok() {
                             if options.interests.elf_heads {
@@ -106,7 +116,11 @@ pub fn open(reference_text: &str, root: &Path, options: &Options) -> Result<Imag
     for id in tree.walk().collect::<Vec<_>>() {
         tree.node_mut(id).layer = None;
     }
-    let platform = Platform::new("linux", &majority_arch(&tree).unwrap_or_else(|| "unknown".to_string()), None);
+    let platform = Platform::new(
+        "linux",
+        &majority_arch(&tree).unwrap_or_else(|| "unknown".to_string()),
+        None,
+    );
     Ok(Image {
         reference: reference_text.to_string(),
         source: "dir",
@@ -133,5 +147,8 @@ fn majority_arch(tree: &FileTree) -> Option<String> {
             }
         }
     }
-    votes.into_iter().max_by_key(|&(a, n)| (n, a)).map(|(a, _)| a.to_string())
+    votes
+        .into_iter()
+        .max_by_key(|&(a, n)| (n, a))
+        .map(|(a, _)| a.to_string())
 }

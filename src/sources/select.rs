@@ -11,7 +11,11 @@ use crate::reference::Selector;
 #[derive(Clone, Debug)]
 pub enum ManifestSource {
     /// An OCI or Docker v2 manifest blob.
-    Oci { digest: Digest, media_type: String, member: String },
+    Oci {
+        digest: Digest,
+        media_type: String,
+        member: String,
+    },
     /// An entry of `docker save`'s manifest.json.
     Docker {
         config: String,
@@ -50,9 +54,16 @@ impl Candidate {
         let name = if !self.group.is_empty() && !self.group.starts_with('#') {
             self.group.clone()
         } else {
-            self.names.first().cloned().unwrap_or_else(|| format!("@{}", self.index))
+            self.names
+                .first()
+                .cloned()
+                .unwrap_or_else(|| format!("@{}", self.index))
         };
-        let platform = self.platform.as_ref().map(|p| p.to_string()).unwrap_or_else(|| "unknown platform".into());
+        let platform = self
+            .platform
+            .as_ref()
+            .map(|p| p.to_string())
+            .unwrap_or_else(|| "unknown platform".into());
         if self.present {
             format!("{name} ({platform})")
         } else {
@@ -78,7 +89,9 @@ fn normalize_name(name: &str) -> String {
 }
 
 fn name_matches(names: &[String], wanted: &str) -> bool {
-    names.iter().any(|n| n == wanted || normalize_name(n) == normalize_name(wanted))
+    names
+        .iter()
+        .any(|n| n == wanted || normalize_name(n) == normalize_name(wanted))
 }
 
 /// Picks the image to read; also returns every platform its name offers.
@@ -99,10 +112,18 @@ pub fn choose(
     let all_labels = |c: &[Candidate]| c.iter().map(Candidate::label).collect::<Vec<_>>().join(", ");
     if let Some(sel) = selector {
         let before = all_labels(&candidates);
-        candidates.retain(|c| match sel {
-            Selector::Name(n) => name_matches(&c.names, n),
-            Selector::Index(i) => c.index == *i,
-        });
+        match sel {
+            Selector::Name(n) => {
+                // A top-level name beats the same name on an entry nested deeper.
+                let top = |c: &Candidate| name_matches(std::slice::from_ref(&c.group), n);
+                if candidates.iter().any(top) {
+                    candidates.retain(top);
+                } else {
+                    candidates.retain(|c| name_matches(&c.names, n));
+                }
+            }
+            Selector::Index(i) => candidates.retain(|c| c.index == *i),
+        }
         if candidates.is_empty() {
             return Err(Error::Ambiguous {
                 location,
@@ -122,7 +143,11 @@ pub fn choose(
         let available = all_labels(&candidates);
         candidates.retain(|c| c.platform.as_ref().is_some_and(|p| p.satisfies(w)));
         if candidates.is_empty() {
-            return Err(Error::NoPlatform { wanted: w.to_string(), location, available });
+            return Err(Error::NoPlatform {
+                wanted: w.to_string(),
+                location,
+                available,
+            });
         }
     }
     let first_group = candidates[0].group.clone();
@@ -146,10 +171,12 @@ pub fn choose(
             .copied()
             .filter(|&i| candidates[i].platform.as_ref().is_some_and(|p| p.os == "linux"))
             .collect();
-        if let Some(&i) = present
-            .iter()
-            .find(|&&i| candidates[i].platform.as_ref().is_some_and(|p| p.satisfies(&amd64)))
-        {
+        if let Some(&i) = present.iter().find(|&&i| {
+            candidates[i]
+                .platform
+                .as_ref()
+                .is_some_and(|p| p.satisfies(&amd64))
+        }) {
             i
         } else if linux.len() == 1 {
             linux[0]
@@ -185,7 +212,10 @@ mod tests {
 
     #[test]
     fn names_compare_like_docker() {
-        assert!(name_matches(&["docker.io/library/hello-world:latest".into()], "hello-world"));
+        assert!(name_matches(
+            &["docker.io/library/hello-world:latest".into()],
+            "hello-world"
+        ));
         assert!(name_matches(&["hello-world:latest".into()], "hello-world:latest"));
         assert!(name_matches(&["1".into()], "1"));
         assert!(!name_matches(&["app:1".into()], "app:2"));

@@ -64,7 +64,9 @@ pub struct DirStore {
 
 impl DirStore {
     pub fn new(root: &Path) -> DirStore {
-        DirStore { root: root.to_path_buf() }
+        DirStore {
+            root: root.to_path_buf(),
+        }
     }
 }
 
@@ -77,7 +79,10 @@ impl Store for DirStore {
         if !safe_member(member) {
             return None;
         }
-        std::fs::metadata(self.root.join(member)).ok().filter(|m| m.is_file()).map(|m| m.len())
+        std::fs::metadata(self.root.join(member))
+            .ok()
+            .filter(|m| m.is_file())
+            .map(|m| m.len())
     }
 
     fn open(&self, member: &str) -> io::Result<Box<dyn Read + Send>> {
@@ -117,7 +122,13 @@ impl TarStore {
             let name = member_name(&entry.path_bytes());
             let etype = entry.header().entry_type();
             if etype.is_file() || etype.is_contiguous() {
-                members.insert(name, Span { offset: entry.raw_file_position(), size: entry.size() });
+                members.insert(
+                    name,
+                    Span {
+                        offset: entry.raw_file_position(),
+                        size: entry.size(),
+                    },
+                );
             } else if etype.is_hard_link() {
                 if let Some(target) = entry.link_name_bytes() {
                     links.push((name, member_name(&target)));
@@ -151,7 +162,10 @@ impl TarStore {
                 break;
             }
         }
-        Ok(TarStore { path: path.to_path_buf(), members })
+        Ok(TarStore {
+            path: path.to_path_buf(),
+            members,
+        })
     }
 
     pub fn has(&self, member: &str) -> bool {
@@ -181,7 +195,10 @@ impl Store for TarStore {
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no member {member}")))?;
         let mut f = File::open(&self.path)?;
         f.seek(SeekFrom::Start(span.offset))?;
-        Ok(Box::new(ExactReader { inner: f.take(span.size), left: span.size }))
+        Ok(Box::new(ExactReader {
+            inner: f.take(span.size),
+            left: span.size,
+        }))
     }
 }
 

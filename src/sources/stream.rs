@@ -45,23 +45,40 @@ pub fn read(input: impl Read, label: &str, options: &Options) -> Result<StreamSt
         }
         let size = entry.size();
         let mut head = Vec::with_capacity(512);
-        (&mut entry).take(512).read_to_end(&mut head).map_err(|e| Error::io(format!("{name} in {label}"), e))?;
-        let is_json = head.iter().find(|b| !b.is_ascii_whitespace()).is_some_and(|&b| b == b'{' || b == b'[');
+        (&mut entry)
+            .take(512)
+            .read_to_end(&mut head)
+            .map_err(|e| Error::io(format!("{name} in {label}"), e))?;
+        let is_json = head
+            .iter()
+            .find(|b| !b.is_ascii_whitespace())
+            .is_some_and(|&b| b == b'{' || b == b'[');
         if is_json || name == "oci-layout" || name == "repositories" {
             if size > MAX_JSON {
-                return Err(Error::TooLarge { what: name, location: label.to_string(), size, limit: MAX_JSON });
+                return Err(Error::TooLarge {
+                    what: name,
+                    location: label.to_string(),
+                    size,
+                    limit: MAX_JSON,
+                });
             }
             let mut bytes = head;
-            entry.read_to_end(&mut bytes).map_err(|e| Error::io(format!("{name} in {label}"), e))?;
+            entry
+                .read_to_end(&mut bytes)
+                .map_err(|e| Error::io(format!("{name} in {label}"), e))?;
             small.insert(name, bytes);
         } else if Compression::sniff(&head).is_some() {
-            let diff = read_layer(io::Cursor::new(head).chain(&mut entry), &options.interests, &options.limits)
-                .map_err(|e| Error::Layer {
-                    layer: name.clone(),
-                    location: label.to_string(),
-                    reason: e.to_string(),
-                    help: "the stream was cut short or is damaged; save the image again".to_string(),
-                })?;
+            let diff = read_layer(
+                io::Cursor::new(head).chain(&mut entry),
+                &options.interests,
+                &options.limits,
+            )
+            .map_err(|e| Error::Layer {
+                layer: name.clone(),
+                location: label.to_string(),
+                reason: e.to_string(),
+                help: "the stream was cut short or is damaged; save the image again".to_string(),
+            })?;
             layer_sizes.insert(name.clone(), diff.blob_size);
             layers.insert(name, diff);
         }
@@ -74,19 +91,31 @@ pub fn read(input: impl Read, label: &str, options: &Options) -> Result<StreamSt
             layers.insert(name, diff);
         }
     }
-    Ok(StreamStore { label: label.to_string(), small, layers: Mutex::new(layers), layer_sizes })
+    Ok(StreamStore {
+        label: label.to_string(),
+        small,
+        layers: Mutex::new(layers),
+        layer_sizes,
+    })
 }
 
 /// A compressed archive file (`docker save | gzip > image.tar.gz`).
-pub fn read_compressed(file: std::fs::File, path: &Path, magic: &[u8], options: &Options) -> Result<StreamStore> {
+pub fn read_compressed(
+    file: std::fs::File,
+    path: &Path,
+    magic: &[u8],
+    options: &Options,
+) -> Result<StreamStore> {
     use std::io::{Seek, SeekFrom};
     let mut file = file;
-    file.seek(SeekFrom::Start(0)).map_err(|e| Error::io(path.display(), e))?;
+    file.seek(SeekFrom::Start(0))
+        .map_err(|e| Error::io(path.display(), e))?;
     let label = format!("archive {}", path.display());
     let buffered = io::BufReader::with_capacity(256 * 1024, file);
     match Compression::sniff(magic) {
         Some(Compression::Zstd) => {
-            let dec = zstd::stream::read::Decoder::with_buffer(buffered).map_err(|e| Error::io(path.display(), e))?;
+            let dec = zstd::stream::read::Decoder::with_buffer(buffered)
+                .map_err(|e| Error::io(path.display(), e))?;
             read(dec, &label, options)
         }
         _ => read(flate2::bufread::MultiGzDecoder::new(buffered), &label, options),

@@ -23,7 +23,7 @@ pub enum LayerInput {
 #[derive(Debug)]
 pub struct BuildError {
     pub index: usize,
-    pub kind: BuildErrorKind,
+    pub kind: Box<BuildErrorKind>,
 }
 
 #[derive(Debug)]
@@ -31,7 +31,7 @@ pub enum BuildErrorKind {
     Read(LayerError),
     Merge(super::merge::MergeError),
     /// The check the caller asked for rejected the layer (e.g. a digest mismatch).
-    Rejected(crate::error::Error),
+    Rejected(Box<crate::error::Error>),
 }
 
 /// What was learnt of each layer while reading it.
@@ -92,7 +92,7 @@ where
                 };
                 let result = result.and_then(|d| match check(i, &d) {
                     Ok(()) => Ok(d),
-                    Err(e) => Err(BuildErrorKind::Rejected(e)),
+                    Err(e) => Err(BuildErrorKind::Rejected(Box::new(e))),
                 });
                 if result.is_err() {
                     failed.store(true, Ordering::SeqCst);
@@ -117,7 +117,10 @@ where
                 Err(kind) => {
                     // Report the lowest failing layer, whatever order the workers finished in.
                     if first_error.as_ref().is_none_or(|e| i < e.index) {
-                        first_error = Some(BuildError { index: i, kind });
+                        first_error = Some(BuildError {
+                            index: i,
+                            kind: Box::new(kind),
+                        });
                     }
                     continue;
                 }
@@ -135,7 +138,10 @@ where
                 if first_error.is_none() {
                     if let Err(e) = tree.apply(diff, index as u32) {
                         failed.store(true, Ordering::SeqCst);
-                        first_error = Some(BuildError { index, kind: BuildErrorKind::Merge(e) });
+                        first_error = Some(BuildError {
+                            index,
+                            kind: Box::new(BuildErrorKind::Merge(e)),
+                        });
                     }
                 }
                 let (lock, cv) = &merged;

@@ -13,7 +13,11 @@ impl PathPattern {
     pub fn new(pattern: &str) -> PathPattern {
         PathPattern {
             source: pattern.to_string(),
-            parts: pattern.split('/').filter(|p| !p.is_empty()).map(str::to_string).collect(),
+            parts: pattern
+                .split('/')
+                .filter(|p| !p.is_empty())
+                .map(str::to_string)
+                .collect(),
         }
     }
 
@@ -30,9 +34,7 @@ impl PathPattern {
 fn match_parts(pat: &[String], path: &[&str]) -> bool {
     match pat.split_first() {
         None => path.is_empty(),
-        Some((first, rest)) if first == "**" => {
-            (0..=path.len()).any(|skip| match_parts(rest, &path[skip..]))
-        }
+        Some((first, rest)) if first == "**" => (0..=path.len()).any(|skip| match_parts(rest, &path[skip..])),
         Some((first, rest)) => match path.split_first() {
             Some((p, prest)) => glob_component(first.as_bytes(), p.as_bytes()) && match_parts(rest, prest),
             None => false,
@@ -144,12 +146,18 @@ mod tests {
         assert!(m("**/*.deps.json", "/app/App.deps.json"));
         assert!(m("**/*.deps.json", "/x.deps.json"));
         assert!(!m("**/*.deps.json", "/app/App.deps.json.bak"));
-        assert!(m("**/node_modules/*/package.json", "/app/node_modules/sharp/package.json"));
+        assert!(m(
+            "**/node_modules/*/package.json",
+            "/app/node_modules/sharp/package.json"
+        ));
         assert!(m(
             "**/node_modules/@*/*/package.json",
             "/a/node_modules/next/node_modules/@img/sharp-linux-x64/package.json"
         ));
-        assert!(!m("**/node_modules/*/package.json", "/app/node_modules/sharp/lib/package.json"));
+        assert!(!m(
+            "**/node_modules/*/package.json",
+            "/app/node_modules/sharp/lib/package.json"
+        ));
         assert!(m("/etc/ld-musl-*.path", "/etc/ld-musl-x86_64.path"));
         assert!(m("/etc/ld.so.conf.d/*", "/etc/ld.so.conf.d/libc.conf"));
         assert!(m("a?c", "abc"));

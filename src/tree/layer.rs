@@ -70,7 +70,13 @@ fn tar_checksum_ok(block: &[u8]) -> bool {
     let sum: u32 = block
         .iter()
         .enumerate()
-        .map(|(i, &b)| if (148..156).contains(&i) { b' ' as u32 } else { b as u32 })
+        .map(|(i, &b)| {
+            if (148..156).contains(&i) {
+                b' ' as u32
+            } else {
+                b as u32
+            }
+        })
         .sum();
     stored == sum && block[0] != 0
 }
@@ -214,7 +220,9 @@ fn read_entries<R: Read>(
         let mut kind = if etype.is_dir() {
             EntryKind::Dir
         } else if etype.is_symlink() {
-            let target = entry.link_name_bytes().map(|t| String::from_utf8_lossy(&t).into_owned());
+            let target = entry
+                .link_name_bytes()
+                .map(|t| String::from_utf8_lossy(&t).into_owned());
             EntryKind::Symlink(target.unwrap_or_default())
         } else if etype.is_hard_link() {
             let target = entry.link_name_bytes().map(|t| normalize(&t)).unwrap_or_default();
@@ -265,7 +273,10 @@ fn read_entries<R: Read>(
                         (&mut entry)
                             .take(cap - n as u64)
                             .read_to_end(&mut bytes)
-                            .map_err(|e| LayerError::Entry { path: shown(), source: e })?;
+                            .map_err(|e| LayerError::Entry {
+                                path: shown(),
+                                source: e,
+                            })?;
                     }
                     kept_total += bytes.len() as u64;
                     let truncated = (bytes.len() as u64) < size;
@@ -331,7 +342,10 @@ mod tests {
     #[test]
     fn sniffs_compression() {
         assert_eq!(Compression::sniff(&[0x1f, 0x8b, 8]), Some(Compression::Gzip));
-        assert_eq!(Compression::sniff(&[0x28, 0xb5, 0x2f, 0xfd]), Some(Compression::Zstd));
+        assert_eq!(
+            Compression::sniff(&[0x28, 0xb5, 0x2f, 0xfd]),
+            Some(Compression::Zstd)
+        );
         assert_eq!(Compression::sniff(&[0u8; 1024]), Some(Compression::None));
         assert_eq!(Compression::sniff(b"{\"json\": true}"), None);
     }

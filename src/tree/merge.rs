@@ -31,7 +31,9 @@ impl FileTree {
                 }
                 continue;
             };
-            let Some(dir) = self.existing_dir(parents)? else { continue };
+            let Some(dir) = self.existing_dir(parents)? else {
+                continue;
+            };
             match w.kind {
                 EntryKind::OpaqueWhiteout => {
                     if let Some(target) = self.child(dir, name) {
@@ -130,7 +132,9 @@ impl FileTree {
                     NodeKind::Symlink(target) => {
                         links += 1;
                         if links > MAX_LINKS {
-                            return Err(MergeError::Loop { path: parents.join("/") });
+                            return Err(MergeError::Loop {
+                                path: parents.join("/"),
+                            });
                         }
                         if target.starts_with('/') {
                             cur = ROOT;
@@ -166,7 +170,11 @@ mod tests {
 
     fn entry(path: &str, kind: EntryKind) -> LayerEntry {
         LayerEntry {
-            path: path.split('/').filter(|p| !p.is_empty()).map(str::to_string).collect(),
+            path: path
+                .split('/')
+                .filter(|p| !p.is_empty())
+                .map(str::to_string)
+                .collect(),
             kind,
             mode: 0o644,
             uid: 0,
@@ -244,7 +252,9 @@ mod tests {
         .unwrap();
         assert!(t.lookup("/usr/lib/libc.so.6").unwrap().is_some());
         assert_eq!(
-            t.node(t.lookup("/usr/lib/libc2").unwrap().unwrap()).hardlink_to.as_deref(),
+            t.node(t.lookup("/usr/lib/libc2").unwrap().unwrap())
+                .hardlink_to
+                .as_deref(),
             Some("/lib/libc.so.6")
         );
         let err = t.apply(layer(vec![entry("x", EntryKind::Hardlink("nope".into()))]), 2);

@@ -39,7 +39,9 @@ pub(super) fn resolve(
             NodeKind::Symlink(target) if follow_final || !pending.is_empty() => {
                 links += 1;
                 if links > MAX_LINKS {
-                    return Err(ResolveError::Loop { path: path.to_string() });
+                    return Err(ResolveError::Loop {
+                        path: path.to_string(),
+                    });
                 }
                 if target.starts_with('/') {
                     cur = ROOT;

@@ -1,0 +1,434 @@
+//! Fixture writer for integration tests: builds real OCI layouts, OCI archives and `docker save`
+//! archives (classic and containerd-store style) from layer descriptions, with gzip, zstd or
+//! plain layers, whiteouts, links and multi-platform indexes.
+#![allow(dead_code)]
+
+use serde_json::{json, Value};
+use sha2::{Digest as _, Sha256};
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn sha256(bytes: &[u8]) -> String {
+    let d = Sha256::digest(bytes);
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Comp {
+    Plain,
+    Gzip,
+    Zstd,
+}
+
+#[derive(Clone, Debug)]
+pub enum Item {
+    Dir(String, u32),
+    File(String, Vec<u8>, u32),
+    Symlink(String, String),
+    Hardlink(String, String),
+    /// `.wh.NAME` beside NAME.
+    Whiteout(String),
+    /// `.wh..wh..opq` inside the folder.
+    Opaque(String),
+}
+
+/// One layer: its items in archive order and how it is compressed.
+#[derive(Clone, Debug)]
+pub struct LayerSpec {
+    pub items: Vec<Item>,
+    pub comp: Comp,
+    pub created_by: String,
+}
+
+impl LayerSpec {
+    pub fn new(comp: Comp) -> Self {
+        LayerSpec {
+            items: Vec::new(),
+            comp,
+            created_by: "RUN fixture".to_string(),
+        }
+    }
+    pub fn by(mut self, created_by: &str) -> Self {
+        self.created_by = created_by.to_string();
+        self
+    }
+    pub fn dir(mut self, p: &str) -> Self {
+        self.items.push(Item::Dir(p.into(), 0o755));
+        self
+    }
+    pub fn file(mut self, p: &str, content: &[u8]) -> Self {
+        self.items.push(Item::File(p.into(), content.to_vec(), 0o644));
+        self
+    }
+    pub fn exe(mut self, p: &str, content: &[u8]) -> Self {
+        self.items.push(Item::File(p.into(), content.to_vec(), 0o755));
+        self
+    }
+    pub fn symlink(mut self, p: &str, target: &str) -> Self {
+        self.items.push(Item::Symlink(p.into(), target.into()));
+        self
+    }
+    pub fn hardlink(mut self, p: &str, target: &str) -> Self {
+        self.items.push(Item::Hardlink(p.into(), target.into()));
+        self
+    }
+    pub fn whiteout(mut self, p: &str) -> Self {
+        self.items.push(Item::Whiteout(p.into()));
+        self
+    }
+    pub fn opaque(mut self, dir: &str) -> Self {
+        self.items.push(Item::Opaque(dir.into()));
+        self
+    }
+
+    /// The uncompressed tar.
+    pub fn tar(&self) -> Vec<u8> {
+        let mut b = tar::Builder::new(Vec::new());
+        for item in &self.items {
+            let mut h = tar::Header::new_gnu();
+            h.set_uid(0);
+            h.set_gid(0);
+            h.set_mtime(0);
+            match item {
+                Item::Dir(p, mode) => {
+                    h.set_entry_type(tar::EntryType::Directory);
+                    h.set_mode(*mode);
+                    h.set_size(0);
+                    b.append_data(&mut h, format!("{}/", p.trim_end_matches('/')), &[][..])
+                        .unwrap();
+                }
+                Item::File(p, c, mode) => {
+                    h.set_entry_type(tar::EntryType::Regular);
+                    h.set_mode(*mode);
+                    h.set_size(c.len() as u64);
+                    b.append_data(&mut h, p, &c[..]).unwrap();
+                }
+                Item::Symlink(p, t) => {
+                    h.set_entry_type(tar::EntryType::Symlink);
+                    h.set_mode(0o777);
+                    h.set_size(0);
+                    b.append_link(&mut h, p, t).unwrap();
+                }
+                Item::Hardlink(p, t) => {
+                    h.set_entry_type(tar::EntryType::Link);
+                    h.set_mode(0o644);
+                    h.set_size(0);
+                    b.append_link(&mut h, p, t).unwrap();
+                }
+                Item::Whiteout(p) => {
+                    let (dir, name) = match p.rsplit_once('/') {
+                        Some((d, n)) => (format!("{d}/"), n.to_string()),
+                        None => (String::new(), p.clone()),
+                    };
+                    h.set_entry_type(tar::EntryType::Regular);
+                    h.set_mode(0o644);
+                    h.set_size(0);
+                    b.append_data(&mut h, format!("{dir}.wh.{name}"), &[][..])
+                        .unwrap();
+                }
+                Item::Opaque(d) => {
+                    h.set_entry_type(tar::EntryType::Regular);
+                    h.set_mode(0o644);
+                    h.set_size(0);
+                    b.append_data(
+                        &mut h,
+                        format!("{}/.wh..wh..opq", d.trim_end_matches('/')),
+                        &[][..],
+                    )
+                    .unwrap();
+                }
+            }
+        }
+        b.into_inner().unwrap()
+    }
+
+    /// The blob as stored, its media type and its diff_id.
+    pub fn blob(&self) -> (Vec<u8>, &'static str, String) {
+        let tar = self.tar();
+        let diff_id = format!("sha256:{}", sha256(&tar));
+        match self.comp {
+            Comp::Plain => (tar, "application/vnd.oci.image.layer.v1.tar", diff_id),
+            Comp::Gzip => {
+                let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                e.write_all(&tar).unwrap();
+                (
+                    e.finish().unwrap(),
+                    "application/vnd.oci.image.layer.v1.tar+gzip",
+                    diff_id,
+                )
+            }
+            Comp::Zstd => (
+                zstd::encode_all(&tar[..], 3).unwrap(),
+                "application/vnd.oci.image.layer.v1.tar+zstd",
+                diff_id,
+            ),
+        }
+    }
+}
+
+/// An image: layers and config.
+#[derive(Clone, Debug)]
+pub struct ImageSpec {
+    pub arch: String,
+    pub variant: Option<String>,
+    pub layers: Vec<LayerSpec>,
+    pub env: Vec<String>,
+    pub entrypoint: Option<Vec<String>>,
+    pub cmd: Option<Vec<String>>,
+    pub working_dir: Option<String>,
+}
+
+impl ImageSpec {
+    pub fn new(arch: &str) -> Self {
+        ImageSpec {
+            arch: arch.to_string(),
+            variant: None,
+            layers: Vec::new(),
+            env: vec!["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into()],
+            entrypoint: None,
+            cmd: Some(vec!["/bin/sh".into()]),
+            working_dir: None,
+        }
+    }
+    pub fn layer(mut self, l: LayerSpec) -> Self {
+        self.layers.push(l);
+        self
+    }
+    pub fn env(mut self, e: &str) -> Self {
+        self.env.push(e.to_string());
+        self
+    }
+
+    pub fn config_json(&self, diff_ids: &[String]) -> Vec<u8> {
+        let mut config = json!({
+            "Env": self.env,
+            "Cmd": self.cmd,
+        });
+        if let Some(e) = &self.entrypoint {
+            config["Entrypoint"] = json!(e);
+        }
+        if let Some(w) = &self.working_dir {
+            config["WorkingDir"] = json!(w);
+        }
+        let mut c = json!({
+            "architecture": self.arch,
+            "os": "linux",
+            "created": "2026-01-01T00:00:00Z",
+            "config": config,
+            "rootfs": {"type": "layers", "diff_ids": diff_ids},
+            "history": self.layers.iter().map(|l| json!({"created_by": l.created_by})).collect::<Vec<_>>(),
+        });
+        if let Some(v) = &self.variant {
+            c["variant"] = json!(v);
+        }
+        serde_json::to_vec(&c).unwrap()
+    }
+
+    fn platform(&self) -> Value {
+        let mut p = json!({"os": "linux", "architecture": self.arch});
+        if let Some(v) = &self.variant {
+            p["variant"] = json!(v);
+        }
+        p
+    }
+}
+
+/// Writes blobs into `blobs/sha256/` and returns descriptors.
+pub struct OciWriter {
+    pub root: PathBuf,
+}
+
+impl OciWriter {
+    pub fn new(root: &Path) -> Self {
+        fs::create_dir_all(root.join("blobs/sha256")).unwrap();
+        fs::write(root.join("oci-layout"), br#"{"imageLayoutVersion":"1.0.0"}"#).unwrap();
+        OciWriter {
+            root: root.to_path_buf(),
+        }
+    }
+
+    pub fn blob(&self, bytes: &[u8], media_type: &str) -> Value {
+        let hex = sha256(bytes);
+        fs::write(self.root.join("blobs/sha256").join(&hex), bytes).unwrap();
+        json!({"mediaType": media_type, "digest": format!("sha256:{hex}"), "size": bytes.len()})
+    }
+
+    /// Writes the image's layers, config and manifest; returns the manifest descriptor.
+    pub fn image(&self, img: &ImageSpec) -> Value {
+        let mut layer_descs = Vec::new();
+        let mut diff_ids = Vec::new();
+        for l in &img.layers {
+            let (blob, mt, diff_id) = l.blob();
+            layer_descs.push(self.blob(&blob, mt));
+            diff_ids.push(diff_id);
+        }
+        let config = self.blob(
+            &img.config_json(&diff_ids),
+            "application/vnd.oci.image.config.v1+json",
+        );
+        let manifest = json!({
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": config,
+            "layers": layer_descs,
+        });
+        let mut d = self.blob(
+            &serde_json::to_vec(&manifest).unwrap(),
+            "application/vnd.oci.image.manifest.v1+json",
+        );
+        d["platform"] = img.platform();
+        d
+    }
+
+    pub fn index(&self, manifests: Vec<Value>) -> Value {
+        let index = json!({
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.index.v1+json",
+            "manifests": manifests,
+        });
+        self.blob(
+            &serde_json::to_vec(&index).unwrap(),
+            "application/vnd.oci.image.index.v1+json",
+        )
+    }
+
+    pub fn write_index_json(&self, manifests: Vec<Value>) {
+        let index = json!({
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.index.v1+json",
+            "manifests": manifests,
+        });
+        fs::write(
+            self.root.join("index.json"),
+            serde_json::to_vec_pretty(&index).unwrap(),
+        )
+        .unwrap();
+    }
+}
+
+pub fn with_name(mut d: Value, name: &str) -> Value {
+    d["annotations"] = json!({"org.opencontainers.image.ref.name": name});
+    d
+}
+
+/// An OCI layout with one image tagged `tag`.
+pub fn write_oci_dir(root: &Path, img: &ImageSpec, tag: &str) {
+    let w = OciWriter::new(root);
+    let d = w.image(img);
+    w.write_index_json(vec![with_name(d, tag)]);
+}
+
+/// Tars a folder (members relative to it, sorted).
+pub fn tar_dir(dir: &Path, out: &Path) {
+    let mut b = tar::Builder::new(fs::File::create(out).unwrap());
+    b.follow_symlinks(false);
+    b.append_dir_all(".", dir).unwrap();
+    b.finish().unwrap();
+}
+
+/// A classic `docker save` archive: `<id>/layer.tar`, `<config-hex>.json`, manifest.json.
+pub fn write_docker_archive(out: &Path, img: &ImageSpec, tag: &str) {
+    let mut b = tar::Builder::new(Vec::new());
+    let mut layer_paths = Vec::new();
+    let mut diff_ids = Vec::new();
+    for l in &img.layers {
+        let tar = l.tar();
+        let hex = sha256(&tar);
+        diff_ids.push(format!("sha256:{hex}"));
+        let path = format!("{hex}/layer.tar");
+        append(&mut b, &path, &tar);
+        layer_paths.push(path);
+    }
+    let config = img.config_json(&diff_ids);
+    let config_name = format!("{}.json", sha256(&config));
+    append(&mut b, &config_name, &config);
+    let manifest = json!([{"Config": config_name, "RepoTags": [tag], "Layers": layer_paths}]);
+    append(&mut b, "manifest.json", &serde_json::to_vec(&manifest).unwrap());
+    fs::write(out, b.into_inner().unwrap()).unwrap();
+}
+
+pub fn append(b: &mut tar::Builder<Vec<u8>>, path: &str, data: &[u8]) {
+    let mut h = tar::Header::new_ustar();
+    h.set_size(data.len() as u64);
+    h.set_mode(0o644);
+    h.set_mtime(0);
+    h.set_entry_type(tar::EntryType::Regular);
+    b.append_data(&mut h, path, data).unwrap();
+}
+
+/// Runs the memlint binary.
+pub fn memlint(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_memlint"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("memlint runs")
+}
+
+/// Runs memlint and parses its JSON output, failing the test with stderr when it fails.
+pub fn inspect_json(args: &[&str]) -> Value {
+    let mut all = vec!["inspect", "--format", "json"];
+    all.extend_from_slice(args);
+    let out = memlint(&all);
+    assert!(
+        out.status.success(),
+        "memlint {all:?} failed: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("inspect prints JSON")
+}
+
+/// `path type target` lines of the merged tree, from `inspect --files`.
+pub fn tree_listing(reference: &str) -> Vec<String> {
+    let v = inspect_json(&["--files", reference]);
+    v["files"]["paths"]
+        .as_array()
+        .expect("paths")
+        .iter()
+        .map(|p| {
+            format!(
+                "{} {} {}",
+                p["path"].as_str().unwrap(),
+                p["type"].as_str().unwrap(),
+                p["target"].as_str().unwrap_or("")
+            )
+        })
+        .collect()
+}
+
+/// Whether a program is installed; tests that need it fail with a clear message when not,
+/// since `.ci/run` installs every one of them.
+pub fn require_tool(name: &str) {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {name}")])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    assert!(
+        found,
+        "`{name}` is needed by this test; .ci/run installs it (apt-get install {name})"
+    );
+}
+
+pub fn run(cmd: &mut Command) -> Output {
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// stderr with miette's line wrapping and box drawing undone, for substring checks.
+pub fn error_text(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr)
+        .replace(['│', '×'], " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}

@@ -384,6 +384,15 @@ fn truncated_missing_and_non_json() {
     fs::write(&blob, &bytes[..bytes.len() / 2]).unwrap();
     expect_error(&format!("oci-dir:{}", layout.display()), &["layer 1"]);
 
+    // A plain tar cut in the middle of a member: the tar structure can be completed, but the
+    // digest check still catches it.
+    let layout = dir.path().join("truncated-plain");
+    write_oci_dir(&layout, &sample_image("amd64"), "v1");
+    let blob = layer_blob_path(&layout, 2);
+    let bytes = fs::read(&blob).unwrap();
+    fs::write(&blob, &bytes[..600]).unwrap();
+    expect_error(&format!("oci-dir:{}", layout.display()), &["layer 3"]);
+
     let layout = dir.path().join("missing");
     write_oci_dir(&layout, &sample_image("amd64"), "v1");
     fs::remove_file(layer_blob_path(&layout, 2)).unwrap();

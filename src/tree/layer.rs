@@ -187,12 +187,49 @@ fn finish<R: Read>(mut r: HashingReader<R>) -> io::Result<(Digest, u64, R)> {
     Ok((digest, count, r.into_inner()))
 }
 
+/// Completes a tar stream that stops right after its last member's data, without the padding
+/// to 512 bytes and the two zero blocks that end an archive. umoci 0.4 writes layers like that.
+/// Nothing is lost: the diff_id is taken on the real bytes before this reader, so a layer that
+/// was cut short still fails its digest check.
+struct EndPadding<R> {
+    inner: R,
+    pos: u64,
+    /// Zero bytes still to hand out once the inner stream has ended.
+    pad: Option<u64>,
+}
+
+impl<R: Read> Read for EndPadding<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        if let Some(left) = self.pad.as_mut() {
+            let n = (*left).min(buf.len() as u64) as usize;
+            buf[..n].fill(0);
+            *left -= n as u64;
+            return Ok(n);
+        }
+        let n = self.inner.read(buf)?;
+        if n == 0 {
+            let to_block = (512 - self.pos % 512) % 512;
+            self.pad = Some(to_block + 1024);
+            return self.read(buf);
+        }
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
 fn read_entries<R: Read>(
     reader: HashingReader<R>,
     interests: &Interests,
     limits: &Limits,
 ) -> Result<(Vec<LayerEntry>, HashingReader<R>), LayerError> {
-    let mut archive = tar::Archive::new(reader);
+    let mut archive = tar::Archive::new(EndPadding {
+        inner: reader,
+        pos: 0,
+        pad: None,
+    });
     let mut entries = Vec::new();
     let mut kept_total = 0u64;
     let mut head = vec![0u8; HEAD_LEN];
@@ -295,7 +332,7 @@ fn read_entries<R: Read>(
             elf,
         });
     }
-    Ok((entries, archive.into_inner()))
+    Ok((entries, archive.into_inner().inner))
 }
 
 fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {

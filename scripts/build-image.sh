@@ -1,0 +1,290 @@
+#!/usr/bin/env bash
+# Builds container images from real Debian and npm packages, as OCI layouts, without a
+# container engine: packages are fetched with `apt-get download` / `npm pack`, unpacked with
+# `dpkg-deb -x` / tar, and stacked into layers with umoci. Each image is cached under
+# $MEMLINT_IMAGE_CACHE (default .cache/ in the repo) and rebuilt only when its recipe changes.
+#
+#   scripts/build-image.sh NAME...   builds the named images, prints one oci-dir reference each
+#   scripts/build-image.sh --list    lists the recipes
+#
+# Recipes are the functions named recipe_NAME in scripts/recipes.sh.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CACHE=${MEMLINT_IMAGE_CACHE:-$ROOT/.cache}
+mkdir -p "$CACHE/debs" "$CACHE/npm" "$CACHE/images"
+
+log() { printf '%s\n' "$*" >&2; }
+die() { log "build-image: $*"; exit 1; }
+
+# Debian architecture names and their multiarch triplets.
+triplet() {
+  case $1 in
+    amd64) echo x86_64-linux-gnu ;;
+    arm64) echo aarch64-linux-gnu ;;
+    armhf) echo arm-linux-gnueabihf ;;
+    ppc64el) echo powerpc64le-linux-gnu ;;
+    s390x) echo s390x-linux-gnu ;;
+    i386) echo i386-linux-gnu ;;
+    *) die "no triplet for $1" ;;
+  esac
+}
+
+# OCI architecture names for Debian's.
+oci_arch() {
+  case $1 in
+    amd64 | arm64 | s390x | i386 | riscv64) [ "$1" = i386 ] && echo 386 || echo "$1" ;;
+    armhf) echo arm ;;
+    ppc64el) echo ppc64le ;;
+    *) die "no OCI architecture for $1" ;;
+  esac
+}
+
+ensure_tools() {
+  local missing=()
+  command -v umoci >/dev/null || missing+=(umoci)
+  command -v dpkg-deb >/dev/null || missing+=(dpkg)
+  if [ ${#missing[@]} -gt 0 ]; then
+    [ "$(id -u)" = 0 ] || die "install ${missing[*]} first (apt-get install ${missing[*]})"
+    log "installing ${missing[*]}"
+    apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
+  fi
+}
+
+# apt only downloads packages of architectures it has lists for.
+ensure_arch() {
+  local arch=$1 native
+  native=$(dpkg --print-architecture)
+  [ "$arch" = "$native" ] && return 0
+  if ! dpkg --print-foreign-architectures | grep -qx "$arch"; then
+    [ "$(id -u)" = 0 ] || die "run as root, or: dpkg --add-architecture $arch && apt-get update"
+    log "adding architecture $arch to apt"
+    dpkg --add-architecture "$arch"
+    apt-get update -qq >&2
+  fi
+}
+
+apt_updated=
+# fetch_debs ARCH PKG... : downloads each package once into the cache; prints the .deb paths.
+fetch_debs() {
+  local arch=$1
+  shift
+  ensure_arch "$arch"
+  local dir="$CACHE/debs/$arch" pkg f
+  mkdir -p "$dir"
+  for pkg in "$@"; do
+    f=$(ls "$dir/${pkg}"_*_"$arch".deb "$dir/${pkg}"_*_all.deb 2>/dev/null | head -n 1 || true)
+    if [ -z "$f" ]; then
+      if [ -z "$apt_updated" ] && ! apt-cache show "$pkg:$arch" >/dev/null 2>&1; then
+        [ "$(id -u)" = 0 ] && apt-get update -qq >&2
+        apt_updated=1
+      fi
+      (cd "$dir" && apt-get download -qq -o APT::Sandbox::User=root "$pkg:$arch" >&2) || die "cannot download $pkg:$arch"
+      f=$(ls "$dir/${pkg}"_*_"$arch".deb "$dir/${pkg}"_*_all.deb 2>/dev/null | head -n 1)
+    fi
+    printf '%s\n' "$f"
+  done
+}
+
+# fetch_npm SPEC... : `npm pack` each package spec once; prints the .tgz paths.
+fetch_npm() {
+  local spec key f
+  command -v npm >/dev/null || die "npm is needed for npm packages"
+  for spec in "$@"; do
+    key=$(printf '%s' "$spec" | tr '/@' '__')
+    f="$CACHE/npm/$key.tgz"
+    if [ ! -s "$f" ]; then
+      local tmp
+      tmp=$(mktemp -d)
+      (cd "$tmp" && npm pack --silent "$spec" >/dev/null 2>&1) || die "cannot npm pack $spec"
+      mv "$tmp"/*.tgz "$f"
+      rm -rf "$tmp"
+    fi
+    printf '%s\n' "$f"
+  done
+}
+
+# --- state of the image being built -------------------------------------------------------
+IMG=        # OCI layout folder
+ARCH=       # Debian architecture
+WORK=       # scratch folder
+ACC=        # every layer applied so far, to run ldconfig on and to keep dpkg's status whole
+
+# usr_merge DIR : moves /bin, /sbin, /lib* into /usr as Debian 12's usrmerge does.
+usr_merge() {
+  local dir=$1 d
+  for d in bin sbin lib lib32 lib64 libx32; do
+    if [ -d "$dir/$d" ] && [ ! -L "$dir/$d" ]; then
+      mkdir -p "$dir/usr/$d"
+      cp -a "$dir/$d/." "$dir/usr/$d/"
+      rm -rf "${dir:?}/$d"
+    fi
+  done
+}
+
+new_stage() {
+  local s
+  s=$(mktemp -d "$WORK/stage.XXXX")
+  printf '%s\n' "$s"
+}
+
+# commit_stage STAGE CREATED_BY : adds STAGE as one layer and folds it into ACC.
+commit_stage() {
+  local stage=$1 by=$2
+  umoci insert --rootless --image "$IMG:latest" --history.created_by "$by" "$stage" / >/dev/null
+  cp -a "$stage/." "$ACC/"
+  rm -rf "$stage"
+}
+
+# base : the first layer, a Debian 12 root with usrmerge links, base-files and libc-bin.
+base() {
+  local stage
+  stage=$(new_stage)
+  mkdir -p "$stage/usr/bin" "$stage/usr/sbin" "$stage/usr/lib" "$stage/var/lib/dpkg" "$stage/etc" "$stage/tmp"
+  ln -s usr/bin "$stage/bin"
+  ln -s usr/sbin "$stage/sbin"
+  ln -s usr/lib "$stage/lib"
+  if [ "$ARCH" = amd64 ]; then
+    mkdir -p "$stage/usr/lib64"
+    ln -s usr/lib64 "$stage/lib64"
+  fi
+  : >"$stage/var/lib/dpkg/status"
+  commit_stage "$stage" "ADD debian-12-skeleton /"
+  debs "base-files libc-bin" base-files libc-bin
+}
+
+# debs "CREATED_BY" PKG... : one layer holding these Debian packages, with dpkg's status
+# and /etc/ld.so.cache brought up to date as the package scripts would.
+debs() {
+  local by=$1
+  shift
+  local stage deb list
+  stage=$(new_stage)
+  list=$(fetch_debs "$ARCH" "$@")
+  for deb in $list; do
+    dpkg-deb -x "$deb" "$stage"
+    { dpkg-deb -f "$deb" Package Version Architecture Multi-Arch Source Depends Provides Description \
+        | sed '/^Package:/a Status: install ok installed'; echo; } >>"$WORK/status.add"
+  done
+  usr_merge "$stage"
+  mkdir -p "$stage/var/lib/dpkg"
+  cat "$ACC/var/lib/dpkg/status" "$WORK/status.add" >"$stage/var/lib/dpkg/status"
+  rm -f "$WORK/status.add"
+  commit_stage "$stage" "RUN apt-get install -y $by"
+  refresh_ld_cache
+}
+
+# refresh_ld_cache : runs ldconfig on the whole root and adds the new cache as a layer when it
+# changed, as `apt-get install` of a library does.
+refresh_ld_cache() {
+  [ -d "$ACC/etc" ] || return 0
+  local before=none after
+  [ -f "$ACC/etc/ld.so.cache" ] && before=$(sha256sum <"$ACC/etc/ld.so.cache")
+  ldconfig -X -r "$ACC" 2>/dev/null || return 0
+  [ -f "$ACC/etc/ld.so.cache" ] || return 0
+  after=$(sha256sum <"$ACC/etc/ld.so.cache")
+  if [ "$before" != "$after" ]; then
+    local stage
+    stage=$(new_stage)
+    mkdir -p "$stage/etc"
+    cp "$ACC/etc/ld.so.cache" "$stage/etc/ld.so.cache"
+    umoci insert --rootless --image "$IMG:latest" --history.created_by "RUN ldconfig" "$stage" / >/dev/null
+    rm -rf "$stage"
+  fi
+}
+
+# npm_modules DEST "CREATED_BY" SPEC... : unpacks npm tarballs as `npm install` lays them out
+# under DEST/node_modules/NAME.
+npm_modules() {
+  local dest=$1 by=$2
+  shift 2
+  local stage tgz spec name
+  stage=$(new_stage)
+  for spec in "$@"; do
+    tgz=$(fetch_npm "$spec")
+    name=${spec%@*}
+    [ -z "$name" ] && name=$spec
+    mkdir -p "$stage/$dest/node_modules/$name"
+    tar -xzf "$tgz" -C "$stage/$dest/node_modules/$name" --strip-components=1 --no-same-owner
+  done
+  commit_stage "$stage" "RUN npm install $by"
+}
+
+# files "CREATED_BY" PATH=CONTENT... : a layer of small text files.
+files() {
+  local by=$1
+  shift
+  local stage kv p
+  stage=$(new_stage)
+  for kv in "$@"; do
+    p=${kv%%=*}
+    mkdir -p "$stage/$(dirname "$p")"
+    printf '%s' "${kv#*=}" >"$stage/$p"
+  done
+  commit_stage "$stage" "$by"
+}
+
+# symlink "CREATED_BY" LINK TARGET
+symlink() {
+  local stage
+  stage=$(new_stage)
+  mkdir -p "$stage/$(dirname "$2")"
+  ln -s "$3" "$stage/$2"
+  commit_stage "$stage" "$1"
+}
+
+# remove "CREATED_BY" PATH... : a layer of whiteouts.
+remove() {
+  local by=$1 p
+  shift
+  for p in "$@"; do
+    umoci insert --rootless --image "$IMG:latest" --history.created_by "$by" --whiteout "$p" >/dev/null
+    rm -rf "${ACC:?}/${p#/}"
+  done
+}
+
+# config KEY=VALUE... : umoci config flags, e.g. config --config.env=LD_PRELOAD=...
+config() {
+  umoci config --image "$IMG:latest" "$@" >/dev/null
+}
+
+build() {
+  local name=$1 recipe key out
+  recipe="recipe_${name//-/_}"
+  declare -F "$recipe" >/dev/null || die "no recipe '$name' (see --list)"
+  key=$( { declare -f "$recipe"; sed -n '/^# --- state/,$p' "${BASH_SOURCE[0]}"; } | sha256sum | cut -c1-16)
+  out="$CACHE/images/$name"
+  if [ -f "$out/.recipe" ] && [ "$(cat "$out/.recipe")" = "$key" ]; then
+    printf 'oci-dir:%s:latest\n' "$out"
+    return 0
+  fi
+  log "building $name"
+  rm -rf "$out"
+  WORK=$(mktemp -d)
+  ACC="$WORK/acc"
+  mkdir -p "$ACC"
+  IMG="$WORK/image"
+  umoci init --layout "$IMG" >/dev/null
+  umoci new --image "$IMG:latest" >/dev/null
+  "$recipe"
+  config --architecture "$(oci_arch "$ARCH")" --os linux --no-history
+  umoci gc --layout "$IMG" >/dev/null
+  rm -rf "$ACC"
+  mv "$IMG" "$out"
+  rm -rf "$WORK"
+  printf '%s\n' "$key" >"$out/.recipe"
+  printf 'oci-dir:%s:latest\n' "$out"
+}
+
+# shellcheck source=scripts/recipes.sh
+. "$ROOT/scripts/recipes.sh"
+
+[ $# -gt 0 ] || die "usage: $0 NAME... | --list"
+if [ "$1" = --list ]; then
+  declare -F | awk '{print $3}' | sed -n 's/^recipe_//p' | tr _ -
+  exit 0
+fi
+ensure_tools
+for n in "$@"; do
+  build "$n"
+done

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs every test of memlint: unit tests, and integration tests that run the real binary on
+# real images (fixtures written by the tests, round trips through skopeo and umoci, images
+# built from Debian and npm packages). Installs the tools the tests need when they are missing.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+tools=(skopeo umoci dpkg-deb)
+missing=()
+for t in "${tools[@]}"; do
+  command -v "$t" >/dev/null || missing+=("$t")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  pkgs=()
+  for t in "${missing[@]}"; do
+    case $t in
+      dpkg-deb) pkgs+=(dpkg) ;;
+      *) pkgs+=("$t") ;;
+    esac
+  done
+  if [ "$(id -u)" != 0 ]; then
+    echo "missing ${missing[*]}: run 'sudo apt-get install ${pkgs[*]}' first" >&2
+    exit 1
+  fi
+  echo "installing ${pkgs[*]}" >&2
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+fi
+
+cargo test --locked "$@"

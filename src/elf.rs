@@ -117,6 +117,297 @@ impl ElfHead {
     }
 }
 
+/// What the dynamic section says, read while the file streamed by.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ElfDynamic {
+    /// DT_NEEDED, in order.
+    pub needed: Vec<String>,
+    pub soname: Option<String>,
+    /// DT_RPATH entries (searched before LD_LIBRARY_PATH).
+    pub rpath: Vec<String>,
+    /// DT_RUNPATH entries (searched after LD_LIBRARY_PATH, only for the object's own needs).
+    pub runpath: Vec<String>,
+    /// False when the string table lay beyond the bytes kept while streaming, so the names
+    /// above are missing; facts that depend on them say they are uncertain.
+    pub complete: bool,
+}
+
+/// Everything the layer reader learns of one ELF file beyond its head.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ElfScan {
+    pub dynamic: Option<ElfDynamic>,
+    /// An allocator whose own messages are in the file: linked in statically (or the
+    /// allocator library itself).
+    pub embedded_allocator: Option<&'static str>,
+    /// The Node.js version in an official node binary (from its headers download URL).
+    pub node_release: Option<String>,
+}
+
+/// An ELF file as the layer reader saw it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ElfInfo {
+    #[serde(flatten)]
+    pub head: ElfHead,
+    #[serde(flatten)]
+    pub scan: ElfScan,
+}
+
+/// Bytes from the start of a file kept to find the dynamic string table; it sits in the first
+/// read-only segment, well inside this for all but the largest binaries.
+pub const PREFIX_CAP: usize = 4 * 1024 * 1024;
+const DYNAMIC_CAP: u64 = 1024 * 1024;
+
+/// Strings only an allocator prints, so finding one means the allocator is in the file.
+const ALLOCATOR_MARKERS: &[(&[u8], &str)] = &[
+    (b"<jemalloc>: ", "jemalloc"),
+    (b"tcmalloc: large alloc", "tcmalloc"),
+    (b"mimalloc: warning: ", "mimalloc"),
+];
+const NODE_RELEASE: &[u8] = b"/download/release/v";
+const MARKER_TAIL: usize = 32;
+
+#[derive(Clone, Copy, Debug)]
+struct Load {
+    vaddr: u64,
+    offset: u64,
+    filesz: u64,
+}
+
+/// Follows one ELF file through the stream: keeps a bounded prefix and the dynamic segment,
+/// and looks for allocator and Node.js markers, without holding the file.
+pub struct ElfScanner {
+    class: ElfClass,
+    little_endian: bool,
+    loads: Vec<Load>,
+    dynamic: Option<(u64, u64)>,
+    prefix: Vec<u8>,
+    dyn_buf: Vec<u8>,
+    pos: u64,
+    tail: Vec<u8>,
+    allocator: Option<&'static str>,
+    node_release: Option<String>,
+}
+
+impl ElfScanner {
+    /// Starts a scan from the file's head (which must be fed too).
+    pub fn new(head: &[u8], elf: &ElfHead) -> ElfScanner {
+        let mut loads = Vec::new();
+        let mut dynamic = None;
+        for (p_type, offset, vaddr, filesz) in program_headers(head, elf.class, elf.little_endian) {
+            match p_type {
+                1 => loads.push(Load {
+                    vaddr,
+                    offset,
+                    filesz,
+                }),
+                PT_DYNAMIC => dynamic = Some((offset, filesz.min(DYNAMIC_CAP))),
+                _ => {}
+            }
+        }
+        ElfScanner {
+            class: elf.class,
+            little_endian: elf.little_endian,
+            loads,
+            dynamic,
+            prefix: Vec::new(),
+            dyn_buf: Vec::new(),
+            pos: 0,
+            tail: Vec::new(),
+            allocator: None,
+            node_release: None,
+        }
+    }
+
+    /// The next bytes of the file, in order from offset 0.
+    pub fn feed(&mut self, chunk: &[u8]) {
+        let start = self.pos;
+        let end = start + chunk.len() as u64;
+        if (start as usize) < PREFIX_CAP {
+            let take = (PREFIX_CAP - start as usize).min(chunk.len());
+            self.prefix.extend_from_slice(&chunk[..take]);
+        }
+        if let Some((off, size)) = self.dynamic {
+            let (lo, hi) = (off.max(start), (off + size).min(end));
+            if lo < hi {
+                self.dyn_buf
+                    .extend_from_slice(&chunk[(lo - start) as usize..(hi - start) as usize]);
+            }
+        }
+        self.scan_markers(chunk);
+        self.pos = end;
+    }
+
+    fn scan_markers(&mut self, chunk: &[u8]) {
+        // The previous bytes' tail joined to this chunk's start catches a marker cut in two.
+        let mut joined = std::mem::take(&mut self.tail);
+        joined.extend_from_slice(&chunk[..chunk.len().min(MARKER_TAIL * 2)]);
+        self.scan_window(&joined);
+        if chunk.len() > MARKER_TAIL * 2 {
+            self.scan_window(chunk);
+        }
+        let cut = if chunk.len() >= MARKER_TAIL {
+            joined.clear();
+            joined.extend_from_slice(&chunk[chunk.len() - MARKER_TAIL..]);
+            0
+        } else {
+            joined.len().saturating_sub(MARKER_TAIL)
+        };
+        joined.drain(..cut);
+        self.tail = joined;
+    }
+
+    fn scan_window(&mut self, w: &[u8]) {
+        if self.allocator.is_none() {
+            for (needle, name) in ALLOCATOR_MARKERS {
+                if memchr::memmem::find(w, needle).is_some() {
+                    self.allocator = Some(name);
+                    break;
+                }
+            }
+        }
+        if self.node_release.is_none() {
+            if let Some(at) = memchr::memmem::find(w, NODE_RELEASE) {
+                let rest = &w[at + NODE_RELEASE.len()..];
+                let v: String = rest
+                    .iter()
+                    .take_while(|b| b.is_ascii_digit() || **b == b'.')
+                    .map(|&b| b as char)
+                    .collect();
+                // A version cut by the window's end is found whole in the next window.
+                if v.split('.').filter(|p| !p.is_empty()).count() == 3 && v.len() < rest.len() {
+                    self.node_release = Some(v);
+                }
+            }
+        }
+    }
+
+    pub fn finish(self) -> ElfScan {
+        let dynamic = self.dynamic.map(|_| self.parse_dynamic());
+        ElfScan {
+            dynamic,
+            embedded_allocator: self.allocator,
+            node_release: self.node_release,
+        }
+    }
+
+    fn parse_dynamic(&self) -> ElfDynamic {
+        let rd = Reader {
+            bytes: &self.dyn_buf,
+            le: self.little_endian,
+        };
+        let entsize = match self.class {
+            ElfClass::Elf64 => 16,
+            ElfClass::Elf32 => 8,
+        };
+        let mut entries = Vec::new();
+        let (mut strtab, mut strsz) = (None, None);
+        let mut at = 0;
+        while at + entsize <= self.dyn_buf.len() {
+            let (tag, val) = match self.class {
+                ElfClass::Elf64 => (rd.u64(at), rd.u64(at + 8)),
+                ElfClass::Elf32 => (rd.u32(at).map(u64::from), rd.u32(at + 4).map(u64::from)),
+            };
+            let (Some(tag), Some(val)) = (tag, val) else { break };
+            match tag {
+                0 => break,
+                5 => strtab = Some(val),
+                10 => strsz = Some(val),
+                1 | 14 | 15 | 29 => entries.push((tag, val)),
+                _ => {}
+            }
+            at += entsize;
+        }
+        let mut out = ElfDynamic::default();
+        let Some(base) = strtab.and_then(|a| self.vaddr_to_offset(a)) else {
+            return out;
+        };
+        let strsz = strsz.unwrap_or(u64::MAX);
+        let prefix = Reader {
+            bytes: &self.prefix,
+            le: self.little_endian,
+        };
+        let mut complete = true;
+        for (tag, val) in entries {
+            if val >= strsz {
+                continue;
+            }
+            let Some(s) = base.checked_add(val).and_then(|off| prefix.c_string(off, 4096)) else {
+                complete = false;
+                continue;
+            };
+            match tag {
+                1 => out.needed.push(s),
+                14 => out.soname = Some(s),
+                15 => out
+                    .rpath
+                    .extend(s.split(':').filter(|p| !p.is_empty()).map(str::to_string)),
+                29 => out
+                    .runpath
+                    .extend(s.split(':').filter(|p| !p.is_empty()).map(str::to_string)),
+                _ => {}
+            }
+        }
+        out.complete = complete;
+        out
+    }
+
+    fn vaddr_to_offset(&self, addr: u64) -> Option<u64> {
+        self.loads
+            .iter()
+            .find(|l| addr >= l.vaddr && addr - l.vaddr < l.filesz)
+            .and_then(|l| (addr - l.vaddr).checked_add(l.offset))
+    }
+}
+
+/// (p_type, p_offset, p_vaddr, p_filesz) of the program headers within `head`.
+fn program_headers(head: &[u8], class: ElfClass, le: bool) -> Vec<(u32, u64, u64, u64)> {
+    let rd = Reader { bytes: head, le };
+    let hdr = match class {
+        ElfClass::Elf64 => (rd.u64(32), rd.u16(54).map(u64::from), rd.u16(56).map(u64::from)),
+        ElfClass::Elf32 => (
+            rd.u32(28).map(u64::from),
+            rd.u16(42).map(u64::from),
+            rd.u16(44).map(u64::from),
+        ),
+    };
+    let (Some(phoff), Some(phentsize), Some(phnum)) = hdr else {
+        return Vec::new();
+    };
+    let min = match class {
+        ElfClass::Elf64 => 56,
+        ElfClass::Elf32 => 32,
+    };
+    if phentsize < min {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for i in 0..phnum.min(256) {
+        let Some(base) = i.checked_mul(phentsize).and_then(|o| o.checked_add(phoff)) else {
+            break;
+        };
+        let Ok(base) = usize::try_from(base) else { break };
+        let fields = match class {
+            ElfClass::Elf64 => (
+                rd.u32(base),
+                rd.u64(base + 8),
+                rd.u64(base + 16),
+                rd.u64(base + 32),
+            ),
+            ElfClass::Elf32 => (
+                rd.u32(base),
+                rd.u32(base + 4).map(u64::from),
+                rd.u32(base + 8).map(u64::from),
+                rd.u32(base + 16).map(u64::from),
+            ),
+        };
+        let (Some(t), Some(o), Some(v), Some(f)) = fields else {
+            break;
+        };
+        out.push((t, o, v, f));
+    }
+    out
+}
+
 /// The OCI architecture name for an ELF machine and class.
 pub fn machine_arch(machine: u16, class: ElfClass) -> Option<&'static str> {
     Some(match (machine, class) {

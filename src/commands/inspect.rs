@@ -68,6 +68,8 @@ pub struct PathView {
     pub target: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hardlink_to: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elf: Option<crate::elf::ElfInfo>,
     /// 1-based layer number that wrote the path.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub layer: Option<u32>,
@@ -84,6 +86,7 @@ fn list_paths(tree: &FileTree) -> Vec<PathView> {
                 size: n.size,
                 target: n.symlink_target().map(str::to_string),
                 hardlink_to: n.hardlink_to.clone(),
+                elf: n.elf.as_deref().cloned(),
                 layer: n.layer.map(|l| l + 1),
             }
         })

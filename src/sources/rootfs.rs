@@ -3,14 +3,13 @@
 
 use super::{Image, Options};
 use crate::digest::Digest;
-use crate::elf::{machine_arch, ElfHead, HEAD_LEN};
+use crate::elf::machine_arch;
 use crate::error::{Error, Result};
 use crate::platform::Platform;
-use crate::tree::layer::{EntryKind, LayerDiff, LayerEntry};
-use crate::tree::{Compression, Content, FileTree};
+use crate::tree::layer::{probe_file, EntryKind, LayerDiff, LayerEntry};
+use crate::tree::{Compression, FileTree};
 use std::collections::HashMap;
 use std::fs;
-use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::Path;
 
@@ -26,6 +25,7 @@ pub fn open(reference_text: &str, root: &Path, options: &Options) -> Result<Imag
     let mut entries = Vec::new();
     let mut stack = vec![(root.to_path_buf(), Vec::<String>::new())];
     let mut kept_total = 0u64;
+    let mut buf = vec![0u8; 64 * 1024];
     while let Some((dir, parts)) = stack.pop() {
         let listing = fs::read_dir(&dir).map_err(|e| Error::io(dir.display(), e))?;
         let mut children: Vec<_> = listing.filter_map(|e| e.ok()).collect();
@@ -68,28 +68,17 @@ pub fn open(reference_text: &str, root: &Path, options: &Options) -> Result<Imag
             } else if ft.is_file() {
                 entry.kind = EntryKind::File;
                 let parts_ref: Vec<&str> = entry.path.iter().map(String::as_str).collect();
-                let cap = options.interests.keep_cap(&parts_ref);
-                if (options.interests.elf_heads || cap.is_some()) && m.len() > 0 {
-                    if let Ok(f) = fs::File::open(&host) {
-                        let limit = cap.unwrap_or(0).max(HEAD_LEN as u64);
-                        let limit = limit.min(
-                            options
-                                .limits
-                                .max_kept_bytes_per_layer
-                                .saturating_sub(kept_total)
-                                .max(HEAD_LEN as u64),
-                        );
-                        let mut bytes = Vec::new();
-                        if f.take(limit).read_to_end(&mut bytes).is_ok() {
-                            if options.interests.elf_heads {
-                                entry.elf = ElfHead::parse(&bytes[..bytes.len().min(HEAD_LEN)]);
-                            }
-                            if let Some(cap) = cap {
-                                bytes.truncate(cap as usize);
-                                kept_total += bytes.len() as u64;
-                                let truncated = (bytes.len() as u64) < m.len();
-                                entry.content = Some(Content { bytes, truncated });
-                            }
+                let budget = options.limits.max_kept_bytes_per_layer.saturating_sub(kept_total);
+                let cap = options.interests.keep_cap(&parts_ref).map(|c| c.min(budget));
+                if m.len() > 0 {
+                    // An unreadable file keeps its metadata; its contents stay unknown.
+                    if let Ok(mut f) = fs::File::open(&host) {
+                        if let Ok((content, elf)) =
+                            probe_file(&mut f, m.len(), cap, &options.interests, &mut buf)
+                        {
+                            kept_total += content.as_ref().map_or(0, |c| c.bytes.len() as u64);
+                            entry.content = content;
+                            entry.elf = elf;
                         }
                     }
                 }
@@ -142,7 +131,7 @@ fn majority_arch(tree: &FileTree) -> Option<String> {
     let mut votes: HashMap<&'static str, usize> = HashMap::new();
     for id in tree.walk() {
         if let Some(elf) = &tree.node(id).elf {
-            if let Some(arch) = machine_arch(elf.machine, elf.class) {
+            if let Some(arch) = machine_arch(elf.head.machine, elf.head.class) {
                 *votes.entry(arch).or_default() += 1;
             }
         }

@@ -81,6 +81,9 @@ pub struct Interests {
     pub keep: Vec<KeepRule>,
     /// Classify every regular file from its first bytes (ELF class, machine, interpreter).
     pub elf_heads: bool,
+    /// Read ELF files to their end: dynamic section (DT_NEEDED, SONAME, RPATH, RUNPATH) and
+    /// the markers of a linked-in allocator or Node.js release.
+    pub elf_scan: bool,
 }
 
 impl Interests {
@@ -108,6 +111,7 @@ impl Interests {
         Interests {
             keep: Vec::new(),
             elf_heads: true,
+            elf_scan: true,
         }
         .keep("/etc/os-release", SMALL)
         .keep("/usr/lib/os-release", SMALL)

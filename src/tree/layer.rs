@@ -4,7 +4,7 @@
 
 use super::interest::Interests;
 use crate::digest::{Digest, HashingReader};
-use crate::elf::{ElfHead, HEAD_LEN};
+use crate::elf::{ElfHead, ElfInfo, ElfScanner, HEAD_LEN};
 use std::io::{self, BufReader, Read};
 
 /// Caps that keep memory bounded whatever the layer holds.
@@ -108,7 +108,7 @@ pub struct LayerEntry {
     pub gid: u64,
     pub size: u64,
     pub content: Option<super::Content>,
-    pub elf: Option<ElfHead>,
+    pub elf: Option<ElfInfo>,
 }
 
 /// A layer's contribution to the image: its entries in archive order and its digests.
@@ -232,7 +232,7 @@ fn read_entries<R: Read>(
     });
     let mut entries = Vec::new();
     let mut kept_total = 0u64;
-    let mut head = vec![0u8; HEAD_LEN];
+    let mut buf = vec![0u8; 64 * 1024];
     for entry in archive.entries()? {
         let mut entry = entry?;
         if entries.len() as u64 >= limits.max_entries_per_layer {
@@ -293,33 +293,16 @@ fn read_entries<R: Read>(
         let mut elf = None;
         if kind == EntryKind::File && size > 0 {
             let parts: Vec<&str> = path.iter().map(String::as_str).collect();
-            let cap = interests.keep_cap(&parts);
-            let want_head = interests.elf_heads || cap.is_some();
-            if want_head {
-                let n = read_up_to(&mut entry, &mut head).map_err(|e| LayerError::Entry {
+            let budget = limits.max_kept_bytes_per_layer.saturating_sub(kept_total);
+            let cap = interests.keep_cap(&parts).map(|c| c.min(budget));
+            (content, elf) =
+                probe_file(&mut entry, size, cap, interests, &mut buf).map_err(|e| LayerError::Entry {
                     path: shown(),
                     source: e,
                 })?;
-                if interests.elf_heads {
-                    elf = ElfHead::parse(&head[..n]);
-                }
-                if let Some(cap) = cap {
-                    let cap = cap.min(limits.max_kept_bytes_per_layer.saturating_sub(kept_total));
-                    let mut bytes = head[..n.min(cap as usize)].to_vec();
-                    if (n as u64) < cap && (n as u64) < size {
-                        (&mut entry)
-                            .take(cap - n as u64)
-                            .read_to_end(&mut bytes)
-                            .map_err(|e| LayerError::Entry {
-                                path: shown(),
-                                source: e,
-                            })?;
-                    }
-                    kept_total += bytes.len() as u64;
-                    let truncated = (bytes.len() as u64) < size;
-                    content = Some(super::Content { bytes, truncated });
-                }
-            }
+            kept_total += content
+                .as_ref()
+                .map_or(0, |c: &super::Content| c.bytes.len() as u64);
         }
         entries.push(LayerEntry {
             path,
@@ -333,6 +316,57 @@ fn read_entries<R: Read>(
         });
     }
     Ok((entries, archive.into_inner().inner))
+}
+
+/// Reads what the interests want of one regular file: its first bytes (is it ELF?), the
+/// kept contents up to `cap`, and for ELF files the rest of the stream through an
+/// [`ElfScanner`]. Other bytes are left unread for the caller to skip.
+pub(crate) fn probe_file(
+    r: &mut impl Read,
+    size: u64,
+    cap: Option<u64>,
+    interests: &Interests,
+    buf: &mut [u8],
+) -> io::Result<(Option<super::Content>, Option<ElfInfo>)> {
+    if !interests.elf_heads && cap.is_none() {
+        return Ok((None, None));
+    }
+    let head_len = HEAD_LEN.min(buf.len());
+    let n = read_up_to(r, &mut buf[..head_len])?;
+    let head = ElfHead::parse(&buf[..n]).filter(|_| interests.elf_heads);
+    let mut kept = cap.map(|c| buf[..n.min(c as usize)].to_vec());
+    let mut scanner = head.as_ref().filter(|_| interests.elf_scan).map(|h| {
+        let mut s = ElfScanner::new(&buf[..n], h);
+        s.feed(&buf[..n]);
+        s
+    });
+    let mut read = n as u64;
+    let wants_more = |kept: &Option<Vec<u8>>, scanning: bool| {
+        scanning || matches!((kept, cap), (Some(k), Some(c)) if (k.len() as u64) < c)
+    };
+    while read < size && wants_more(&kept, scanner.is_some()) {
+        let k = r.read(buf)?;
+        if k == 0 {
+            break;
+        }
+        read += k as u64;
+        if let Some(s) = scanner.as_mut() {
+            s.feed(&buf[..k]);
+        }
+        if let (Some(bytes), Some(c)) = (kept.as_mut(), cap) {
+            let room = (c as usize).saturating_sub(bytes.len()).min(k);
+            bytes.extend_from_slice(&buf[..room]);
+        }
+    }
+    let content = kept.map(|bytes| {
+        let truncated = (bytes.len() as u64) < size;
+        super::Content { bytes, truncated }
+    });
+    let elf = head.map(|head| ElfInfo {
+        head,
+        scan: scanner.map(ElfScanner::finish).unwrap_or_default(),
+    });
+    Ok((content, elf))
 }
 
 fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {

@@ -12,7 +12,7 @@ pub use interest::Interests;
 pub use layer::{Compression, EntryKind, LayerDiff, LayerEntry, Limits};
 pub use resolve::ResolveError;
 
-use crate::elf::ElfHead;
+use crate::elf::ElfInfo;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -52,7 +52,7 @@ pub struct Node {
     /// For a hard link: the path it was linked to in its layer.
     pub hardlink_to: Option<String>,
     pub content: Option<Box<Content>>,
-    pub elf: Option<Box<ElfHead>>,
+    pub elf: Option<Box<ElfInfo>>,
 }
 
 impl Node {

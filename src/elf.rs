@@ -141,6 +141,8 @@ pub struct ElfScan {
     pub embedded_allocator: Option<&'static str>,
     /// The Node.js version in an official node binary (from its headers download URL).
     pub node_release: Option<String>,
+    /// The glibc version a `libc.so.6` or glibc `ld.so` announces ("stable release version").
+    pub glibc_release: Option<String>,
 }
 
 /// An ELF file as the layer reader saw it.
@@ -164,7 +166,9 @@ const ALLOCATOR_MARKERS: &[(&[u8], &str)] = &[
     (b"mimalloc: warning: ", "mimalloc"),
 ];
 const NODE_RELEASE: &[u8] = b"/download/release/v";
-const MARKER_TAIL: usize = 32;
+const GLIBC_RELEASE: &[u8] = b"GNU C Library";
+const GLIBC_VERSION: &[u8] = b"stable release version ";
+const MARKER_TAIL: usize = 192;
 
 #[derive(Clone, Copy, Debug)]
 struct Load {
@@ -186,6 +190,7 @@ pub struct ElfScanner {
     tail: Vec<u8>,
     allocator: Option<&'static str>,
     node_release: Option<String>,
+    glibc_release: Option<String>,
 }
 
 impl ElfScanner {
@@ -215,6 +220,7 @@ impl ElfScanner {
             tail: Vec::new(),
             allocator: None,
             node_release: None,
+            glibc_release: None,
         }
     }
 
@@ -266,17 +272,13 @@ impl ElfScanner {
             }
         }
         if self.node_release.is_none() {
-            if let Some(at) = memchr::memmem::find(w, NODE_RELEASE) {
-                let rest = &w[at + NODE_RELEASE.len()..];
-                let v: String = rest
-                    .iter()
-                    .take_while(|b| b.is_ascii_digit() || **b == b'.')
-                    .map(|&b| b as char)
-                    .collect();
-                // A version cut by the window's end is found whole in the next window.
-                if v.split('.').filter(|p| !p.is_empty()).count() == 3 && v.len() < rest.len() {
-                    self.node_release = Some(v);
-                }
+            self.node_release = version_after(w, NODE_RELEASE, 3);
+        }
+        // "GNU C Library (Debian GLIBC 2.36-9+deb12u14) stable release version 2.36."
+        if self.glibc_release.is_none() {
+            if let Some(at) = memchr::memmem::find(w, GLIBC_RELEASE) {
+                let end = (at + 160).min(w.len());
+                self.glibc_release = version_after(&w[at..end], GLIBC_VERSION, 2);
             }
         }
     }
@@ -287,6 +289,7 @@ impl ElfScanner {
             dynamic,
             embedded_allocator: self.allocator,
             node_release: self.node_release,
+            glibc_release: self.glibc_release,
         }
     }
 
@@ -357,6 +360,16 @@ impl ElfScanner {
             .find(|l| addr >= l.vaddr && addr - l.vaddr < l.filesz)
             .and_then(|l| (addr - l.vaddr).checked_add(l.offset))
     }
+}
+
+/// The dotted version right after `marker` in `w`, with at least `parts` numbers; `None` when it
+/// is cut by the window's end (a later window sees it whole).
+fn version_after(w: &[u8], marker: &[u8], parts: usize) -> Option<String> {
+    let at = memchr::memmem::find(w, marker)?;
+    let rest = &w[at + marker.len()..];
+    let v: String = rest.iter().take_while(|b| b.is_ascii_digit() || **b == b'.').map(|&b| b as char).collect();
+    let v = v.trim_end_matches('.').to_string();
+    (v.split('.').filter(|p| !p.is_empty()).count() >= parts && v.len() < rest.len()).then_some(v)
 }
 
 /// (p_type, p_offset, p_vaddr, p_filesz) of the program headers within `head`.

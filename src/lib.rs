@@ -8,6 +8,7 @@ pub mod commands;
 pub mod digest;
 pub mod elf;
 pub mod error;
+pub mod facts;
 pub mod platform;
 pub mod reference;
 pub mod sources;

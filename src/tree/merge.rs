@@ -34,15 +34,21 @@ impl FileTree {
             let Some(dir) = self.existing_dir(parents)? else {
                 continue;
             };
+            let Some(target) = self.child(dir, name) else {
+                continue;
+            };
+            let path = format!("{}/{name}", self.path_of(dir).trim_end_matches('/'));
             match w.kind {
                 EntryKind::OpaqueWhiteout => {
-                    if let Some(target) = self.child(dir, name) {
-                        if self.node(target).is_dir() {
-                            self.clear_dir(target);
-                        }
+                    if self.node(target).is_dir() {
+                        self.clear_dir(target);
+                        self.note_removed(path, index);
                     }
                 }
-                _ => self.remove(dir, name),
+                _ => {
+                    self.remove(dir, name);
+                    self.note_removed(path, index);
+                }
             }
         }
         for e in entries {

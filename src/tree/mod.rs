@@ -122,6 +122,9 @@ pub struct TreeCounts {
 pub struct FileTree {
     nodes: Vec<Node>,
     free: Vec<NodeId>,
+    /// Paths a whiteout removed, with the layer that removed them (explicit whiteouts and
+    /// opaque folders only; what a layer merely overwrote is not listed).
+    removed: BTreeMap<String, u32>,
 }
 
 pub const ROOT: NodeId = 0;
@@ -137,6 +140,7 @@ impl FileTree {
         FileTree {
             nodes: vec![Node::dir("", ROOT)],
             free: Vec::new(),
+            removed: BTreeMap::new(),
         }
     }
 
@@ -285,6 +289,24 @@ impl FileTree {
     /// The node at `path`, following symlinks in the folders on the way but not a final one.
     pub fn lookup_nofollow(&self, path: &str) -> Result<Option<NodeId>, ResolveError> {
         resolve::resolve(self, ROOT, path, false)
+    }
+
+    pub(crate) fn note_removed(&mut self, path: String, layer: u32) {
+        self.removed.insert(path, layer);
+    }
+
+    /// The layer whose whiteout removed `path` or a folder above it (index from 0).
+    pub fn removed_by(&self, path: &str) -> Option<u32> {
+        let mut p = path.trim_end_matches('/').to_string();
+        loop {
+            if let Some(&l) = self.removed.get(&p) {
+                return Some(l);
+            }
+            match p.rsplit_once('/') {
+                Some((parent, _)) if !parent.is_empty() => p = parent.to_string(),
+                _ => return None,
+            }
+        }
     }
 
     /// The kept contents of the file at `path` (symlinks followed).

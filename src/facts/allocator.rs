@@ -1,0 +1,171 @@
+//! The malloc the entrypoint process ends up with: a preloaded allocator, one its program
+//! links (DT_NEEDED, searched breadth-first as symbol lookup goes), one linked in statically,
+//! or the C library's. Plus glibc's arena cap and the allocator libraries that sit unused.
+
+use super::entrypoint::Entrypoint;
+use super::libc::{Libc, LibcFamily};
+use super::loader::Loader;
+use super::preload::{allocator_of, Preload, PreloadStatus};
+use super::Env;
+use serde::Serialize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AllocatorVia {
+    /// LD_PRELOAD or /etc/ld.so.preload.
+    Preload,
+    /// A DT_NEEDED library of the entrypoint program (or of its dependencies).
+    Needed,
+    /// Linked into the entrypoint program.
+    Static,
+    /// The C library's own malloc.
+    Libc,
+}
+
+/// glibc's arena cap, from the environment.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ArenaCap {
+    /// The value as set.
+    pub value: String,
+    /// `MALLOC_ARENA_MAX` or `GLIBC_TUNABLES`.
+    pub source: &'static str,
+}
+
+/// An allocator library in the image.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct AllocatorLibrary {
+    pub name: &'static str,
+    pub path: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct AllocatorFacts {
+    /// "jemalloc", "tcmalloc", "mimalloc", "glibc", "musl" or "unknown".
+    pub name: String,
+    pub via: AllocatorVia,
+    pub path: Option<String>,
+    pub arena_cap: Option<ArenaCap>,
+    /// Allocator libraries present in the image but not in effect for the entrypoint.
+    pub installed_not_in_effect: Vec<AllocatorLibrary>,
+    pub evidence: Vec<String>,
+}
+
+impl AllocatorFacts {
+    /// Whether a replacement allocator (not the libc's) is in effect.
+    pub fn is_replacement(&self) -> bool {
+        matches!(self.name.as_str(), "jemalloc" | "tcmalloc" | "mimalloc")
+    }
+}
+
+/// `MALLOC_ARENA_MAX`, or `glibc.malloc.arena_max` in `GLIBC_TUNABLES` (colon-separated
+/// `name=value` pairs; glibc manual, Tunables).
+pub fn arena_cap(env: &Env) -> Option<ArenaCap> {
+    if let Some(v) = env.non_empty("MALLOC_ARENA_MAX") {
+        return Some(ArenaCap { value: v.to_string(), source: "MALLOC_ARENA_MAX" });
+    }
+    let tunables = env.non_empty("GLIBC_TUNABLES")?;
+    tunables.split(':').find_map(|kv| {
+        let (k, v) = kv.split_once('=')?;
+        (k.trim() == "glibc.malloc.arena_max" && !v.trim().is_empty())
+            .then(|| ArenaCap { value: v.trim().to_string(), source: "GLIBC_TUNABLES" })
+    })
+}
+
+pub fn derive(loader: &Loader, env: &Env, libc: &Libc, preloads: &[Preload], entry: &Entrypoint) -> AllocatorFacts {
+    let mut evidence = Vec::new();
+    let mut in_effect: Option<(String, AllocatorVia, Option<String>)> = None;
+
+    // Preloaded objects come first in the symbol search order, in the order listed.
+    for p in preloads.iter().filter(|p| p.status == PreloadStatus::Ok) {
+        if let Some(a) = p.allocator {
+            evidence.push(format!("{} preloads {} ({a})", source_name(p), p.resolved.as_deref().unwrap_or(&p.entry)));
+            in_effect = Some((a.to_string(), AllocatorVia::Preload, p.resolved.clone()));
+            break;
+        }
+    }
+    let program = entry.program.as_deref().filter(|p| loader.elf_at(p).is_some());
+    if in_effect.is_none() {
+        if let Some(prog) = program {
+            // The program's own dependencies, breadth first, as the loader orders symbol
+            // lookup; an allocator among them interposes malloc before the libc's.
+            let mut queue = std::collections::VecDeque::from([prog.to_string()]);
+            let mut seen = std::collections::BTreeSet::new();
+            while let Some(obj) = queue.pop_front() {
+                if !seen.insert(obj.clone()) || seen.len() > 256 {
+                    continue;
+                }
+                let Some(dynamic) = loader.elf_at(&obj).and_then(|e| e.scan.dynamic.as_ref()) else { continue };
+                for name in &dynamic.needed {
+                    let r = loader.resolve(name, Some(&obj));
+                    if let Some(path) = r.path {
+                        let embedded = loader.elf_at(&path).and_then(|e| e.scan.embedded_allocator);
+                        if let Some(a) = allocator_of(name, embedded) {
+                            if in_effect.is_none() {
+                                evidence.push(format!("{obj} needs {name} ({a}), found at {path}"));
+                                in_effect = Some((a.to_string(), AllocatorVia::Needed, Some(path.clone())));
+                            }
+                        }
+                        queue.push_back(path);
+                    }
+                }
+                if in_effect.is_some() {
+                    break;
+                }
+            }
+        }
+    }
+    if in_effect.is_none() {
+        if let Some(prog) = program {
+            if let Some(a) = loader.elf_at(prog).and_then(|e| e.scan.embedded_allocator) {
+                evidence.push(format!("{prog} carries {a}'s own messages: {a} is linked in"));
+                in_effect = Some((a.to_string(), AllocatorVia::Static, Some(prog.to_string())));
+            }
+        }
+    }
+    let (name, via, path) = in_effect.unwrap_or_else(|| {
+        let name = match libc.family {
+            LibcFamily::Glibc => "glibc",
+            LibcFamily::Musl => "musl",
+            _ => "unknown",
+        };
+        evidence.push(match libc.family {
+            LibcFamily::Glibc | LibcFamily::Musl => {
+                format!("no other allocator is preloaded or linked: the entrypoint uses {name}'s malloc")
+            }
+            _ => "the C library of the entrypoint is not known".to_string(),
+        });
+        (name.to_string(), AllocatorVia::Libc, None)
+    });
+    let cap = arena_cap(env);
+    if let Some(c) = &cap {
+        evidence.push(format!("{} caps glibc's arenas ({}={})", c.source, c.source, c.value));
+    }
+    let installed_not_in_effect = loader
+        .find_libraries(&["libjemalloc", "libtcmalloc", "libmimalloc"])
+        .into_iter()
+        .filter(|p| Some(p) != path.as_ref())
+        .filter_map(|p| allocator_of(&p, None).map(|name| AllocatorLibrary { name, path: p }))
+        .collect();
+    AllocatorFacts { name, via, path, arena_cap: cap, installed_not_in_effect, evidence }
+}
+
+fn source_name(p: &Preload) -> &'static str {
+    match p.source {
+        super::preload::PreloadSource::Env => "LD_PRELOAD",
+        super::preload::PreloadSource::LdSoPreload => "/etc/ld.so.preload",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arena_caps() {
+        assert_eq!(arena_cap(&Env::from_pairs(["MALLOC_ARENA_MAX=2"])).unwrap().value, "2");
+        assert!(arena_cap(&Env::from_pairs(["MALLOC_ARENA_MAX="])).is_none());
+        let t = arena_cap(&Env::from_pairs(["GLIBC_TUNABLES=glibc.malloc.trim_threshold=1:glibc.malloc.arena_max=4"])).unwrap();
+        assert_eq!((t.value.as_str(), t.source), ("4", "GLIBC_TUNABLES"));
+        assert!(arena_cap(&Env::from_pairs(["GLIBC_TUNABLES=glibc.malloc.arena_test=4"])).is_none());
+    }
+}

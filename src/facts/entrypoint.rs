@@ -1,0 +1,411 @@
+//! The program the container starts: Entrypoint + Cmd resolved against PATH and WorkingDir,
+//! followed through `sh -c`, init wrappers (tini, dumb-init, env, gosu) and shell scripts that
+//! plainly `exec` another program, down to the program that runs and its ELF interpreter.
+
+use super::Env;
+use crate::tree::{FileTree, NodeKind};
+use oci_spec::image::ImageConfiguration;
+use serde::Serialize;
+
+/// Docker's default when an image sets no PATH.
+pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+const MAX_STEPS: usize = 8;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProgramKind {
+    /// No Entrypoint and no Cmd.
+    #[default]
+    None,
+    /// An ELF executable.
+    Elf,
+    /// A script that could not be followed further.
+    Script,
+    /// The program is not in the image.
+    Missing,
+    /// A file that is neither ELF nor a script.
+    Other,
+}
+
+/// One step from the config's command to the program that runs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Step {
+    pub argv: Vec<String>,
+    /// The program's path in the image, when found.
+    pub path: Option<String>,
+    /// How this step led to the next one.
+    pub how: String,
+}
+
+/// The entrypoint process.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Entrypoint {
+    /// Entrypoint followed by Cmd, as the config gives them.
+    pub argv: Vec<String>,
+    pub working_dir: String,
+    /// The program that finally runs (canonical path in the image).
+    pub program: Option<String>,
+    pub kind: ProgramKind,
+    /// Its PT_INTERP, for an ELF program.
+    pub interpreter: Option<String>,
+    /// Its argument vector, after the steps below.
+    pub args: Vec<String>,
+    pub steps: Vec<Step>,
+    /// Why following stopped early, when it did.
+    pub note: Option<String>,
+}
+
+impl Entrypoint {
+    /// Every argument of every step: where command-line flags may appear.
+    pub fn all_args(&self) -> impl Iterator<Item = &str> {
+        self.steps.iter().flat_map(|s| s.argv.iter().map(String::as_str)).chain(self.args.iter().map(String::as_str))
+    }
+}
+
+pub fn derive(tree: &FileTree, config: Option<&ImageConfiguration>, env: &Env) -> Entrypoint {
+    let c = config.and_then(|c| c.config().as_ref());
+    let mut argv: Vec<String> = c.and_then(|c| c.entrypoint().clone()).unwrap_or_default();
+    argv.extend(c.and_then(|c| c.cmd().clone()).unwrap_or_default());
+    let working_dir = c
+        .and_then(|c| c.working_dir().clone())
+        .filter(|w| !w.is_empty())
+        .unwrap_or_else(|| "/".to_string());
+    let mut e = Entrypoint {
+        argv: argv.clone(),
+        working_dir: working_dir.clone(),
+        ..Default::default()
+    };
+    if argv.is_empty() {
+        e.note = Some("the image sets neither Entrypoint nor Cmd".to_string());
+        return e;
+    }
+    let path_var = env.get("PATH").unwrap_or(DEFAULT_PATH).to_string();
+    let finder = Finder { tree, path_var: &path_var, working_dir: &working_dir };
+    let mut current = argv;
+    for _ in 0..MAX_STEPS {
+        let Some(first) = current.first().cloned() else {
+            e.note = Some("the command is empty after following the steps".to_string());
+            return e;
+        };
+        let base = first.rsplit('/').next().unwrap_or(&first).to_string();
+        // `sh -c "…"`: the shell form of CMD/ENTRYPOINT.
+        if is_shell(&base) && current.get(1).map(String::as_str) == Some("-c") {
+            let Some(script) = current.get(2) else { break };
+            let rest: Vec<String> = current.iter().skip(4).cloned().collect();
+            match last_command(script, &rest) {
+                Some(next) => {
+                    e.steps.push(Step { argv: current.clone(), path: finder.find(&first), how: "sh -c".into() });
+                    current = next;
+                    continue;
+                }
+                None => {
+                    e.note = Some(format!("cannot tell which program `{script}` runs"));
+                    e.program = finder.find(&first);
+                    e.kind = ProgramKind::Script;
+                    e.args = current;
+                    return e;
+                }
+            }
+        }
+        let Some(path) = finder.find(&first) else {
+            e.kind = ProgramKind::Missing;
+            e.note = Some(format!("`{first}` is not in the image (searched PATH={path_var})"));
+            e.args = current;
+            return e;
+        };
+        if let Some(next) = unwrap_wrapper(&base, &current) {
+            e.steps.push(Step { argv: current.clone(), path: Some(path), how: format!("{base} runs its argument") });
+            current = next;
+            continue;
+        }
+        let node = tree.lookup(&path).ok().flatten().map(|id| tree.node(id));
+        if let Some(elf) = node.and_then(|n| n.elf.as_deref()) {
+            e.kind = ProgramKind::Elf;
+            e.interpreter = elf.head.interpreter.clone();
+            e.program = Some(path);
+            e.args = current;
+            return e;
+        }
+        let text = node.and_then(|n| n.content.as_deref()).map(|c| String::from_utf8_lossy(&c.bytes).into_owned());
+        let Some(text) = text.filter(|t| t.starts_with("#!")) else {
+            e.program = Some(path);
+            e.args = current;
+            e.kind = if node.is_some_and(|n| n.size > 2 && n.content.is_none()) {
+                e.note = Some("the program's contents were not kept, so its kind is unknown".into());
+                ProgramKind::Other
+            } else {
+                ProgramKind::Other
+            };
+            return e;
+        };
+        let shebang: Vec<String> = text.lines().next().unwrap_or("")[2..].split_whitespace().map(str::to_string).collect();
+        let Some(interp) = shebang.first().cloned() else {
+            e.kind = ProgramKind::Script;
+            e.program = Some(path);
+            e.args = current;
+            e.note = Some("the script's #! line names no interpreter".into());
+            return e;
+        };
+        let interp_base = interp.rsplit('/').next().unwrap_or(&interp).to_string();
+        let script_args: Vec<String> = current[1..].to_vec();
+        if is_shell(&interp_base) {
+            match exec_target(&text, &script_args, &finder) {
+                Some(next) => {
+                    e.steps.push(Step { argv: current.clone(), path: Some(path), how: "exec in shell script".into() });
+                    current = next;
+                    continue;
+                }
+                None => {
+                    e.kind = ProgramKind::Script;
+                    e.interpreter = Some(interp);
+                    e.program = Some(path);
+                    e.args = current;
+                    e.note = Some("the script does not plainly `exec` a program".into());
+                    return e;
+                }
+            }
+        }
+        // `#!/usr/bin/env node` or `#!/usr/bin/node`: the interpreter runs the script.
+        let mut next = shebang;
+        next.push(path.clone());
+        next.extend(script_args);
+        e.steps.push(Step { argv: current.clone(), path: Some(path), how: "#! interpreter".into() });
+        current = next;
+    }
+    e.note = Some(format!("stopped after {MAX_STEPS} steps"));
+    e.args = current;
+    e
+}
+
+fn is_shell(base: &str) -> bool {
+    matches!(base, "sh" | "bash" | "dash" | "ash" | "zsh" | "ksh" | "busybox")
+}
+
+/// Init wrappers and helpers that run their argument: tini, dumb-init, env, gosu, su-exec.
+fn unwrap_wrapper(base: &str, argv: &[String]) -> Option<Vec<String>> {
+    let rest = &argv[1..];
+    let skip_flags = |args: &[String]| -> Vec<String> {
+        let mut i = 0;
+        while i < args.len() && args[i].starts_with('-') {
+            if args[i] == "--" {
+                i += 1;
+                break;
+            }
+            i += 1;
+        }
+        args[i..].to_vec()
+    };
+    let next = match base {
+        "tini" | "tini-static" | "docker-init" | "dumb-init" | "catatonit" => skip_flags(rest),
+        "env" => {
+            let args = skip_flags(rest);
+            args.into_iter().skip_while(|a| a.contains('=')).collect()
+        }
+        "gosu" | "su-exec" | "chpst" => rest.iter().skip(1).cloned().collect(),
+        _ => return None,
+    };
+    (!next.is_empty()).then_some(next)
+}
+
+struct Finder<'a> {
+    tree: &'a FileTree,
+    path_var: &'a str,
+    working_dir: &'a str,
+}
+
+impl Finder<'_> {
+    /// The canonical path of a command as execvp finds it.
+    fn find(&self, cmd: &str) -> Option<String> {
+        if cmd.contains('/') {
+            let full = if cmd.starts_with('/') { cmd.to_string() } else { format!("{}/{cmd}", self.working_dir) };
+            return self.executable(&full);
+        }
+        self.path_var.split(':').filter(|d| !d.is_empty()).find_map(|dir| self.executable(&format!("{dir}/{cmd}")))
+    }
+
+    fn executable(&self, path: &str) -> Option<String> {
+        let id = self.tree.lookup(path).ok()??;
+        let node = self.tree.node(id);
+        matches!(node.kind, NodeKind::File).then(|| self.tree.path_of(id))
+    }
+}
+
+/// The words of the command a shell script ends up running: its last `exec` line, with `$@`
+/// replaced by the script's arguments. The official node image's `set -- node "$@"` (for an
+/// argument that is not a command) is honoured.
+fn exec_target(text: &str, args: &[String], finder: &Finder) -> Option<Vec<String>> {
+    let mut prefix: Option<Vec<String>> = None;
+    let mut target = None;
+    for line in text.lines() {
+        let t = line.trim();
+        if t.starts_with('#') {
+            continue;
+        }
+        if let Some(rest) = t.strip_prefix("set -- ") {
+            let words = split_words(rest, &[]);
+            if words.last().map(String::as_str) == Some("\u{0}@") {
+                prefix = Some(words[..words.len() - 1].to_vec());
+            }
+        }
+        if let Some(rest) = t.strip_prefix("exec ") {
+            target = Some(rest.to_string());
+        }
+    }
+    let target = target?;
+    let mut args = args.to_vec();
+    if let Some(prefix) = prefix {
+        let first_is_command = args.first().is_some_and(|a| !a.starts_with('-') && finder.find(a).is_some());
+        if !first_is_command {
+            let mut v = prefix;
+            v.extend(args);
+            args = v;
+        }
+    }
+    let words = command_words(&target, &args)?;
+    (!words.is_empty()).then_some(words)
+}
+
+/// The last simple command of a `sh -c` string, with `exec` and leading assignments dropped.
+fn last_command(script: &str, args: &[String]) -> Option<Vec<String>> {
+    let mut last = None;
+    for part in split_commands(script) {
+        if let Some(w) = command_words(&part, args) {
+            if !w.is_empty() {
+                last = Some(w);
+            }
+        }
+    }
+    last
+}
+
+fn command_words(cmd: &str, args: &[String]) -> Option<Vec<String>> {
+    let mut words: Vec<String> = Vec::new();
+    for w in split_words(cmd, args) {
+        if w == "\u{0}@" {
+            words.extend(args.iter().cloned());
+        } else {
+            words.push(w);
+        }
+    }
+    while words.first().is_some_and(|w| w == "exec" || (w.contains('=') && !w.starts_with('-') && !w.starts_with('='))) {
+        words.remove(0);
+    }
+    Some(words)
+}
+
+/// Splits a shell string at `;`, `&&`, `||`, `|`, `&` and newlines outside quotes.
+fn split_commands(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let (mut sq, mut dq, mut esc) = (false, false, false);
+    let chars: Vec<char> = s.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if esc {
+            cur.push(c);
+            esc = false;
+        } else if c == '\\' && !sq {
+            cur.push(c);
+            esc = true;
+        } else if c == '\'' && !dq {
+            sq = !sq;
+            cur.push(c);
+        } else if c == '"' && !sq {
+            dq = !dq;
+            cur.push(c);
+        } else if !sq && !dq && matches!(c, ';' | '&' | '|' | '\n') {
+            out.push(std::mem::take(&mut cur));
+            while i + 1 < chars.len() && matches!(chars[i + 1], '&' | '|') {
+                i += 1;
+            }
+        } else {
+            cur.push(c);
+        }
+        i += 1;
+    }
+    out.push(cur);
+    out.into_iter().map(|c| c.trim().to_string()).filter(|c| !c.is_empty()).collect()
+}
+
+/// POSIX-ish word splitting with quotes; `"$@"` and `$@` become a NUL-marked placeholder.
+fn split_words(s: &str, _args: &[String]) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = s.chars().peekable();
+    let (mut sq, mut dq) = (false, false);
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' if !dq => {
+                sq = !sq;
+                in_word = true;
+            }
+            '"' if !sq => {
+                dq = !dq;
+                in_word = true;
+            }
+            '\\' if !sq => {
+                if let Some(n) = chars.next() {
+                    cur.push(n);
+                    in_word = true;
+                }
+            }
+            '$' if !sq && matches!(chars.peek(), Some('@') | Some('*')) => {
+                chars.next();
+                cur.push_str("\u{0}@");
+                in_word = true;
+            }
+            c if c.is_whitespace() && !sq && !dq => {
+                if in_word {
+                    words.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            c => {
+                cur.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if in_word {
+        words.push(cur);
+    }
+    words
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_words_and_commands() {
+        assert_eq!(split_words(r#"node --max-old-space-size=512 "a b" 'c d' e\ f"#, &[]), [
+            "node",
+            "--max-old-space-size=512",
+            "a b",
+            "c d",
+            "e f"
+        ]);
+        assert_eq!(split_commands("cd /app && exec node server.js; echo done"), [
+            "cd /app",
+            "exec node server.js",
+            "echo done"
+        ]);
+        assert_eq!(last_command("cd /app && NODE_ENV=production exec node server.js", &[]).unwrap(), [
+            "node",
+            "server.js"
+        ]);
+        let args = vec!["node".to_string(), "x.js".to_string()];
+        assert_eq!(command_words(r#"exec "$@""#, &args).unwrap(), args);
+    }
+
+    #[test]
+    fn wrappers() {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(unwrap_wrapper("tini", &v(&["tini", "--", "node", "a.js"])).unwrap(), v(&["node", "a.js"]));
+        assert_eq!(unwrap_wrapper("env", &v(&["env", "A=1", "node"])).unwrap(), v(&["node"]));
+        assert_eq!(unwrap_wrapper("gosu", &v(&["gosu", "app", "dotnet", "x.dll"])).unwrap(), v(&["dotnet", "x.dll"]));
+        assert!(unwrap_wrapper("node", &v(&["node"])).is_none());
+    }
+}

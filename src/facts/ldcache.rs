@@ -1,0 +1,182 @@
+//! glibc's /etc/ld.so.cache, as `ldconfig` writes it (glibc sysdeps/generic/dl-cache.h):
+//! the old `ld.so-1.7.0` format, the new `glibc-ld.so.cache1.1` format, or both in a row.
+
+use serde::Serialize;
+
+const OLD_MAGIC: &[u8] = b"ld.so-1.7.0";
+const NEW_MAGIC: &[u8] = b"glibc-ld.so.cache1.1";
+const NEW_HEADER: usize = 48;
+const NEW_ENTRY: usize = 24;
+const OLD_ENTRY: usize = 12;
+
+/// One library the cache knows.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CacheEntry {
+    /// `FLAG_ELF_LIBC6` (3) in the low byte, the ABI in the next (0x0300 x86-64, 0x0a00 AArch64…).
+    pub flags: i32,
+    pub soname: String,
+    pub path: String,
+    pub hwcap: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LdCache {
+    pub format: &'static str,
+    pub entries: Vec<CacheEntry>,
+}
+
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CacheError {
+    #[error("it does not start with a known ld.so.cache magic")]
+    BadMagic,
+    #[error("it is cut short: {0}")]
+    Truncated(&'static str),
+}
+
+impl LdCache {
+    pub fn parse(bytes: &[u8]) -> Result<LdCache, CacheError> {
+        if bytes.starts_with(NEW_MAGIC) {
+            return parse_new(bytes, 0);
+        }
+        if !bytes.starts_with(OLD_MAGIC) {
+            return Err(CacheError::BadMagic);
+        }
+        let nlibs = u32_at(bytes, 12, true).ok_or(CacheError::Truncated("old header"))? as usize;
+        let entries_start: usize = 16;
+        let entries_end = nlibs
+            .checked_mul(OLD_ENTRY)
+            .and_then(|n| n.checked_add(entries_start))
+            .filter(|&e| e <= bytes.len())
+            .ok_or(CacheError::Truncated("old entries"))?;
+        // In the compat layout the new cache follows, aligned to 8 bytes; it is the one glibc
+        // reads when present.
+        let new_at = (entries_end + 7) & !7;
+        if bytes.get(new_at..).is_some_and(|b| b.starts_with(NEW_MAGIC)) {
+            return parse_new(bytes, new_at);
+        }
+        let strings = entries_end;
+        let mut entries = Vec::with_capacity(nlibs.min(65_536));
+        for i in 0..nlibs {
+            let at = entries_start + i * OLD_ENTRY;
+            let (Some(flags), Some(key), Some(value)) =
+                (u32_at(bytes, at, true), u32_at(bytes, at + 4, true), u32_at(bytes, at + 8, true))
+            else {
+                break;
+            };
+            let (Some(soname), Some(path)) =
+                (c_str(bytes, strings + key as usize), c_str(bytes, strings + value as usize))
+            else {
+                continue;
+            };
+            entries.push(CacheEntry { flags: flags as i32, soname, path, hwcap: 0 });
+        }
+        Ok(LdCache { format: "ld.so-1.7.0", entries })
+    }
+
+    /// The entries for `soname` that a loader for ABI `wanted` flags accepts, in cache order.
+    pub fn lookup<'a>(&'a self, soname: &'a str, accepts: &'a dyn Fn(i32) -> bool) -> impl Iterator<Item = &'a CacheEntry> {
+        self.entries.iter().filter(move |e| e.soname == soname && accepts(e.flags))
+    }
+}
+
+fn parse_new(bytes: &[u8], base: usize) -> Result<LdCache, CacheError> {
+    let hdr = bytes.get(base..base + NEW_HEADER).ok_or(CacheError::Truncated("new header"))?;
+    // Byte 28: 2 little-endian, 3 big-endian, 0 written by an older ldconfig (host order,
+    // which for every platform memlint meets is little-endian).
+    let le = hdr[28] != 3;
+    let nlibs = u32_at(hdr, 20, le).ok_or(CacheError::Truncated("new header"))? as usize;
+    let start = base + NEW_HEADER;
+    let end = nlibs
+        .checked_mul(NEW_ENTRY)
+        .and_then(|n| n.checked_add(start))
+        .filter(|&e| e <= bytes.len())
+        .ok_or(CacheError::Truncated("entries"))?;
+    let mut entries = Vec::with_capacity(nlibs.min(65_536));
+    let mut at = start;
+    while at < end {
+        let flags = u32_at(bytes, at, le).unwrap_or(0) as i32;
+        let key = u32_at(bytes, at + 4, le).unwrap_or(0) as usize;
+        let value = u32_at(bytes, at + 8, le).unwrap_or(0) as usize;
+        let hwcap = u64_at(bytes, at + 16, le).unwrap_or(0);
+        at += NEW_ENTRY;
+        // String offsets count from the start of the new header.
+        let (Some(soname), Some(path)) = (c_str(bytes, base + key), c_str(bytes, base + value)) else { continue };
+        entries.push(CacheEntry { flags, soname, path, hwcap });
+    }
+    Ok(LdCache { format: "glibc-ld.so.cache1.1", entries })
+}
+
+fn u32_at(b: &[u8], at: usize, le: bool) -> Option<u32> {
+    let raw: [u8; 4] = b.get(at..at.checked_add(4)?)?.try_into().ok()?;
+    Some(if le { u32::from_le_bytes(raw) } else { u32::from_be_bytes(raw) })
+}
+
+fn u64_at(b: &[u8], at: usize, le: bool) -> Option<u64> {
+    let raw: [u8; 8] = b.get(at..at.checked_add(8)?)?.try_into().ok()?;
+    Some(if le { u64::from_le_bytes(raw) } else { u64::from_be_bytes(raw) })
+}
+
+fn c_str(b: &[u8], at: usize) -> Option<String> {
+    let rest = b.get(at..)?;
+    let end = rest.iter().take(4096).position(|&c| c == 0)?;
+    Some(String::from_utf8_lossy(&rest[..end]).into_owned())
+}
+
+/// The cache flags a glibc loader accepts for an ELF machine and class
+/// (sysdeps/*/dl-cache.h `_dl_cache_check_flags`).
+pub fn accepts(machine: u16, class64: bool) -> impl Fn(i32) -> bool {
+    move |flags: i32| match (machine, class64) {
+        (62, true) => flags == 0x0303,
+        (183, _) => flags == 0x0a03,
+        (21, true) => flags == 0x0503,
+        (22, true) => flags == 0x0403,
+        (243, true) => flags == 0x1003,
+        (258, true) => flags == 0x1203,
+        (40, _) => flags == 0x0903 || flags == 0x0003,
+        (3, _) | (62, false) => flags == 0x0001 || flags == 0x0003,
+        _ => flags & 0xff == 0x03,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_a_real_debian_cache() {
+        let bytes = include_bytes!("../../testdata/ld.so.cache/debian12-amd64");
+        let cache = LdCache::parse(bytes).unwrap();
+        assert_eq!(cache.format, "glibc-ld.so.cache1.1");
+        assert!(cache.entries.len() > 100);
+        let ok = accepts(62, true);
+        let libc: Vec<_> = cache.lookup("libc.so.6", &ok).collect();
+        assert_eq!(libc.len(), 1);
+        assert_eq!(libc[0].path, "/lib/x86_64-linux-gnu/libc.so.6");
+        assert_eq!(libc[0].flags, 0x0303);
+        assert_eq!(cache.lookup("libc.so.6", &accepts(183, true)).count(), 0);
+    }
+
+    #[test]
+    fn rejects_and_survives_corruption() {
+        assert_eq!(LdCache::parse(b"hello").unwrap_err(), CacheError::BadMagic);
+        let bytes = include_bytes!("../../testdata/ld.so.cache/debian12-amd64");
+        for cut in [10, 47, 48, 100, 5000] {
+            let _ = LdCache::parse(&bytes[..cut]);
+        }
+        let mut lying = bytes.to_vec();
+        lying[20..24].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(LdCache::parse(&lying).is_err());
+        let mut offsets = bytes.to_vec();
+        offsets[52..56].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(LdCache::parse(&offsets).is_ok());
+        let mut old = b"ld.so-1.7.0\0".to_vec();
+        old.extend_from_slice(&1u32.to_le_bytes());
+        old.extend_from_slice(&3i32.to_le_bytes());
+        old.extend_from_slice(&0u32.to_le_bytes());
+        old.extend_from_slice(&7u32.to_le_bytes());
+        old.extend_from_slice(b"libx.so\0/lib/libx.so\0");
+        let c = LdCache::parse(&old).unwrap();
+        assert_eq!(c.entries[0].soname, "libx.so");
+        assert_eq!(c.entries[0].path, "/lib/libx.so");
+    }
+}

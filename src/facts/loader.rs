@@ -1,0 +1,480 @@
+//! A static `ldd` for the image: resolves a library name as the image's own dynamic loader
+//! would, without running it.
+//!
+//! glibc (elf/dl-load.c `_dl_map_object`, ld.so(8)): a name with a slash is opened as a path;
+//! a bare name is searched in the requester's DT_RPATH (only when it has no DT_RUNPATH),
+//! LD_LIBRARY_PATH, the requester's DT_RUNPATH, /etc/ld.so.cache, then the system folders. A
+//! candidate of another ELF class or machine is skipped and the search goes on (open_verify
+//! treats a foreign e_machine as "not found"). Folders listed in /etc/ld.so.conf are searched
+//! only through the cache, so a library added without `ldconfig` is not found there.
+//!
+//! musl (ldso/dynlink.c `load_library`): LD_LIBRARY_PATH, then the RPATH/RUNPATH of the
+//! requester chain, then /etc/ld-musl-$ARCH.path or /lib:/usr/local/lib:/usr/lib. musl does
+//! not check the ELF machine: the first file found is taken.
+
+use super::ldcache::{self, LdCache};
+use super::libc::{Libc, LibcFamily};
+use super::platform::PlatformFacts;
+use super::Env;
+use crate::elf::{ElfClass, ElfInfo, ElfType};
+use crate::tree::{FileTree, NodeKind};
+use serde::Serialize;
+
+/// Where a library was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Via {
+    /// The name held a slash and was opened as a path.
+    Path,
+    Rpath,
+    LdLibraryPath,
+    Runpath,
+    LdSoCache,
+    SystemDir,
+    MuslPath,
+}
+
+/// A candidate the loader looked at and passed over.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Skipped {
+    pub path: String,
+    pub reason: String,
+}
+
+/// The outcome of a search.
+#[derive(Clone, Debug, Serialize)]
+pub struct Resolution {
+    pub name: String,
+    /// The file the loader opens (canonical path in the image).
+    pub path: Option<String>,
+    pub via: Option<Via>,
+    /// The path as the search produced it, before symlinks were resolved.
+    pub found_as: Option<String>,
+    /// Files that exist but that the loader passes over (wrong class or machine, dangling).
+    pub skipped: Vec<Skipped>,
+}
+
+impl Resolution {
+    pub fn found(&self) -> bool {
+        self.path.is_some()
+    }
+}
+
+/// The loader's configuration, as reported.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LoaderFacts {
+    pub family: Option<LibcFamily>,
+    /// The ELF class and machine of the processes (the entrypoint's, else the config's).
+    pub machine: Option<u16>,
+    pub class: Option<ElfClass>,
+    pub multiarch_triplet: Option<&'static str>,
+    pub ld_library_path: Vec<String>,
+    pub ld_so_cache: Option<String>,
+    pub ld_so_cache_entries: usize,
+    pub ld_so_cache_error: Option<String>,
+    /// Folders searched after the cache (glibc) or the musl path.
+    pub system_dirs: Vec<String>,
+    /// Folders listed in /etc/ld.so.conf (and its includes).
+    pub ld_so_conf_dirs: Vec<String>,
+}
+
+/// The image's dynamic loader, simulated.
+pub struct Loader<'a> {
+    tree: &'a FileTree,
+    family: LibcFamily,
+    machine: Option<(u16, ElfClass)>,
+    triplet: Option<&'static str>,
+    ld_library_path: Vec<String>,
+    cache: Option<LdCache>,
+    cache_error: Option<String>,
+    system_dirs: Vec<String>,
+    conf_dirs: Vec<String>,
+    working_dir: String,
+    platform_tag: Option<&'static str>,
+}
+
+/// Debian's multiarch triplet for an ELF machine and class.
+pub fn triplet(machine: u16, class: ElfClass) -> Option<&'static str> {
+    Some(match (machine, class) {
+        (62, ElfClass::Elf64) => "x86_64-linux-gnu",
+        (183, _) => "aarch64-linux-gnu",
+        (40, _) => "arm-linux-gnueabihf",
+        (21, ElfClass::Elf64) => "powerpc64le-linux-gnu",
+        (22, ElfClass::Elf64) => "s390x-linux-gnu",
+        (3, _) => "i386-linux-gnu",
+        (243, ElfClass::Elf64) => "riscv64-linux-gnu",
+        _ => return None,
+    })
+}
+
+/// All multiarch triplets, to recognise another architecture's folder in a path.
+pub const TRIPLETS: &[&str] = &[
+    "x86_64-linux-gnu",
+    "aarch64-linux-gnu",
+    "arm-linux-gnueabihf",
+    "arm-linux-gnueabi",
+    "powerpc64le-linux-gnu",
+    "s390x-linux-gnu",
+    "i386-linux-gnu",
+    "riscv64-linux-gnu",
+    "mips64el-linux-gnuabi64",
+];
+
+/// The ELF machine and class of an OCI architecture.
+pub fn arch_machine(arch: &str) -> Option<(u16, ElfClass)> {
+    Some(match arch {
+        "amd64" => (62, ElfClass::Elf64),
+        "arm64" => (183, ElfClass::Elf64),
+        "arm" => (40, ElfClass::Elf32),
+        "386" => (3, ElfClass::Elf32),
+        "ppc64le" => (21, ElfClass::Elf64),
+        "s390x" => (22, ElfClass::Elf64),
+        "riscv64" => (243, ElfClass::Elf64),
+        _ => return None,
+    })
+}
+
+fn musl_arch(machine: u16) -> Option<&'static str> {
+    Some(match machine {
+        62 => "x86_64",
+        183 => "aarch64",
+        40 => "armhf",
+        3 => "i386",
+        21 => "powerpc64le",
+        22 => "s390x",
+        243 => "riscv64",
+        _ => return None,
+    })
+}
+
+/// `$PLATFORM` as glibc expands it (AT_PLATFORM).
+fn platform_string(machine: u16) -> Option<&'static str> {
+    Some(match machine {
+        62 => "x86_64",
+        183 => "aarch64",
+        40 => "v7l",
+        3 => "i686",
+        21 => "power8",
+        22 => "z13",
+        _ => return None,
+    })
+}
+
+impl<'a> Loader<'a> {
+    pub fn new(tree: &'a FileTree, env: &Env, libc: &Libc, platform: &PlatformFacts, entry_program: Option<&str>, working_dir: &str) -> Loader<'a> {
+        let entry_elf = entry_program
+            .and_then(|p| tree.lookup(p).ok().flatten())
+            .and_then(|id| tree.node(id).elf.as_deref())
+            .map(|e| (e.head.machine, e.head.class));
+        let machine = entry_elf.or_else(|| arch_machine(&platform.declared.architecture));
+        let triplet = machine.and_then(|(m, c)| triplet(m, c));
+        let family = libc.family;
+        let ld_library_path = env
+            .get("LD_LIBRARY_PATH")
+            .map(|v| v.split([':', ';']).filter(|p| !p.is_empty()).map(str::to_string).collect())
+            .unwrap_or_default();
+
+        let (mut cache, mut cache_error) = (None, None);
+        if family == LibcFamily::Glibc {
+            if let Some(c) = tree.contents("/etc/ld.so.cache") {
+                match LdCache::parse(&c.bytes) {
+                    Ok(parsed) => cache = Some(parsed),
+                    Err(e) => cache_error = Some(format!("/etc/ld.so.cache is unreadable: {e}")),
+                }
+            }
+        }
+        let conf_dirs = if family == LibcFamily::Glibc { read_ld_so_conf(tree) } else { Vec::new() };
+
+        let mut system_dirs = Vec::new();
+        match family {
+            LibcFamily::Musl => {
+                let arch = machine.and_then(|(m, _)| musl_arch(m));
+                let from_file = arch
+                    .and_then(|a| tree.contents(&format!("/etc/ld-musl-{a}.path")))
+                    .map(|c| String::from_utf8_lossy(&c.bytes).split(['\n', ':']).map(str::trim).filter(|p| !p.is_empty()).map(str::to_string).collect::<Vec<_>>());
+                system_dirs = from_file.unwrap_or_else(|| vec!["/lib".into(), "/usr/local/lib".into(), "/usr/lib".into()]);
+            }
+            _ => {
+                // Debian and Ubuntu build glibc with the multiarch folders first; other
+                // distributions use /lib64 on 64-bit platforms (ld.so(8)).
+                let multiarch = triplet.is_some_and(|t| {
+                    tree.lookup(&format!("/usr/lib/{t}")).ok().flatten().is_some()
+                        || tree.lookup(&format!("/lib/{t}")).ok().flatten().is_some()
+                });
+                if let (true, Some(t)) = (multiarch, triplet) {
+                    system_dirs.extend([format!("/lib/{t}"), format!("/usr/lib/{t}")]);
+                }
+                if matches!(machine, Some((_, ElfClass::Elf64))) && !multiarch {
+                    system_dirs.extend(["/lib64".to_string(), "/usr/lib64".to_string()]);
+                }
+                system_dirs.extend(["/lib".to_string(), "/usr/lib".to_string()]);
+            }
+        }
+        Loader {
+            tree,
+            family,
+            machine,
+            triplet,
+            ld_library_path,
+            cache,
+            cache_error,
+            system_dirs,
+            conf_dirs,
+            working_dir: working_dir.to_string(),
+            platform_tag: machine.and_then(|(m, _)| platform_string(m)),
+        }
+    }
+
+    pub fn family(&self) -> LibcFamily {
+        self.family
+    }
+
+    pub fn machine(&self) -> Option<(u16, ElfClass)> {
+        self.machine
+    }
+
+    pub fn triplet(&self) -> Option<&'static str> {
+        self.triplet
+    }
+
+    pub fn tree(&self) -> &'a FileTree {
+        self.tree
+    }
+
+    pub fn facts(&self) -> LoaderFacts {
+        LoaderFacts {
+            family: Some(self.family),
+            machine: self.machine.map(|m| m.0),
+            class: self.machine.map(|m| m.1),
+            multiarch_triplet: self.triplet,
+            ld_library_path: self.ld_library_path.clone(),
+            ld_so_cache: self.cache.as_ref().map(|c| c.format.to_string()),
+            ld_so_cache_entries: self.cache.as_ref().map_or(0, |c| c.entries.len()),
+            ld_so_cache_error: self.cache_error.clone(),
+            system_dirs: self.system_dirs.clone(),
+            ld_so_conf_dirs: self.conf_dirs.clone(),
+        }
+    }
+
+    /// The ELF info of the file at a path (symlinks followed).
+    pub fn elf_at(&self, path: &str) -> Option<&'a ElfInfo> {
+        let id = self.tree.lookup(path).ok()??;
+        self.tree.node(id).elf.as_deref()
+    }
+
+    /// Expands `$ORIGIN`, `$LIB` and `$PLATFORM` (ld.so(8) "Dynamic string tokens").
+    pub fn expand(&self, s: &str, origin: Option<&str>) -> String {
+        let lib = match (self.family, self.triplet) {
+            (LibcFamily::Glibc, Some(t)) if self.system_dirs.iter().any(|d| d.contains(t)) => format!("lib/{t}"),
+            _ if matches!(self.machine, Some((_, ElfClass::Elf64))) && self.system_dirs.iter().any(|d| d == "/lib64") => "lib64".to_string(),
+            _ => "lib".to_string(),
+        };
+        let mut out = s.to_string();
+        for (token, value) in [
+            ("ORIGIN", origin.unwrap_or(&self.working_dir).to_string()),
+            ("LIB", lib),
+            ("PLATFORM", self.platform_tag.unwrap_or("").to_string()),
+        ] {
+            out = out.replace(&format!("${{{token}}}"), &value).replace(&format!("${token}"), &value);
+        }
+        out
+    }
+
+    /// Resolves a library name for `requester` (an ELF object's path in the image; `None` for
+    /// the main program when it is unknown).
+    pub fn resolve(&self, name: &str, requester: Option<&str>) -> Resolution {
+        let mut r = Resolution { name: name.to_string(), path: None, via: None, found_as: None, skipped: Vec::new() };
+        let origin = requester.map(|p| self.canonical(p)).map(|p| parent_dir(&p));
+        let name_expanded = self.expand(name, origin.as_deref());
+        if name_expanded.contains('/') {
+            let full = if name_expanded.starts_with('/') { name_expanded.clone() } else { format!("{}/{}", self.working_dir, name_expanded) };
+            self.try_candidate(&full, Via::Path, &mut r, false);
+            return r;
+        }
+        let dynamic = requester.and_then(|p| self.elf_at(p)).and_then(|e| e.scan.dynamic.as_ref());
+        let (rpath, runpath) = dynamic.map_or((Vec::new(), Vec::new()), |d| (d.rpath.clone(), d.runpath.clone()));
+        let expand_all = |dirs: &[String]| -> Vec<String> { dirs.iter().map(|d| self.expand(d, origin.as_deref())).collect() };
+        if self.family == LibcFamily::Musl {
+            let mut search: Vec<(Vec<String>, Via)> = vec![(self.ld_library_path.clone(), Via::LdLibraryPath)];
+            search.push((expand_all(&rpath), Via::Rpath));
+            search.push((expand_all(&runpath), Via::Runpath));
+            search.push((self.system_dirs.clone(), Via::MuslPath));
+            for (dirs, via) in search {
+                for d in dirs {
+                    if self.try_candidate(&join(&d, &name_expanded), via, &mut r, true) {
+                        return r;
+                    }
+                }
+            }
+            return r;
+        }
+        if runpath.is_empty() {
+            for d in expand_all(&rpath) {
+                if self.try_candidate(&join(&d, &name_expanded), Via::Rpath, &mut r, false) {
+                    return r;
+                }
+            }
+        }
+        for d in &self.ld_library_path {
+            let d = self.expand(d, origin.as_deref());
+            if self.try_candidate(&join(&d, &name_expanded), Via::LdLibraryPath, &mut r, false) {
+                return r;
+            }
+        }
+        for d in expand_all(&runpath) {
+            if self.try_candidate(&join(&d, &name_expanded), Via::Runpath, &mut r, false) {
+                return r;
+            }
+        }
+        if let (Some(cache), Some((m, c))) = (&self.cache, self.machine) {
+            let ok = ldcache::accepts(m, c == ElfClass::Elf64);
+            let hits: Vec<String> = cache.lookup(&name_expanded, &ok).map(|e| e.path.clone()).collect();
+            for p in hits {
+                if self.try_candidate(&p, Via::LdSoCache, &mut r, false) {
+                    return r;
+                }
+            }
+        }
+        for d in &self.system_dirs {
+            if self.try_candidate(&join(d, &name_expanded), Via::SystemDir, &mut r, false) {
+                return r;
+            }
+        }
+        r
+    }
+
+    /// Checks one candidate as the loader's open_verify would; records why it was passed over.
+    fn try_candidate(&self, path: &str, via: Via, r: &mut Resolution, take_any_machine: bool) -> bool {
+        let id = match self.tree.lookup(path) {
+            Ok(Some(id)) => id,
+            Ok(None) => {
+                if let Ok(Some(link)) = self.tree.lookup_nofollow(path) {
+                    if let Some(t) = self.tree.node(link).symlink_target() {
+                        r.skipped.push(Skipped { path: path.to_string(), reason: format!("dangling symlink to {t}") });
+                    }
+                }
+                return false;
+            }
+            Err(e) => {
+                r.skipped.push(Skipped { path: path.to_string(), reason: e.to_string() });
+                return false;
+            }
+        };
+        let node = self.tree.node(id);
+        if !matches!(node.kind, NodeKind::File) {
+            return false;
+        }
+        if let (Some(elf), Some((m, c)), false) = (node.elf.as_deref(), self.machine, take_any_machine) {
+            if elf.head.class != c {
+                r.skipped.push(Skipped { path: path.to_string(), reason: format!("wrong ELF class: {:?}", elf.head.class) });
+                return false;
+            }
+            if elf.head.machine != m {
+                let arch = crate::elf::machine_arch(elf.head.machine, elf.head.class).unwrap_or("another machine");
+                r.skipped.push(Skipped { path: path.to_string(), reason: format!("built for {arch}") });
+                return false;
+            }
+        }
+        r.path = Some(self.tree.path_of(id));
+        r.via = Some(via);
+        r.found_as = Some(path.to_string());
+        true
+    }
+
+    /// The canonical path of a file (symlinks resolved), or the path itself.
+    pub fn canonical(&self, path: &str) -> String {
+        match self.tree.lookup(path) {
+            Ok(Some(id)) => self.tree.path_of(id),
+            _ => path.to_string(),
+        }
+    }
+
+    /// Libraries in the image whose file name starts with one of `prefixes`, of the process's
+    /// class and machine, as canonical paths (sorted, deduplicated).
+    pub fn find_libraries(&self, prefixes: &[&str]) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .tree
+            .walk()
+            .filter(|&id| {
+                let n = self.tree.node(id);
+                let name = n.name();
+                prefixes.iter().any(|p| name.starts_with(p) && name.contains(".so"))
+                    && n.elf.as_deref().is_some_and(|e| e.head.elf_type == ElfType::Shared && self.machine.is_none_or(|(m, c)| e.head.machine == m && e.head.class == c))
+            })
+            .map(|id| self.tree.path_of(id))
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// Resolves every DT_NEEDED of the object at `path`, as the loader would when loading it
+    /// (its own RPATH/RUNPATH, the environment, the cache, the system folders). Returns the
+    /// names that do not resolve.
+    pub fn unresolved_needed(&self, path: &str) -> Vec<Resolution> {
+        let Some(dynamic) = self.elf_at(path).and_then(|e| e.scan.dynamic.as_ref()) else { return Vec::new() };
+        dynamic.needed.iter().map(|n| self.resolve(n, Some(path))).filter(|r| !r.found() && !self.provided_by_libc(&r.name)).collect()
+    }
+
+    /// Names musl's loader answers itself (it is libc, libm, libpthread… in one file).
+    fn provided_by_libc(&self, name: &str) -> bool {
+        self.family == LibcFamily::Musl
+            && (name.starts_with("libc.musl-")
+                || name.starts_with("ld-musl-")
+                || matches!(name, "libc.so" | "libm.so" | "libpthread.so" | "libdl.so" | "librt.so" | "libutil.so" | "libxnet.so" | "libcrypt.so"))
+    }
+}
+
+fn join(dir: &str, name: &str) -> String {
+    if dir.ends_with('/') {
+        format!("{dir}{name}")
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+fn parent_dir(path: &str) -> String {
+    match path.rsplit_once('/') {
+        Some(("", _)) | None => "/".to_string(),
+        Some((d, _)) => d.to_string(),
+    }
+}
+
+/// The folders /etc/ld.so.conf lists, following `include` lines (globs in one folder).
+fn read_ld_so_conf(tree: &FileTree) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut queue = vec!["/etc/ld.so.conf".to_string()];
+    let mut seen = std::collections::BTreeSet::new();
+    while let Some(file) = queue.pop() {
+        if !seen.insert(file.clone()) || seen.len() > 64 {
+            continue;
+        }
+        let Some(c) = tree.contents(&file) else { continue };
+        for line in String::from_utf8_lossy(&c.bytes).lines() {
+            let line = line.split('#').next().unwrap_or("").trim();
+            if line.is_empty() {
+                continue;
+            }
+            if let Some(pattern) = line.strip_prefix("include").map(str::trim) {
+                let pattern = if pattern.starts_with('/') { pattern.to_string() } else { format!("/etc/{pattern}") };
+                let (dir, glob) = pattern.rsplit_once('/').unwrap_or(("/etc", &pattern));
+                if let Ok(Some(d)) = tree.lookup(dir) {
+                    if let NodeKind::Dir(children) = &tree.node(d).kind {
+                        let mut names: Vec<&str> = children.keys().map(|k| &**k).filter(|n| glob_match(glob, n)).collect();
+                        names.sort();
+                        for n in names.into_iter().rev() {
+                            queue.push(format!("{dir}/{n}"));
+                        }
+                    }
+                }
+            } else {
+                out.extend(line.split([':', ',', ' ', '\t']).filter(|d| !d.is_empty()).map(str::to_string));
+            }
+        }
+    }
+    out
+}
+
+fn glob_match(glob: &str, name: &str) -> bool {
+    crate::tree::interest::PathPattern::new(glob).matches(&[name])
+}

@@ -1,0 +1,193 @@
+//! The distribution (/etc/os-release) and the installed packages (dpkg, apk).
+
+use crate::tree::FileTree;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// What os-release says.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct OsRelease {
+    pub id: Option<String>,
+    pub id_like: Vec<String>,
+    pub version_id: Option<String>,
+    pub pretty_name: Option<String>,
+    /// The file it was read from.
+    pub path: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PackageManager {
+    Dpkg,
+    Apk,
+}
+
+/// One installed package.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Package {
+    pub version: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub architecture: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct OsFacts {
+    pub release: Option<OsRelease>,
+    pub package_manager: Option<PackageManager>,
+    /// Installed packages by name (for dpkg, `name` or `name:arch` for foreign ones).
+    #[serde(skip)]
+    pub packages: BTreeMap<String, Package>,
+    pub package_count: usize,
+    /// Files the packages were read from.
+    pub package_db: Vec<String>,
+}
+
+impl OsFacts {
+    /// Whether the distribution is Debian or one derived from it (Ubuntu, …).
+    pub fn is_debian_like(&self) -> bool {
+        self.package_manager == Some(PackageManager::Dpkg) || self.is_like(&["debian", "ubuntu"])
+    }
+
+    /// Whether the distribution is in the RHEL family (RHEL, Fedora, CentOS, Rocky, Alma, Amazon).
+    pub fn is_rhel_like(&self) -> bool {
+        self.is_like(&["rhel", "fedora", "centos", "rocky", "almalinux", "amzn", "ol"])
+    }
+
+    pub fn is_alpine(&self) -> bool {
+        self.package_manager == Some(PackageManager::Apk) || self.is_like(&["alpine"])
+    }
+
+    fn is_like(&self, ids: &[&str]) -> bool {
+        self.release.as_ref().is_some_and(|r| {
+            r.id.as_deref().is_some_and(|id| ids.contains(&id)) || r.id_like.iter().any(|l| ids.contains(&l.as_str()))
+        })
+    }
+
+    pub fn package(&self, name: &str) -> Option<&Package> {
+        self.packages.get(name)
+    }
+}
+
+pub fn derive(tree: &FileTree) -> OsFacts {
+    let mut facts = OsFacts::default();
+    for path in ["/etc/os-release", "/usr/lib/os-release"] {
+        if let Some(c) = tree.contents(path) {
+            let mut r = parse_os_release(&String::from_utf8_lossy(&c.bytes));
+            r.path = path.to_string();
+            facts.release = Some(r);
+            break;
+        }
+    }
+    if let Some(c) = tree.contents("/var/lib/dpkg/status") {
+        facts.package_manager = Some(PackageManager::Dpkg);
+        facts.package_db.push("/var/lib/dpkg/status".into());
+        parse_dpkg_status(&String::from_utf8_lossy(&c.bytes), &mut facts.packages);
+    }
+    // Distroless keeps one file per package instead of a status file.
+    if let Ok(Some(dir)) = tree.lookup("/var/lib/dpkg/status.d") {
+        if let crate::tree::NodeKind::Dir(children) = &tree.node(dir).kind {
+            for &id in children.values() {
+                if let Some(c) = tree.node(id).content.as_deref() {
+                    facts.package_manager = Some(PackageManager::Dpkg);
+                    parse_dpkg_status(&String::from_utf8_lossy(&c.bytes), &mut facts.packages);
+                }
+            }
+            facts.package_db.push("/var/lib/dpkg/status.d/".into());
+        }
+    }
+    if let Some(c) = tree.contents("/lib/apk/db/installed") {
+        facts.package_manager = Some(PackageManager::Apk);
+        facts.package_db.push("/lib/apk/db/installed".into());
+        parse_apk_installed(&String::from_utf8_lossy(&c.bytes), &mut facts.packages);
+    }
+    facts.package_count = facts.packages.len();
+    facts
+}
+
+/// `KEY=value` lines, values optionally quoted.
+pub fn parse_os_release(text: &str) -> OsRelease {
+    let mut r = OsRelease::default();
+    for line in text.lines() {
+        let Some((k, v)) = line.trim().split_once('=') else { continue };
+        let v = v.trim().trim_matches('"').trim_matches('\'').to_string();
+        match k {
+            "ID" => r.id = Some(v.to_ascii_lowercase()),
+            "ID_LIKE" => r.id_like = v.split_whitespace().map(str::to_ascii_lowercase).collect(),
+            "VERSION_ID" => r.version_id = Some(v),
+            "PRETTY_NAME" => r.pretty_name = Some(v),
+            _ => {}
+        }
+    }
+    r
+}
+
+/// dpkg's status file: RFC 822 stanzas; only installed packages count.
+pub fn parse_dpkg_status(text: &str, out: &mut BTreeMap<String, Package>) {
+    for stanza in text.split("\n\n") {
+        let (mut name, mut version, mut arch, mut installed) = (None, None, None, true);
+        for line in stanza.lines() {
+            if let Some(v) = line.strip_prefix("Package: ") {
+                name = Some(v.trim().to_string());
+            } else if let Some(v) = line.strip_prefix("Version: ") {
+                version = Some(v.trim().to_string());
+            } else if let Some(v) = line.strip_prefix("Architecture: ") {
+                arch = Some(v.trim().to_string());
+            } else if let Some(v) = line.strip_prefix("Status: ") {
+                installed = v.trim().ends_with(" installed");
+            }
+        }
+        if let (Some(name), Some(version), true) = (name, version, installed) {
+            out.insert(name, Package { version, architecture: arch });
+        }
+    }
+}
+
+/// apk's installed database: `P:name` / `V:version` / `A:arch` records separated by blank lines.
+pub fn parse_apk_installed(text: &str, out: &mut BTreeMap<String, Package>) {
+    for record in text.split("\n\n") {
+        let (mut name, mut version, mut arch) = (None, None, None);
+        for line in record.lines() {
+            if let Some(v) = line.strip_prefix("P:") {
+                name = Some(v.to_string());
+            } else if let Some(v) = line.strip_prefix("V:") {
+                version = Some(v.to_string());
+            } else if let Some(v) = line.strip_prefix("A:") {
+                arch = Some(v.to_string());
+            }
+        }
+        if let (Some(name), Some(version)) = (name, version) {
+            out.insert(name, Package { version, architecture: arch });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debian_os_release() {
+        let r = parse_os_release(
+            "PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nNAME=\"Debian GNU/Linux\"\nVERSION_ID=\"12\"\nID=debian\n",
+        );
+        assert_eq!(r.id.as_deref(), Some("debian"));
+        assert_eq!(r.version_id.as_deref(), Some("12"));
+        let u = parse_os_release("ID=ubuntu\nID_LIKE=debian\n");
+        assert_eq!(u.id_like, ["debian"]);
+    }
+
+    #[test]
+    fn dpkg_and_apk() {
+        let mut m = BTreeMap::new();
+        parse_dpkg_status(
+            "Package: libc6\nStatus: install ok installed\nArchitecture: amd64\nVersion: 2.36-9+deb12u14\n\nPackage: gone\nStatus: deinstall ok config-files\nVersion: 1\n",
+            &mut m,
+        );
+        assert_eq!(m["libc6"].version, "2.36-9+deb12u14");
+        assert!(!m.contains_key("gone"));
+        let mut a = BTreeMap::new();
+        parse_apk_installed("C:Q1x\nP:musl\nV:1.2.5-r0\nA:x86_64\n\nP:jemalloc\nV:5.3.0-r5\n", &mut a);
+        assert_eq!(a["musl"].version, "1.2.5-r0");
+        assert_eq!(a["jemalloc"].version, "5.3.0-r5");
+    }
+}

@@ -1,0 +1,33 @@
+//! The image's declared platform against the architecture of its own binaries.
+
+use crate::elf::machine_arch;
+use crate::platform::Platform;
+use crate::tree::FileTree;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct PlatformFacts {
+    /// What the config says.
+    pub declared: Platform,
+    /// The architecture most ELF files are built for.
+    pub binaries: Option<String>,
+    /// ELF files per architecture.
+    pub elf_architectures: BTreeMap<String, u64>,
+    /// The binaries are built for another architecture than the config declares: the image
+    /// was assembled wrongly and will not run where the config says it does.
+    pub mismatch: bool,
+}
+
+pub fn derive(tree: &FileTree, declared: &Platform) -> PlatformFacts {
+    let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+    for id in tree.walk() {
+        if let Some(elf) = tree.node(id).elf.as_deref() {
+            let arch = machine_arch(elf.head.machine, elf.head.class).map(str::to_string);
+            *counts.entry(arch.unwrap_or_else(|| format!("machine-{}", elf.head.machine))).or_default() += 1;
+        }
+    }
+    let binaries = counts.iter().max_by_key(|(a, n)| (**n, a.as_str() == declared.architecture)).map(|(a, _)| a.clone());
+    let mismatch = binaries.as_ref().is_some_and(|b| *b != declared.architecture) && declared.architecture != "unknown";
+    PlatformFacts { declared: declared.clone(), binaries, elf_architectures: counts, mismatch }
+}

@@ -1,0 +1,273 @@
+//! Preloaded libraries: `LD_PRELOAD` from the config's Env and /etc/ld.so.preload, each
+//! resolved as the loader would, with a status and the reason in words.
+//!
+//! glibc splits LD_PRELOAD on spaces and colons only, /etc/ld.so.preload on spaces, tabs,
+//! newlines and colons with `#` comments (elf/rtld.c). A preload that cannot be opened is
+//! skipped with a warning at every exec; one that opens but whose own dependencies do not
+//! resolve stops every dynamic program (exit 127). musl splits on whitespace and colons and
+//! skips a missing preload silently, but takes a library of another machine or one built for
+//! glibc and then fails to start anything (../shared/domain-sources.md §5.2, §5.4).
+
+use super::entrypoint::Entrypoint;
+use super::libc::LibcFamily;
+use super::loader::{Loader, Resolution, Via, TRIPLETS};
+use super::Env;
+use crate::elf::ElfType;
+use serde::Serialize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum PreloadSource {
+    #[serde(rename = "env")]
+    Env,
+    #[serde(rename = "ld.so.preload")]
+    LdSoPreload,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PreloadStatus {
+    Ok,
+    Missing,
+    Incompatible,
+}
+
+/// One preload entry.
+#[derive(Clone, Debug, Serialize)]
+pub struct Preload {
+    /// The entry as written.
+    pub entry: String,
+    pub source: PreloadSource,
+    pub status: PreloadStatus,
+    /// The file the loader opens (canonical path), or null.
+    pub resolved: Option<String>,
+    pub reason: String,
+    /// How it was found (path, LD_LIBRARY_PATH, ld.so.cache, system folder…).
+    pub via: Option<Via>,
+    /// The allocator this library is, when it is one.
+    pub allocator: Option<&'static str>,
+    /// Its own DT_NEEDED libraries that do not resolve in the image.
+    pub unresolved_needed: Vec<String>,
+    /// Files in this image that the entry was probably meant to name.
+    pub candidates: Vec<String>,
+    /// The layer (from 1) whose whiteout removed the file, when one did.
+    pub removed_in_layer: Option<u32>,
+}
+
+/// The allocator a library is, from its name or its own messages.
+pub fn allocator_of(name: &str, embedded: Option<&'static str>) -> Option<&'static str> {
+    let base = name.rsplit('/').next().unwrap_or(name);
+    if base.starts_with("libjemalloc") {
+        Some("jemalloc")
+    } else if base.starts_with("libtcmalloc") {
+        Some("tcmalloc")
+    } else if base.starts_with("libmimalloc") {
+        Some("mimalloc")
+    } else {
+        embedded
+    }
+}
+
+/// Splits LD_PRELOAD as the loader does.
+pub fn split_env(value: &str, family: LibcFamily) -> Vec<String> {
+    let seps: &[char] = match family {
+        LibcFamily::Musl => &[' ', '\t', '\n', ':'],
+        _ => &[' ', ':'],
+    };
+    value.split(seps).filter(|s| !s.is_empty()).map(str::to_string).collect()
+}
+
+/// Splits /etc/ld.so.preload: `#` starts a comment, separators are space, tab, newline, colon.
+pub fn split_file(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|l| l.split('#').next().unwrap_or(""))
+        .flat_map(|l| l.split([' ', '\t', ':']))
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+pub fn derive(loader: &Loader, env: &Env, entry: &Entrypoint) -> Vec<Preload> {
+    let tree = loader.tree();
+    let mut out = Vec::new();
+    let family = loader.family();
+    if let Some(v) = env.get("LD_PRELOAD") {
+        for e in split_env(v, family) {
+            out.push(check(loader, &e, PreloadSource::Env, entry));
+        }
+    }
+    // musl has no /etc/ld.so.preload.
+    if family != LibcFamily::Musl {
+        if let Some(c) = tree.contents("/etc/ld.so.preload") {
+            for e in split_file(&String::from_utf8_lossy(&c.bytes)) {
+                out.push(check(loader, &e, PreloadSource::LdSoPreload, entry));
+            }
+        }
+    }
+    out
+}
+
+fn check(loader: &Loader, entry: &str, source: PreloadSource, ep: &Entrypoint) -> Preload {
+    let tree = loader.tree();
+    let family = loader.family();
+    let requester = ep.program.as_deref().filter(|p| loader.elf_at(p).is_some());
+    let r: Resolution = loader.resolve(entry, requester);
+    let base = entry.rsplit('/').next().unwrap_or(entry).to_string();
+    let mut p = Preload {
+        entry: entry.to_string(),
+        source,
+        status: PreloadStatus::Missing,
+        resolved: None,
+        reason: String::new(),
+        via: r.via,
+        allocator: allocator_of(&base, None),
+        unresolved_needed: Vec::new(),
+        candidates: Vec::new(),
+        removed_in_layer: None,
+    };
+    let expanded = loader.expand(entry, None);
+    let Some(path) = r.path.clone() else {
+        // Something was there but the loader passed over it: say what.
+        if let Some(s) = r.skipped.iter().find(|s| s.reason.starts_with("wrong ELF class") || s.reason.starts_with("built for")) {
+            p.status = PreloadStatus::Incompatible;
+            p.reason = match family {
+                LibcFamily::Glibc => format!(
+                    "{} is {}; glibc skips it (`cannot open shared object file`) and the process runs without it",
+                    s.path, s.reason
+                ),
+                _ => format!("{} is {}", s.path, s.reason),
+            };
+            p.resolved = loader.tree().lookup(&s.path).ok().flatten().map(|id| tree.path_of(id));
+        } else if let Some(s) = r.skipped.iter().find(|s| s.reason.starts_with("dangling")) {
+            p.reason = format!("{} is a {}", s.path, s.reason);
+        } else if let Some(layer) = removed_layer(loader, &expanded) {
+            p.removed_in_layer = Some(layer + 1);
+            p.reason = format!("{expanded} was removed by layer {}", layer + 1);
+        } else if let Some(t) = foreign_triplet(&expanded, loader.triplet()) {
+            p.reason = format!(
+                "{expanded} does not exist: {t} is another architecture's folder (this image's is {})",
+                loader.triplet().unwrap_or("unknown")
+            );
+        } else if expanded.contains('/') {
+            p.reason = format!("{expanded} does not exist in the image");
+        } else {
+            p.reason = format!("no {expanded} in LD_LIBRARY_PATH, the ld.so.cache or the system folders");
+        }
+        if p.status == PreloadStatus::Missing {
+            p.reason.push_str(match family {
+                LibcFamily::Musl => "; musl skips it silently",
+                _ => "; glibc prints `cannot be preloaded … ignored` at every exec and runs without it",
+            });
+        }
+        p.candidates = candidates_for(loader, &base);
+        return p;
+    };
+    p.resolved = Some(path.clone());
+    let node = tree.lookup(&path).ok().flatten().map(|id| tree.node(id));
+    let elf = node.and_then(|n| n.elf.as_deref());
+    p.allocator = allocator_of(&path, elf.and_then(|e| e.scan.embedded_allocator)).or(p.allocator);
+    let Some(elf) = elf else {
+        p.status = PreloadStatus::Incompatible;
+        p.reason = format!("{path} is not an ELF shared object");
+        return p;
+    };
+    if elf.head.elf_type != ElfType::Shared {
+        p.status = PreloadStatus::Incompatible;
+        p.reason = format!("{path} is an ELF {:?} file, not a shared object", elf.head.elf_type).to_lowercase();
+        return p;
+    }
+    if let Some((m, c)) = loader.machine() {
+        if elf.head.machine != m || elf.head.class != c {
+            let arch = crate::elf::machine_arch(elf.head.machine, elf.head.class).unwrap_or("another machine");
+            p.status = PreloadStatus::Incompatible;
+            p.reason = format!("{path} is built for {arch}; musl loads it anyway and every process fails to start");
+            p.candidates = candidates_for(loader, &base);
+            return p;
+        }
+    }
+    let needed = elf.scan.dynamic.as_ref().map(|d| d.needed.clone()).unwrap_or_default();
+    let other_libc = match family {
+        LibcFamily::Musl => needed.iter().find(|n| n.as_str() == "libc.so.6" && !loader.resolve(n, Some(&path)).found()),
+        LibcFamily::Glibc => needed.iter().find(|n| n.starts_with("libc.musl-") || n.as_str() == "libc.so"),
+        _ => None,
+    };
+    if let Some(n) = other_libc {
+        p.status = PreloadStatus::Incompatible;
+        let built_for = if family == LibcFamily::Musl { "glibc" } else { "musl" };
+        p.reason = format!("{path} is built for {built_for} (it needs {n}); every dynamic program in the container fails to start");
+        p.candidates = candidates_for(loader, &base);
+        return p;
+    }
+    let unresolved = loader.unresolved_needed(&path);
+    if !unresolved.is_empty() {
+        p.unresolved_needed = unresolved.iter().map(|r| r.name.clone()).collect();
+        p.status = PreloadStatus::Incompatible;
+        p.reason = format!(
+            "{path} needs {} which the image does not have; every dynamic program in the container fails to start (exit 127)",
+            p.unresolved_needed.join(", ")
+        );
+        return p;
+    }
+    if elf.scan.dynamic.as_ref().is_some_and(|d| !d.complete) {
+        p.status = PreloadStatus::Ok;
+        p.reason = format!("found at {path}; its dependencies could not all be read, so they were not checked");
+        return p;
+    }
+    p.status = PreloadStatus::Ok;
+    let via = match r.via {
+        Some(Via::Path) => "the path".to_string(),
+        Some(v) => serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
+        None => String::new(),
+    };
+    p.reason = if r.found_as.as_deref() == Some(path.as_str()) {
+        format!("loads {path} (found through {via})")
+    } else {
+        format!("loads {path} through {} (found through {via})", r.found_as.unwrap_or_default())
+    };
+    p
+}
+
+/// The layer whose whiteout removed `path` (resolving the folders it lies in).
+fn removed_layer(loader: &Loader, path: &str) -> Option<u32> {
+    let tree = loader.tree();
+    if !path.starts_with('/') {
+        return None;
+    }
+    let (dir, name) = path.rsplit_once('/')?;
+    let dir = if dir.is_empty() { "/".to_string() } else { loader.canonical(dir) };
+    tree.removed_by(&format!("{}/{name}", dir.trim_end_matches('/'))).or_else(|| tree.removed_by(path))
+}
+
+/// A multiarch triplet in `path` that is not the image's own.
+fn foreign_triplet(path: &str, own: Option<&str>) -> Option<&'static str> {
+    TRIPLETS.iter().copied().find(|t| path.split('/').any(|c| c == *t) && Some(*t) != own)
+}
+
+/// Libraries of the process's machine with the same name, or the same library stem
+/// (`libjemalloc.so*`), that the entry was probably meant to name.
+fn candidates_for(loader: &Loader, base: &str) -> Vec<String> {
+    let stem = base.split(".so").next().unwrap_or(base);
+    if stem.is_empty() {
+        return Vec::new();
+    }
+    let mut found = loader.find_libraries(&[&format!("{stem}.so")]);
+    found.truncate(5);
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splitting() {
+        assert_eq!(split_env("/a.so:/b.so  c.so", LibcFamily::Glibc), ["/a.so", "/b.so", "c.so"]);
+        assert_eq!(split_env("/a.so\t/b.so", LibcFamily::Glibc), ["/a.so\t/b.so"]);
+        assert_eq!(split_env("/a.so\t/b.so", LibcFamily::Musl), ["/a.so", "/b.so"]);
+        assert_eq!(split_file("# jemalloc\n/usr/lib/libj.so.2 # why\n\t/x.so:/y.so\n"), ["/usr/lib/libj.so.2", "/x.so", "/y.so"]);
+        assert_eq!(allocator_of("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", None), Some("jemalloc"));
+        assert_eq!(allocator_of("libtcmalloc_minimal.so.4", None), Some("tcmalloc"));
+        assert_eq!(allocator_of("libfoo.so", Some("mimalloc")), Some("mimalloc"));
+        assert_eq!(foreign_triplet("/usr/lib/aarch64-linux-gnu/libjemalloc.so.2", Some("x86_64-linux-gnu")), Some("aarch64-linux-gnu"));
+        assert_eq!(foreign_triplet("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", Some("x86_64-linux-gnu")), None);
+    }
+}

@@ -136,6 +136,17 @@ commit_stage() {
   rm -rf "$stage"
 }
 
+# base_skeleton_musl : the first layer of a musl root: usrmerge links and an os-release.
+base_skeleton_musl() {
+  local stage
+  stage=$(new_stage)
+  mkdir -p "$stage/usr/bin" "$stage/usr/lib" "$stage/usr/local/bin" "$stage/var/lib/dpkg" "$stage/etc" "$stage/tmp"
+  ln -s usr/bin "$stage/bin"
+  ln -s usr/lib "$stage/lib"
+  : >"$stage/var/lib/dpkg/status"
+  commit_stage "$stage" "ADD musl-rootfs /"
+}
+
 # base : the first layer, a Debian 12 root with usrmerge links, base-files and libc-bin.
 base() {
   local stage
@@ -175,9 +186,12 @@ debs() {
 }
 
 # refresh_ld_cache : runs ldconfig on the whole root and adds the new cache as a layer when it
-# changed, as `apt-get install` of a library does.
+# changed, as `apt-get install` of a library does. The host's ldconfig only reads libraries of
+# its own architecture, so images of another one get no cache (their loader then searches the
+# system folders, which the tests cover as well).
 refresh_ld_cache() {
   [ -d "$ACC/etc" ] || return 0
+  [ "$ARCH" = "$(dpkg --print-architecture)" ] || return 0
   local before=none after
   [ -f "$ACC/etc/ld.so.cache" ] && before=$(sha256sum <"$ACC/etc/ld.so.cache")
   ldconfig -X -r "$ACC" 2>/dev/null || return 0
@@ -208,6 +222,36 @@ npm_modules() {
     tar -xzf "$tgz" -C "$stage/$dest/node_modules/$name" --strip-components=1 --no-same-owner
   done
   commit_stage "$stage" "RUN npm install $by"
+}
+
+# musl_program "CREATED_BY" DEST : a small C program built with musl-gcc (Debian's musl-tools)
+# at DEST, linked dynamically against musl as an Alpine program is.
+musl_program() {
+  local by=$1 dest=$2 stage
+  if ! command -v musl-gcc >/dev/null; then
+    [ "$(id -u)" = 0 ] || die "install musl-tools first"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq musl-tools >&2
+  fi
+  stage=$(new_stage)
+  mkdir -p "$stage/$(dirname "$dest")"
+  printf '%s\n' '#include <stdio.h>' '#include <stdlib.h>' \
+    'int main(void) { void *p = malloc(64); puts(p ? "hello from musl" : "no memory"); free(p); return 0; }' >"$WORK/hello.c"
+  musl-gcc -O2 -Wl,--dynamic-linker=/lib/ld-musl-x86_64.so.1 -o "$stage/$dest" "$WORK/hello.c"
+  commit_stage "$stage" "$by"
+}
+
+# copy_from_deb "CREATED_BY" ARCH PKG FILE DEST : one file out of a Debian package, put where
+# another distribution would have it.
+copy_from_deb() {
+  local by=$1 arch=$2 pkg=$3 file=$4 dest=$5 deb stage tmp
+  deb=$(fetch_debs "$arch" "$pkg")
+  tmp=$(mktemp -d "$WORK/deb.XXXX")
+  dpkg-deb -x "$deb" "$tmp"
+  stage=$(new_stage)
+  mkdir -p "$stage/$(dirname "$dest")"
+  cp -L "$tmp/$file" "$stage/$dest"
+  rm -rf "$tmp"
+  commit_stage "$stage" "$by"
 }
 
 # files "CREATED_BY" PATH=CONTENT... : a layer of small text files.
@@ -284,6 +328,9 @@ if [ "$1" = --list ]; then
   declare -F | awk '{print $3}' | sed -n 's/^recipe_//p' | tr _ -
   exit 0
 fi
+# One build at a time: tests run in parallel and share the package caches.
+exec 9>"$CACHE/.lock"
+flock 9
 ensure_tools
 for n in "$@"; do
   build "$n"

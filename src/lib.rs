@@ -11,5 +11,6 @@ pub mod error;
 pub mod facts;
 pub mod platform;
 pub mod reference;
+pub mod report;
 pub mod sources;
 pub mod tree;

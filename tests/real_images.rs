@@ -3,14 +3,6 @@
 mod common;
 
 use common::*;
-use std::process::Command;
-
-/// Builds a recipe (cached between runs) and returns its oci-dir reference.
-pub fn build_image(name: &str) -> String {
-    require_tool("umoci");
-    let out = run(Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/build-image.sh")).arg(name));
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
 
 #[test]
 fn demo_image_from_debian_packages() {

@@ -2,6 +2,7 @@
 
 use crate::cli::{Format, InspectArgs};
 use crate::error::Result;
+use crate::facts::Facts;
 use crate::platform::Platform;
 use crate::reference::Reference;
 use crate::sources::{self, Image, Layer, Options};
@@ -21,7 +22,8 @@ pub fn run(args: InspectArgs) -> Result<ExitCode> {
         options.workers = j.max(1);
     }
     let image = sources::open(&args.image, &reference, &options)?;
-    let mut report = InspectReport::new(&image);
+    let facts = crate::facts::derive(&image);
+    let mut report = InspectReport::new(&image, &facts);
     if args.files {
         report.paths = Some(list_paths(&image.tree));
     }
@@ -44,6 +46,7 @@ pub struct InspectReport<'a> {
     pub reference: &'a str,
     pub image: ImageView<'a>,
     pub files: FilesView,
+    pub facts: &'a Facts,
     #[serde(skip)]
     pub paths: Option<Vec<PathView>>,
 }
@@ -119,7 +122,7 @@ pub struct ConfigView {
 }
 
 impl<'a> InspectReport<'a> {
-    pub fn new(image: &'a Image) -> InspectReport<'a> {
+    pub fn new(image: &'a Image, facts: &'a Facts) -> InspectReport<'a> {
         let config = image
             .config
             .as_ref()
@@ -157,6 +160,7 @@ impl<'a> InspectReport<'a> {
                 counts: image.tree.counts(),
                 paths: None,
             },
+            facts,
             paths: None,
         }
     }
@@ -237,6 +241,7 @@ impl<'a> InspectReport<'a> {
             f.kept_files,
             human(f.kept_bytes)
         );
+        s.push_str(&crate::report::facts::text(self.facts));
         if let Some(paths) = &self.paths {
             for p in paths {
                 let _ = write!(s, "{:<8} {} {:>10}  {}", p.kind, p.mode, p.size, p.path);

@@ -34,6 +34,21 @@ pub enum Via {
     MuslPath,
 }
 
+impl Via {
+    /// In words, for reasons and evidence.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Via::Path => "its path",
+            Via::Rpath => "the program's DT_RPATH",
+            Via::LdLibraryPath => "LD_LIBRARY_PATH",
+            Via::Runpath => "the program's DT_RUNPATH",
+            Via::LdSoCache => "/etc/ld.so.cache",
+            Via::SystemDir => "a system library folder",
+            Via::MuslPath => "musl's library path",
+        }
+    }
+}
+
 /// A candidate the loader looked at and passed over.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Skipped {

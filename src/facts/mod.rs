@@ -53,7 +53,15 @@ pub fn derive(image: &Image) -> Facts {
         entrypoint.program.as_deref(),
         &entrypoint.working_dir,
     );
-    let preloads = preload::derive(&loader, &env, &entrypoint);
+    let mut preloads = preload::derive(&loader, &env, &entrypoint);
+    for p in &mut preloads {
+        if let Some(n) = p.removed_in_layer {
+            p.removed_by = image.layers.get(n as usize - 1).and_then(|l| l.history.clone());
+            if let Some(h) = &p.removed_by {
+                p.reason = p.reason.replacen(&format!("layer {n}"), &format!("layer {n} (`{}`)", h.trim()), 1);
+            }
+        }
+    }
     let allocator = allocator::derive(&loader, &env, &libc, &preloads, &entrypoint);
     let node = node::derive(tree, &env, &entrypoint);
     let sharp = sharp::derive(&loader, &libc);

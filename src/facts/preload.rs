@@ -51,6 +51,8 @@ pub struct Preload {
     pub candidates: Vec<String>,
     /// The layer (from 1) whose whiteout removed the file, when one did.
     pub removed_in_layer: Option<u32>,
+    /// That layer's history line.
+    pub removed_by: Option<String>,
 }
 
 /// The allocator a library is, from its name or its own messages.
@@ -123,6 +125,7 @@ fn check(loader: &Loader, entry: &str, source: PreloadSource, ep: &Entrypoint) -
         unresolved_needed: Vec::new(),
         candidates: Vec::new(),
         removed_in_layer: None,
+        removed_by: None,
     };
     let expanded = loader.expand(entry, None);
     let Some(path) = r.path.clone() else {
@@ -158,7 +161,7 @@ fn check(loader: &Loader, entry: &str, source: PreloadSource, ep: &Entrypoint) -
                 _ => "; glibc prints `cannot be preloaded … ignored` at every exec and runs without it",
             });
         }
-        p.candidates = candidates_for(loader, &base);
+        p.candidates = candidates_for(loader, &base, None);
         return p;
     };
     p.resolved = Some(path.clone());
@@ -180,7 +183,7 @@ fn check(loader: &Loader, entry: &str, source: PreloadSource, ep: &Entrypoint) -
             let arch = crate::elf::machine_arch(elf.head.machine, elf.head.class).unwrap_or("another machine");
             p.status = PreloadStatus::Incompatible;
             p.reason = format!("{path} is built for {arch}; musl loads it anyway and every process fails to start");
-            p.candidates = candidates_for(loader, &base);
+            p.candidates = candidates_for(loader, &base, Some(&path));
             return p;
         }
     }
@@ -194,7 +197,7 @@ fn check(loader: &Loader, entry: &str, source: PreloadSource, ep: &Entrypoint) -
         p.status = PreloadStatus::Incompatible;
         let built_for = if family == LibcFamily::Musl { "glibc" } else { "musl" };
         p.reason = format!("{path} is built for {built_for} (it needs {n}); every dynamic program in the container fails to start");
-        p.candidates = candidates_for(loader, &base);
+        p.candidates = candidates_for(loader, &base, Some(&path));
         return p;
     }
     let unresolved = loader.unresolved_needed(&path);
@@ -213,11 +216,7 @@ fn check(loader: &Loader, entry: &str, source: PreloadSource, ep: &Entrypoint) -
         return p;
     }
     p.status = PreloadStatus::Ok;
-    let via = match r.via {
-        Some(Via::Path) => "the path".to_string(),
-        Some(v) => serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
-        None => String::new(),
-    };
+    let via = r.via.map(Via::describe).unwrap_or("the search");
     p.reason = if r.found_as.as_deref() == Some(path.as_str()) {
         format!("loads {path} (found through {via})")
     } else {
@@ -244,12 +243,13 @@ fn foreign_triplet(path: &str, own: Option<&str>) -> Option<&'static str> {
 
 /// Libraries of the process's machine with the same name, or the same library stem
 /// (`libjemalloc.so*`), that the entry was probably meant to name.
-fn candidates_for(loader: &Loader, base: &str) -> Vec<String> {
+fn candidates_for(loader: &Loader, base: &str, not: Option<&str>) -> Vec<String> {
     let stem = base.split(".so").next().unwrap_or(base);
     if stem.is_empty() {
         return Vec::new();
     }
     let mut found = loader.find_libraries(&[&format!("{stem}.so")]);
+    found.retain(|f| Some(f.as_str()) != not);
     found.truncate(5);
     found
 }

@@ -329,6 +329,7 @@ fn read_layers(
         let (store, member) = (store.clone(), plan.member.clone());
         inputs.push(LayerInput::Blob(Box::new(move || store.open(&member))));
     }
+    let interests = options.interests.for_config(Some(&chosen.config));
     let plans = &chosen.layers;
     let check = |i: usize, diff: &LayerDiff| -> Result<()> {
         let plan = &plans[i];
@@ -366,7 +367,7 @@ fn read_layers(
         }
         Ok(())
     };
-    let (tree, stats) = build(inputs, &options.interests, &options.limits, options.workers, check).map_err(|e| {
+    let (tree, stats) = build(inputs, &interests, &options.limits, options.workers, check).map_err(|e| {
         let plan = &plans[e.index];
         let layer = match &plan.digest {
             Some(d) => format!("{} ({d})", e.index + 1),

@@ -7,6 +7,7 @@ use crate::elf::machine_arch;
 use crate::error::{Error, Result};
 use crate::platform::Platform;
 use crate::tree::layer::{probe_file, EntryKind, LayerDiff, LayerEntry};
+use crate::tree::interest::SCRIPT_CAP;
 use crate::tree::{Compression, FileTree};
 use std::collections::HashMap;
 use std::fs;
@@ -70,11 +71,12 @@ pub fn open(reference_text: &str, root: &Path, options: &Options) -> Result<Imag
                 let parts_ref: Vec<&str> = entry.path.iter().map(String::as_str).collect();
                 let budget = options.limits.max_kept_bytes_per_layer.saturating_sub(kept_total);
                 let cap = options.interests.keep_cap(&parts_ref).map(|c| c.min(budget));
+                let script_cap = options.interests.wants_script(&parts_ref).then_some(SCRIPT_CAP.min(budget));
                 if m.len() > 0 {
                     // An unreadable file keeps its metadata; its contents stay unknown.
                     if let Ok(mut f) = fs::File::open(&host) {
                         if let Ok((content, elf)) =
-                            probe_file(&mut f, m.len(), cap, &options.interests, &mut buf)
+                            probe_file(&mut f, m.len(), cap, script_cap, &options.interests, &mut buf)
                         {
                             kept_total += content.as_ref().map_or(0, |c| c.bytes.len() as u64);
                             entry.content = content;

@@ -75,10 +75,15 @@ pub struct KeepRule {
     pub max_bytes: u64,
 }
 
+/// Scripts (files starting with `#!`) are kept up to this size where a rule asks for them.
+pub const SCRIPT_CAP: u64 = 64 * 1024;
+
 /// The file contents that later stages need.
 #[derive(Clone, Debug, Default)]
 pub struct Interests {
     pub keep: Vec<KeepRule>,
+    /// Keep files that start with `#!` (scripts) under these patterns, up to [`SCRIPT_CAP`].
+    pub scripts: Vec<PathPattern>,
     /// Classify every regular file from its first bytes (ELF class, machine, interpreter).
     pub elf_heads: bool,
     /// Read ELF files to their end: dynamic section (DT_NEEDED, SONAME, RPATH, RUNPATH) and
@@ -104,12 +109,65 @@ impl Interests {
             .max()
     }
 
+    /// Whether a script at this path should be kept.
+    pub fn wants_script(&self, path: &[&str]) -> bool {
+        self.scripts.iter().any(|p| p.matches(path))
+    }
+
+    /// Adds what the image's config points at: the entrypoint's program and the scripts in
+    /// PATH folders and the working folder, so that the entrypoint can be followed to the
+    /// program it runs.
+    pub fn for_config(&self, config: Option<&oci_spec::image::ImageConfiguration>) -> Interests {
+        let mut out = self.clone();
+        let c = config.and_then(|c| c.config().as_ref());
+        let env = c.and_then(|c| c.env().clone()).unwrap_or_default();
+        let path_var = env
+            .iter()
+            .rev()
+            .find_map(|e| e.strip_prefix("PATH="))
+            .unwrap_or("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+            .to_string();
+        let working_dir = c.and_then(|c| c.working_dir().clone()).filter(|w| w.starts_with('/'));
+        let mut dirs: Vec<String> = path_var.split(':').filter(|d| d.starts_with('/')).map(str::to_string).collect();
+        dirs.extend(working_dir);
+        dirs.push("/".to_string());
+        dirs.push("/docker-entrypoint.d".to_string());
+        for d in dirs {
+            out.scripts.push(PathPattern::new(&format!("{}/*", d.trim_end_matches('/'))));
+        }
+        let argv = c
+            .map(|c| c.entrypoint().clone().unwrap_or_default().into_iter().chain(c.cmd().clone().unwrap_or_default()))
+            .into_iter()
+            .flatten();
+        for a in argv.filter(|a| a.starts_with('/')) {
+            out.scripts.push(PathPattern::new(&a));
+        }
+        out
+    }
+
     /// What the facts about libc, the loader, runtimes and packages read.
     pub fn for_facts() -> Interests {
         const SMALL: u64 = 256 * 1024;
         const DB: u64 = 16 * 1024 * 1024;
         Interests {
             keep: Vec::new(),
+            // Scripts in Docker's default PATH and the usual app folders; `for_config` adds
+            // the image's own PATH and working folder when the config is known first.
+            scripts: [
+                "/usr/local/sbin/*",
+                "/usr/local/bin/*",
+                "/usr/sbin/*",
+                "/usr/bin/*",
+                "/sbin/*",
+                "/bin/*",
+                "/*",
+                "/app/*",
+                "/usr/src/app/*",
+                "/docker-entrypoint.d/*",
+            ]
+            .iter()
+            .map(|p| PathPattern::new(p))
+            .collect(),
             elf_heads: true,
             elf_scan: true,
         }

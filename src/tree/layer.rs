@@ -2,7 +2,7 @@
 //! decompressed (gzip, zstd or none, told by magic bytes) and hashed again (the diff_id), and
 //! each tar entry becomes a [`LayerEntry`] with the contents an interest asked for.
 
-use super::interest::Interests;
+use super::interest::{Interests, SCRIPT_CAP};
 use crate::digest::{Digest, HashingReader};
 use crate::elf::{ElfHead, ElfInfo, ElfScanner, HEAD_LEN};
 use std::io::{self, BufReader, Read};
@@ -295,11 +295,9 @@ fn read_entries<R: Read>(
             let parts: Vec<&str> = path.iter().map(String::as_str).collect();
             let budget = limits.max_kept_bytes_per_layer.saturating_sub(kept_total);
             let cap = interests.keep_cap(&parts).map(|c| c.min(budget));
-            (content, elf) =
-                probe_file(&mut entry, size, cap, interests, &mut buf).map_err(|e| LayerError::Entry {
-                    path: shown(),
-                    source: e,
-                })?;
+            let script_cap = interests.wants_script(&parts).then_some(SCRIPT_CAP.min(budget));
+            (content, elf) = probe_file(&mut entry, size, cap, script_cap, interests, &mut buf)
+                .map_err(|e| LayerError::Entry { path: shown(), source: e })?;
             kept_total += content
                 .as_ref()
                 .map_or(0, |c: &super::Content| c.bytes.len() as u64);
@@ -325,14 +323,16 @@ pub(crate) fn probe_file(
     r: &mut impl Read,
     size: u64,
     cap: Option<u64>,
+    script_cap: Option<u64>,
     interests: &Interests,
     buf: &mut [u8],
 ) -> io::Result<(Option<super::Content>, Option<ElfInfo>)> {
-    if !interests.elf_heads && cap.is_none() {
+    if !interests.elf_heads && cap.is_none() && script_cap.is_none() {
         return Ok((None, None));
     }
     let head_len = HEAD_LEN.min(buf.len());
     let n = read_up_to(r, &mut buf[..head_len])?;
+    let cap = cap.or(script_cap.filter(|_| buf[..n].starts_with(b"#!")));
     let head = ElfHead::parse(&buf[..n]).filter(|_| interests.elf_heads);
     let mut kept = cap.map(|c| buf[..n.min(c as usize)].to_vec());
     let mut scanner = head.as_ref().filter(|_| interests.elf_scan).map(|h| {

@@ -432,3 +432,11 @@ pub fn error_text(out: &Output) -> String {
         .collect::<Vec<_>>()
         .join(" ")
 }
+
+/// Builds an image recipe of scripts/build-image.sh from real packages (cached between runs)
+/// and returns its oci-dir reference.
+pub fn build_image(name: &str) -> String {
+    require_tool("umoci");
+    let out = run(Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/build-image.sh")).arg(name));
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}

@@ -1,0 +1,3 @@
+//! Reports: one file per format.
+
+pub mod facts;

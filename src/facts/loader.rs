@@ -493,3 +493,201 @@ fn read_ld_so_conf(tree: &FileTree) -> Vec<String> {
 fn glob_match(glob: &str, name: &str) -> bool {
     crate::tree::interest::PathPattern::new(glob).matches(&[name])
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::digest::Digest;
+    use crate::elf::{ElfDynamic, ElfHead, ElfScan};
+    use crate::facts::{entrypoint, libc, os, platform};
+    use crate::platform::Platform;
+    use crate::tree::layer::{Compression, EntryKind, LayerDiff, LayerEntry};
+    use crate::tree::Content;
+
+    /// A shared object (or program) for tests: machine 62 unless given.
+    pub(crate) fn elf(machine: u16, class: ElfClass, interp: Option<&str>, needed: &[&str], rpath: &[&str], runpath: &[&str]) -> ElfInfo {
+        ElfInfo {
+            head: ElfHead {
+                class,
+                little_endian: true,
+                elf_type: ElfType::Shared,
+                machine,
+                interpreter: interp.map(str::to_string),
+                dynamic: true,
+            },
+            scan: ElfScan {
+                dynamic: Some(ElfDynamic {
+                    needed: needed.iter().map(|s| s.to_string()).collect(),
+                    soname: None,
+                    rpath: rpath.iter().map(|s| s.to_string()).collect(),
+                    runpath: runpath.iter().map(|s| s.to_string()).collect(),
+                    complete: true,
+                }),
+                ..Default::default()
+            },
+        }
+    }
+
+    pub(crate) enum T {
+        Elf(&'static str, ElfInfo),
+        Text(&'static str, &'static str),
+        Link(&'static str, &'static str),
+    }
+
+    pub(crate) fn tree(items: Vec<T>) -> FileTree {
+        let entries = items
+            .into_iter()
+            .map(|i| {
+                let (path, kind, content, elf) = match i {
+                    T::Elf(p, e) => (p, EntryKind::File, None, Some(e)),
+                    T::Text(p, t) => (p, EntryKind::File, Some(Content { bytes: t.as_bytes().to_vec(), truncated: false }), None),
+                    T::Link(p, t) => (p, EntryKind::Symlink(t.to_string()), None, None),
+                };
+                LayerEntry {
+                    path: path.split('/').filter(|c| !c.is_empty()).map(str::to_string).collect(),
+                    kind,
+                    mode: 0o755,
+                    uid: 0,
+                    gid: 0,
+                    size: 100,
+                    content,
+                    elf,
+                }
+            })
+            .collect();
+        let mut t = FileTree::new();
+        t.apply(
+            LayerDiff {
+                entries,
+                blob_digest: Digest::of(b""),
+                blob_size: 0,
+                diff_id: Digest::of(b""),
+                uncompressed_size: 0,
+                compression: Compression::None,
+            },
+            0,
+        )
+        .unwrap();
+        t
+    }
+
+    pub(crate) fn with_loader<R>(t: &FileTree, env: &[&str], program: &str, f: impl FnOnce(&Loader) -> R) -> R {
+        let env = Env::from_pairs(env.iter().copied());
+        let os = os::derive(t);
+        let plat = platform::derive(t, &Platform::linux_amd64());
+        let mut entry = entrypoint::Entrypoint::default();
+        entry.program = Some(program.to_string());
+        entry.kind = entrypoint::ProgramKind::Elf;
+        entry.interpreter = t
+            .lookup(program)
+            .ok()
+            .flatten()
+            .and_then(|id| t.node(id).elf.as_deref())
+            .and_then(|e| e.head.interpreter.clone());
+        let libc = libc::derive(t, &os, &entry, &plat);
+        let loader = Loader::new(t, &env, &libc, &plat, Some(program), "/app");
+        f(&loader)
+    }
+
+    const LD: &str = "/lib64/ld-linux-x86-64.so.2";
+    const E64: ElfClass = ElfClass::Elf64;
+
+    fn glibc_base() -> Vec<T> {
+        vec![
+            T::Elf("/usr/lib/x86_64-linux-gnu/libc.so.6", elf(62, E64, None, &[], &[], &[])),
+            T::Link("/lib", "usr/lib"),
+            T::Link("/lib64", "usr/lib64"),
+            T::Elf("/usr/lib64/ld-linux-x86-64.so.2", elf(62, E64, None, &[], &[], &[])),
+        ]
+    }
+
+    #[test]
+    fn search_order_and_skips() {
+        let mut items = glibc_base();
+        items.extend([
+            T::Elf("/app/bin/server", elf(62, E64, Some(LD), &["libfoo.so.1"], &["$ORIGIN/../lib"], &[])),
+            T::Elf("/app/lib/libfoo.so.1", elf(62, E64, None, &[], &[], &[])),
+            T::Elf("/opt/foo/libfoo.so.1", elf(62, E64, None, &[], &[], &[])),
+            // Another machine first in LD_LIBRARY_PATH: skipped, the search goes on.
+            T::Elf("/arm/libbar.so", elf(183, E64, None, &[], &[], &[])),
+            T::Elf("/usr/lib/x86_64-linux-gnu/libbar.so", elf(62, E64, None, &[], &[], &[])),
+            T::Elf("/i386/libbaz.so", elf(3, ElfClass::Elf32, None, &[], &[], &[])),
+            T::Link("/usr/lib/x86_64-linux-gnu/libdangling.so", "/nowhere/libdangling.so"),
+        ]);
+        let t = tree(items);
+        with_loader(&t, &["LD_LIBRARY_PATH=/opt/foo:/arm:/i386"], "/app/bin/server", |l| {
+            // DT_RPATH (no RUNPATH) comes before LD_LIBRARY_PATH, with $ORIGIN expanded.
+            let r = l.resolve("libfoo.so.1", Some("/app/bin/server"));
+            assert_eq!(r.path.as_deref(), Some("/app/lib/libfoo.so.1"));
+            assert_eq!(r.via, Some(Via::Rpath));
+            // Without the requester's RPATH, LD_LIBRARY_PATH finds the other copy.
+            let r = l.resolve("libfoo.so.1", None);
+            assert_eq!((r.path.as_deref(), r.via), (Some("/opt/foo/libfoo.so.1"), Some(Via::LdLibraryPath)));
+            let r = l.resolve("libbar.so", None);
+            assert_eq!(r.path.as_deref(), Some("/usr/lib/x86_64-linux-gnu/libbar.so"));
+            assert_eq!(r.via, Some(Via::SystemDir));
+            assert_eq!(r.skipped[0].reason, "built for arm64");
+            let r = l.resolve("libbaz.so", None);
+            assert!(!r.found());
+            assert!(r.skipped[0].reason.contains("wrong ELF class"));
+            let r = l.resolve("libdangling.so", None);
+            assert!(!r.found());
+            assert!(r.skipped.iter().any(|s| s.reason.contains("dangling")));
+            // $LIB on Debian is lib/<triplet>.
+            assert_eq!(l.expand("/usr/$LIB/libjemalloc.so.2", None), "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2");
+            assert_eq!(l.resolve("libc.so.6", None).path.as_deref(), Some("/usr/lib/x86_64-linux-gnu/libc.so.6"));
+        });
+    }
+
+    #[test]
+    fn runpath_disables_rpath_and_comes_after_ld_library_path() {
+        let mut items = glibc_base();
+        items.extend([
+            T::Elf("/app/node", elf(62, E64, Some(LD), &[], &["/rpath"], &["/runpath"])),
+            T::Elf("/rpath/liba.so", elf(62, E64, None, &[], &[], &[])),
+            T::Elf("/runpath/liba.so", elf(62, E64, None, &[], &[], &[])),
+            T::Elf("/env/liba.so", elf(62, E64, None, &[], &[], &[])),
+        ]);
+        let t = tree(items);
+        with_loader(&t, &[], "/app/node", |l| {
+            assert_eq!(l.resolve("liba.so", Some("/app/node")).path.as_deref(), Some("/runpath/liba.so"));
+        });
+        with_loader(&t, &["LD_LIBRARY_PATH=/env"], "/app/node", |l| {
+            assert_eq!(l.resolve("liba.so", Some("/app/node")).path.as_deref(), Some("/env/liba.so"));
+        });
+    }
+
+    #[test]
+    fn ld_so_conf_folders_are_only_searched_through_the_cache() {
+        let mut items = glibc_base();
+        items.extend([
+            T::Elf("/app/prog", elf(62, E64, Some(LD), &[], &[], &[])),
+            T::Text("/etc/ld.so.conf", "include /etc/ld.so.conf.d/*.conf\n"),
+            T::Text("/etc/ld.so.conf.d/local.conf", "# local\n/usr/local/lib\n"),
+            T::Elf("/usr/local/lib/libonlyhere.so", elf(62, E64, None, &[], &[], &[])),
+        ]);
+        let t = tree(items);
+        with_loader(&t, &[], "/app/prog", |l| {
+            assert_eq!(l.facts().ld_so_conf_dirs, ["/usr/local/lib"]);
+            assert!(!l.resolve("libonlyhere.so", None).found(), "no cache: ldconfig was never run");
+        });
+    }
+
+    #[test]
+    fn musl_search_path_and_machine() {
+        let t = tree(vec![
+            T::Elf("/lib/ld-musl-x86_64.so.1", elf(62, E64, None, &[], &[], &[])),
+            T::Elf("/bin/app", elf(62, E64, Some("/lib/ld-musl-x86_64.so.1"), &[], &[], &[])),
+            T::Text("/etc/ld-musl-x86_64.path", "/opt/lib\n/usr/lib\n"),
+            T::Elf("/opt/lib/libarm.so", elf(183, E64, None, &[], &[], &[])),
+        ]);
+        with_loader(&t, &[], "/bin/app", |l| {
+            assert_eq!(l.family(), LibcFamily::Musl);
+            assert_eq!(l.facts().system_dirs, ["/opt/lib", "/usr/lib"]);
+            // musl does not look at the machine: it takes the file and fails later.
+            let r = l.resolve("libarm.so", None);
+            assert_eq!(r.path.as_deref(), Some("/opt/lib/libarm.so"));
+            assert_eq!(r.via, Some(Via::MuslPath));
+        });
+    }
+}

@@ -254,6 +254,67 @@ copy_from_deb() {
   commit_stage "$stage" "$by"
 }
 
+# node_runtime VERSION : the official Node.js build (npm package node-linux-<cpu>) as the
+# official images lay it out: /usr/local/bin/node and its headers' node_version.h.
+node_runtime() {
+  local version=$1 cpu stage tgz
+  case $ARCH in
+    amd64) cpu=x64 ;;
+    arm64) cpu=arm64 ;;
+    *) die "no Node.js package for $ARCH" ;;
+  esac
+  tgz=$(fetch_npm "node-linux-$cpu@$version")
+  stage=$(new_stage)
+  mkdir -p "$stage/usr/local"
+  tar -xzf "$tgz" -C "$stage/usr/local" --strip-components=1 --no-same-owner \
+    package/bin/node package/include/node/node_version.h
+  commit_stage "$stage" "COPY node-v$version-linux-$cpu /usr/local"
+}
+
+# dotnet_runtime : the .NET runtime the PyPI wheel dotnetcore2 carries (a real Microsoft build
+# of Microsoft.NETCore.App), laid out as the official images do under /usr/share/dotnet.
+dotnet_runtime() {
+  local whl stage
+  mkdir -p "$CACHE/pip"
+  whl=$(ls "$CACHE"/pip/dotnetcore2-3.1.23-*.whl 2>/dev/null | head -n 1 || true)
+  if [ -z "$whl" ]; then
+    python3 -m pip download -q --no-deps -d "$CACHE/pip" dotnetcore2==3.1.23 >&2 || die "cannot download dotnetcore2"
+    whl=$(ls "$CACHE"/pip/dotnetcore2-3.1.23-*.whl | head -n 1)
+  fi
+  stage=$(new_stage)
+  mkdir -p "$stage/usr/share/dotnet" "$stage/usr/bin"
+  python3 - "$whl" "$stage/usr/share/dotnet" <<'PY'
+import os, stat, sys, zipfile
+whl, dest = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(whl) as z:
+    for info in z.infolist():
+        name = info.filename
+        if not name.startswith("dotnetcore2/bin/") or name.endswith("/"):
+            continue
+        out = os.path.join(dest, name[len("dotnetcore2/bin/"):])
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        with z.open(info) as src, open(out, "wb") as dst:
+            dst.write(src.read())
+        if name.endswith("/dotnet") or name.endswith(".so"):
+            os.chmod(out, 0o755)
+PY
+  ln -s ../share/dotnet/dotnet "$stage/usr/bin/dotnet"
+  commit_stage "$stage" "COPY dotnet-runtime-3.1.23 /usr/share/dotnet"
+}
+
+# repo_files "CREATED_BY" SRC=DEST... : files of this repository (app metadata fixtures) into a
+# layer.
+repo_files() {
+  local by=$1 stage kv
+  shift
+  stage=$(new_stage)
+  for kv in "$@"; do
+    mkdir -p "$stage/$(dirname "${kv#*=}")"
+    cp "$ROOT/${kv%%=*}" "$stage/${kv#*=}"
+  done
+  commit_stage "$stage" "$by"
+}
+
 # files "CREATED_BY" PATH=CONTENT... : a layer of small text files.
 files() {
   local by=$1
@@ -296,7 +357,8 @@ build() {
   local name=$1 recipe key out
   recipe="recipe_${name//-/_}"
   declare -F "$recipe" >/dev/null || die "no recipe '$name' (see --list)"
-  key=$( { declare -f "$recipe"; sed -n '/^# --- state/,$p' "${BASH_SOURCE[0]}"; } | sha256sum | cut -c1-16)
+  # Any change to the recipes, this script or the repo files the images hold rebuilds them.
+  key=$( { echo "$name"; cat "$ROOT/scripts/recipes.sh" "${BASH_SOURCE[0]}"; find "$ROOT/testdata/dotnet" -type f -print0 | sort -z | xargs -0 cat; } | sha256sum | cut -c1-16)
   out="$CACHE/images/$name"
   if [ -f "$out/.recipe" ] && [ "$(cat "$out/.recipe")" = "$key" ]; then
     printf 'oci-dir:%s:latest\n' "$out"

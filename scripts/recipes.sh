@@ -101,6 +101,90 @@ recipe_musl() {
   config --config.cmd=/usr/local/bin/hello
 }
 
+# --- Node.js, sharp and Next.js ------------------------------------------------------------
+
+NODE=22.12.0
+SHARP=0.34.5
+LIBVIPS=1.2.4
+
+# Debian 12 with the official Node.js build and the C++ runtime it needs.
+debian_node() {
+  debian_glibc
+  debs "libstdc++6" libstdc++6
+  node_runtime "$NODE"
+  files "COPY server.js /app/" "app/server.js=require('sharp'); require('http').createServer().listen(3000);"
+}
+
+# An app with sharp and its glibc addon for this architecture, as `npm ci` installs them.
+sharp_app() {
+  local cpu=x64
+  [ "$ARCH" = arm64 ] && cpu=arm64
+  npm_modules app "sharp@$SHARP" "sharp@$SHARP" "@img/sharp-linux-$cpu@$SHARP" "@img/sharp-libvips-linux-$cpu@$LIBVIPS" "detect-libc@2.1.2" "semver@7.7.3"
+}
+
+# sharp on glibc malloc: sharp-glibc-allocator fires.
+recipe_node_sharp() {
+  ARCH=amd64
+  debian_node
+  sharp_app
+  config --config.env=NODE_VERSION=$NODE --config.workingdir=/app --config.cmd=node --config.cmd=server.js
+}
+
+# The fixed twin: jemalloc installed and preloaded.
+recipe_node_sharp_jemalloc() {
+  ARCH=amd64
+  debian_node
+  debs "libjemalloc2" libjemalloc2
+  sharp_app
+  config --config.env=NODE_VERSION=$NODE --config.env=LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 \
+    --config.workingdir=/app --config.cmd=node --config.cmd=server.js
+}
+
+# jemalloc installed but not preloaded: jemalloc-not-preloaded fires (and sharp-glibc-allocator).
+recipe_node_sharp_jemalloc_unused() {
+  ARCH=amd64
+  debian_node
+  debs "libjemalloc2" libjemalloc2
+  sharp_app
+  config --config.env=NODE_VERSION=$NODE --config.workingdir=/app --config.cmd=node --config.cmd=server.js
+}
+
+# Only an arena cap: sharp-glibc-allocator reports a note.
+recipe_node_sharp_arena_cap() {
+  ARCH=amd64
+  debian_node
+  sharp_app
+  config --config.env=NODE_VERSION=$NODE --config.env=MALLOC_ARENA_MAX=2 --config.workingdir=/app \
+    --config.cmd=node --config.cmd=server.js
+}
+
+# node_modules installed for musl and copied onto a glibc image: sharp-platform-mismatch fires.
+recipe_node_sharp_wrong_libc() {
+  ARCH=amd64
+  debian_node
+  npm_modules app "sharp@$SHARP for musl" "sharp@$SHARP" "@img/sharp-linuxmusl-x64@$SHARP" \
+    "@img/sharp-libvips-linuxmusl-x64@$LIBVIPS" "detect-libc@2.1.2" "semver@7.7.3"
+  debs "libjemalloc2" libjemalloc2
+  config --config.env=NODE_VERSION=$NODE --config.env=LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 \
+    --config.workingdir=/app --config.cmd=node --config.cmd=server.js
+}
+
+# Node with --max-old-space-size and no --max-semi-space-size: node-semi-space fires.
+recipe_node_old_space() {
+  ARCH=amd64
+  debian_node
+  config --config.env=NODE_VERSION=$NODE --config.env="NODE_OPTIONS=--max-old-space-size=768" \
+    --config.workingdir=/app --config.cmd=node --config.cmd=server.js
+}
+
+# The fixed twin.
+recipe_node_old_and_semi_space() {
+  ARCH=amd64
+  debian_node
+  config --config.env=NODE_VERSION=$NODE --config.env="NODE_OPTIONS=--max-old-space-size=768 --max-semi-space-size=16" \
+    --config.workingdir=/app --config.cmd=node --config.cmd=server.js
+}
+
 # musl image with Debian's glibc-built jemalloc preloaded: musl loads it and fails.
 recipe_musl_glibc_jemalloc() {
   ARCH=amd64
@@ -108,4 +192,44 @@ recipe_musl_glibc_jemalloc() {
   copy_from_deb "COPY libjemalloc.so.2 /usr/lib/" amd64 libjemalloc2 \
     usr/lib/x86_64-linux-gnu/libjemalloc.so.2 usr/lib/libjemalloc.so.2
   config --config.env="LD_PRELOAD=/usr/lib/libjemalloc.so.2" --config.cmd=/usr/local/bin/hello
+}
+
+# --- .NET and Npgsql --------------------------------------------------------------------------
+
+# A published ASP.NET app on Debian: the real .NET runtime, the app's deps.json (Npgsql 10.0.3),
+# runtimeconfig.json and appsettings.json from testdata/dotnet. The assembly itself is a stub:
+# memlint reads the app's metadata, never its IL.
+dotnet_app() {
+  debian_glibc
+  debs "libstdc++6 libicu72" libstdc++6 libicu72 zlib1g
+  dotnet_runtime
+  repo_files "COPY out/ /app/" testdata/dotnet/WebApi.deps.json=app/WebApi.deps.json \
+    testdata/dotnet/WebApi.runtimeconfig.json=app/WebApi.runtimeconfig.json \
+    testdata/dotnet/image/appsettings.json=app/appsettings.json
+  files "COPY out/WebApi.dll /app/" "app/WebApi.dll=MZ (assembly not built here)"
+}
+
+# Npgsql 10 without Kerberos and .NET on glibc malloc: npgsql-gssapi-missing and
+# dotnet-glibc-allocator fire.
+recipe_dotnet_npgsql() {
+  ARCH=amd64
+  dotnet_app
+  config --config.workingdir=/app --config.entrypoint=dotnet --config.entrypoint=WebApi.dll
+}
+
+# The fixed twin: Kerberos' GSSAPI library installed and glibc's arenas capped.
+recipe_dotnet_npgsql_fixed() {
+  ARCH=amd64
+  dotnet_app
+  debs "libgssapi-krb5-2" libgssapi-krb5-2 libkrb5-3 libk5crypto3 libcom-err2 libkrb5support0 libkeyutils1 libssl3
+  config --config.env=MALLOC_ARENA_MAX=2 --config.workingdir=/app --config.entrypoint=dotnet --config.entrypoint=WebApi.dll
+}
+
+# The other fixes: GSS encryption off for the container, jemalloc preloaded.
+recipe_dotnet_npgsql_pggssencmode() {
+  ARCH=amd64
+  dotnet_app
+  debs "libjemalloc2" libjemalloc2
+  config --config.env=PGGSSENCMODE=disable --config.env=LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 \
+    --config.workingdir=/app --config.entrypoint=dotnet --config.entrypoint=WebApi.dll
 }

@@ -21,8 +21,80 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Show what an image is made of: manifest, platform, layers, config and file counts
+    /// Lint images for memory pitfalls; exit 1 when a finding reaches --fail-on
+    Lint(LintArgs),
+    /// Show what an image is made of: manifest, platform, layers, config, file counts and facts
     Inspect(InspectArgs),
+    /// List every rule with its default severity and title
+    Rules(RulesArgs),
+    /// Show the documentation of one rule
+    Explain(ExplainArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct LintArgs {
+    /// The images to lint, each in its own report section (see IMAGE references below)
+    #[arg(value_name = "IMAGE", required = true)]
+    pub images: Vec<String>,
+
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+
+    /// Exit 1 when a finding is at or above this severity
+    #[arg(long, value_enum, default_value_t = FailOn::Warning, value_name = "SEVERITY")]
+    pub fail_on: FailOn,
+
+    /// Write the report to this file instead of standard output
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Pick this platform from a multi-platform image (os/arch[/variant]), or `all` to lint
+    /// every platform and show where they differ
+    #[arg(long, value_name = "PLATFORM")]
+    pub platform: Option<String>,
+
+    /// Do not report this rule (repeatable)
+    #[arg(long, value_name = "RULE")]
+    pub ignore: Vec<String>,
+
+    /// No colours, even on a terminal (NO_COLOR does the same)
+    #[arg(long)]
+    pub no_color: bool,
+
+    /// Print only the findings
+    #[arg(short, long, conflicts_with = "verbose")]
+    pub quiet: bool,
+
+    /// Also print the facts behind each decision and why silent rules stayed silent
+    #[arg(short, long)]
+    pub verbose: bool,
+
+    /// Layers read at once (default: the number of CPUs)
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    Error,
+    Warning,
+    Note,
+    Never,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RulesArgs {
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ExplainArgs {
+    /// The rule id, e.g. ld-preload-missing
+    #[arg(value_name = "RULE")]
+    pub rule: String,
 }
 
 #[derive(Debug, clap::Args)]
@@ -40,7 +112,7 @@ pub struct InspectArgs {
     pub platform: Option<String>,
 
     /// Write the report to this file instead of standard output
-    #[arg(long, short = 'o', value_name = "FILE")]
+    #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 
     /// List every path of the merged tree (type, mode, size, link target, layer)

@@ -367,7 +367,11 @@ impl ElfScanner {
 fn version_after(w: &[u8], marker: &[u8], parts: usize) -> Option<String> {
     let at = memchr::memmem::find(w, marker)?;
     let rest = &w[at + marker.len()..];
-    let v: String = rest.iter().take_while(|b| b.is_ascii_digit() || **b == b'.').map(|&b| b as char).collect();
+    let v: String = rest
+        .iter()
+        .take_while(|b| b.is_ascii_digit() || **b == b'.')
+        .map(|&b| b as char)
+        .collect();
     let v = v.trim_end_matches('.').to_string();
     (v.split('.').filter(|p| !p.is_empty()).count() >= parts && v.len() < rest.len()).then_some(v)
 }

@@ -122,6 +122,10 @@ pub enum Error {
     )]
     BadPlatform { input: String, reason: String },
 
+    #[error("there is no rule `{id}`")]
+    #[diagnostic(code(memlint::unknown_rule), help("{help}"))]
+    UnknownRule { id: String, help: String },
+
     #[error("cannot write {path}: {source}")]
     #[diagnostic(code(memlint::output), help("check that the folder exists and is writable"))]
     Output {

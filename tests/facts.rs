@@ -45,7 +45,13 @@ fn jemalloc_preloaded_by_full_path() {
     assert_eq!(p["allocator"], "jemalloc");
     assert_eq!(f["allocator"]["name"], "jemalloc");
     assert_eq!(f["allocator"]["via"], "preload");
-    assert_eq!(f["allocator"]["installed_not_in_effect"].as_array().unwrap().len(), 0);
+    assert_eq!(
+        f["allocator"]["installed_not_in_effect"]
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
 }
 
 #[test]
@@ -68,11 +74,17 @@ fn preload_path_of_another_architecture() {
     assert_eq!(p["status"], "missing");
     assert_eq!(p["resolved"], Value::Null);
     let reason = p["reason"].as_str().unwrap();
-    assert!(reason.contains("aarch64-linux-gnu is another architecture's folder"), "{reason}");
+    assert!(
+        reason.contains("aarch64-linux-gnu is another architecture's folder"),
+        "{reason}"
+    );
     assert!(reason.contains("cannot be preloaded"), "{reason}");
     assert_eq!(p["candidates"][0], "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2");
     assert_eq!(f["allocator"]["name"], "glibc");
-    assert_eq!(f["allocator"]["installed_not_in_effect"][0]["path"], "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2");
+    assert_eq!(
+        f["allocator"]["installed_not_in_effect"][0]["path"],
+        "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+    );
 
     let f = facts("arm64-jemalloc-amd64-path");
     assert_eq!(f["platform"]["declared"]["architecture"], "arm64");
@@ -81,7 +93,10 @@ fn preload_path_of_another_architecture() {
     assert_eq!(f["entrypoint"]["interpreter"], "/lib/ld-linux-aarch64.so.1");
     let p = preload(&f);
     assert_eq!(p["status"], "missing");
-    assert!(p["reason"].as_str().unwrap().contains("x86_64-linux-gnu is another architecture's folder"));
+    assert!(p["reason"]
+        .as_str()
+        .unwrap()
+        .contains("x86_64-linux-gnu is another architecture's folder"));
     assert_eq!(p["candidates"][0], "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2");
 
     let f = facts("arm64-jemalloc");
@@ -138,6 +153,10 @@ fn glibc_jemalloc_preloaded_on_musl() {
     let p = preload(&f);
     assert_eq!(p["status"], "incompatible");
     assert_eq!(p["resolved"], "/usr/lib/libjemalloc.so.2");
-    assert!(p["reason"].as_str().unwrap().contains("built for glibc"), "{}", p["reason"]);
+    assert!(
+        p["reason"].as_str().unwrap().contains("built for glibc"),
+        "{}",
+        p["reason"]
+    );
     assert_eq!(f["allocator"]["name"], "musl");
 }

@@ -1,6 +1,9 @@
 //! One file per subcommand.
 
-mod inspect;
+mod explain;
+pub mod inspect;
+mod lint;
+mod rules;
 
 use crate::cli::{Cli, Command};
 use crate::error::{Error, Result};
@@ -10,7 +13,10 @@ use std::process::ExitCode;
 
 pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
+        Command::Lint(args) => lint::run(args),
         Command::Inspect(args) => inspect::run(args),
+        Command::Rules(args) => rules::run(args),
+        Command::Explain(args) => explain::run(args),
     }
 }
 

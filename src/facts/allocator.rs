@@ -61,24 +61,39 @@ impl AllocatorFacts {
 /// `name=value` pairs; glibc manual, Tunables).
 pub fn arena_cap(env: &Env) -> Option<ArenaCap> {
     if let Some(v) = env.non_empty("MALLOC_ARENA_MAX") {
-        return Some(ArenaCap { value: v.to_string(), source: "MALLOC_ARENA_MAX" });
+        return Some(ArenaCap {
+            value: v.to_string(),
+            source: "MALLOC_ARENA_MAX",
+        });
     }
     let tunables = env.non_empty("GLIBC_TUNABLES")?;
     tunables.split(':').find_map(|kv| {
         let (k, v) = kv.split_once('=')?;
-        (k.trim() == "glibc.malloc.arena_max" && !v.trim().is_empty())
-            .then(|| ArenaCap { value: v.trim().to_string(), source: "GLIBC_TUNABLES" })
+        (k.trim() == "glibc.malloc.arena_max" && !v.trim().is_empty()).then(|| ArenaCap {
+            value: v.trim().to_string(),
+            source: "GLIBC_TUNABLES",
+        })
     })
 }
 
-pub fn derive(loader: &Loader, env: &Env, libc: &Libc, preloads: &[Preload], entry: &Entrypoint) -> AllocatorFacts {
+pub fn derive(
+    loader: &Loader,
+    env: &Env,
+    libc: &Libc,
+    preloads: &[Preload],
+    entry: &Entrypoint,
+) -> AllocatorFacts {
     let mut evidence = Vec::new();
     let mut in_effect: Option<(String, AllocatorVia, Option<String>)> = None;
 
     // Preloaded objects come first in the symbol search order, in the order listed.
     for p in preloads.iter().filter(|p| p.status == PreloadStatus::Ok) {
         if let Some(a) = p.allocator {
-            evidence.push(format!("{} preloads {} ({a})", source_name(p), p.resolved.as_deref().unwrap_or(&p.entry)));
+            evidence.push(format!(
+                "{} preloads {} ({a})",
+                source_name(p),
+                p.resolved.as_deref().unwrap_or(&p.entry)
+            ));
             in_effect = Some((a.to_string(), AllocatorVia::Preload, p.resolved.clone()));
             break;
         }
@@ -94,7 +109,9 @@ pub fn derive(loader: &Loader, env: &Env, libc: &Libc, preloads: &[Preload], ent
                 if !seen.insert(obj.clone()) || seen.len() > 256 {
                     continue;
                 }
-                let Some(dynamic) = loader.elf_at(&obj).and_then(|e| e.scan.dynamic.as_ref()) else { continue };
+                let Some(dynamic) = loader.elf_at(&obj).and_then(|e| e.scan.dynamic.as_ref()) else {
+                    continue;
+                };
                 for name in &dynamic.needed {
                     let r = loader.resolve(name, Some(&obj));
                     if let Some(path) = r.path {
@@ -138,7 +155,10 @@ pub fn derive(loader: &Loader, env: &Env, libc: &Libc, preloads: &[Preload], ent
     });
     let cap = arena_cap(env);
     if let Some(c) = &cap {
-        evidence.push(format!("{} caps glibc's arenas ({}={})", c.source, c.source, c.value));
+        evidence.push(format!(
+            "{} caps glibc's arenas ({}={})",
+            c.source, c.source, c.value
+        ));
     }
     let installed_not_in_effect = loader
         .find_libraries(&["libjemalloc", "libtcmalloc", "libmimalloc"])
@@ -146,7 +166,14 @@ pub fn derive(loader: &Loader, env: &Env, libc: &Libc, preloads: &[Preload], ent
         .filter(|p| Some(p) != path.as_ref())
         .filter_map(|p| allocator_of(&p, None).map(|name| AllocatorLibrary { name, path: p }))
         .collect();
-    AllocatorFacts { name, via, path, arena_cap: cap, installed_not_in_effect, evidence }
+    AllocatorFacts {
+        name,
+        via,
+        path,
+        arena_cap: cap,
+        installed_not_in_effect,
+        evidence,
+    }
 }
 
 fn source_name(p: &Preload) -> &'static str {
@@ -162,9 +189,15 @@ mod tests {
 
     #[test]
     fn arena_caps() {
-        assert_eq!(arena_cap(&Env::from_pairs(["MALLOC_ARENA_MAX=2"])).unwrap().value, "2");
+        assert_eq!(
+            arena_cap(&Env::from_pairs(["MALLOC_ARENA_MAX=2"])).unwrap().value,
+            "2"
+        );
         assert!(arena_cap(&Env::from_pairs(["MALLOC_ARENA_MAX="])).is_none());
-        let t = arena_cap(&Env::from_pairs(["GLIBC_TUNABLES=glibc.malloc.trim_threshold=1:glibc.malloc.arena_max=4"])).unwrap();
+        let t = arena_cap(&Env::from_pairs([
+            "GLIBC_TUNABLES=glibc.malloc.trim_threshold=1:glibc.malloc.arena_max=4",
+        ]))
+        .unwrap();
         assert_eq!((t.value.as_str(), t.source), ("4", "GLIBC_TUNABLES"));
         assert!(arena_cap(&Env::from_pairs(["GLIBC_TUNABLES=glibc.malloc.arena_test=4"])).is_none());
     }

@@ -58,7 +58,10 @@ pub struct Entrypoint {
 impl Entrypoint {
     /// Every argument of every step: where command-line flags may appear.
     pub fn all_args(&self) -> impl Iterator<Item = &str> {
-        self.steps.iter().flat_map(|s| s.argv.iter().map(String::as_str)).chain(self.args.iter().map(String::as_str))
+        self.steps
+            .iter()
+            .flat_map(|s| s.argv.iter().map(String::as_str))
+            .chain(self.args.iter().map(String::as_str))
     }
 }
 
@@ -80,7 +83,11 @@ pub fn derive(tree: &FileTree, config: Option<&ImageConfiguration>, env: &Env) -
         return e;
     }
     let path_var = env.get("PATH").unwrap_or(DEFAULT_PATH).to_string();
-    let finder = Finder { tree, path_var: &path_var, working_dir: &working_dir };
+    let finder = Finder {
+        tree,
+        path_var: &path_var,
+        working_dir: &working_dir,
+    };
     let mut current = argv;
     for _ in 0..MAX_STEPS {
         let Some(first) = current.first().cloned() else {
@@ -94,7 +101,11 @@ pub fn derive(tree: &FileTree, config: Option<&ImageConfiguration>, env: &Env) -
             let rest: Vec<String> = current.iter().skip(4).cloned().collect();
             match last_command(script, &rest) {
                 Some(next) => {
-                    e.steps.push(Step { argv: current.clone(), path: finder.find(&first), how: "sh -c".into() });
+                    e.steps.push(Step {
+                        argv: current.clone(),
+                        path: finder.find(&first),
+                        how: "sh -c".into(),
+                    });
                     current = next;
                     continue;
                 }
@@ -109,12 +120,18 @@ pub fn derive(tree: &FileTree, config: Option<&ImageConfiguration>, env: &Env) -
         }
         let Some(path) = finder.find(&first) else {
             e.kind = ProgramKind::Missing;
-            e.note = Some(format!("`{first}` is not in the image (searched PATH={path_var})"));
+            e.note = Some(format!(
+                "`{first}` is not in the image (searched PATH={path_var})"
+            ));
             e.args = current;
             return e;
         };
         if let Some(next) = unwrap_wrapper(&base, &current) {
-            e.steps.push(Step { argv: current.clone(), path: Some(path), how: format!("{base} runs its argument") });
+            e.steps.push(Step {
+                argv: current.clone(),
+                path: Some(path),
+                how: format!("{base} runs its argument"),
+            });
             current = next;
             continue;
         }
@@ -126,7 +143,9 @@ pub fn derive(tree: &FileTree, config: Option<&ImageConfiguration>, env: &Env) -
             e.args = current;
             return e;
         }
-        let text = node.and_then(|n| n.content.as_deref()).map(|c| String::from_utf8_lossy(&c.bytes).into_owned());
+        let text = node
+            .and_then(|n| n.content.as_deref())
+            .map(|c| String::from_utf8_lossy(&c.bytes).into_owned());
         let Some(text) = text.filter(|t| t.starts_with("#!")) else {
             e.program = Some(path);
             e.args = current;
@@ -138,7 +157,10 @@ pub fn derive(tree: &FileTree, config: Option<&ImageConfiguration>, env: &Env) -
             };
             return e;
         };
-        let shebang: Vec<String> = text.lines().next().unwrap_or("")[2..].split_whitespace().map(str::to_string).collect();
+        let shebang: Vec<String> = text.lines().next().unwrap_or("")[2..]
+            .split_whitespace()
+            .map(str::to_string)
+            .collect();
         let Some(interp) = shebang.first().cloned() else {
             e.kind = ProgramKind::Script;
             e.program = Some(path);
@@ -151,7 +173,11 @@ pub fn derive(tree: &FileTree, config: Option<&ImageConfiguration>, env: &Env) -
         if is_shell(&interp_base) {
             match exec_target(&text, &script_args, &finder) {
                 Some(next) => {
-                    e.steps.push(Step { argv: current.clone(), path: Some(path), how: "exec in shell script".into() });
+                    e.steps.push(Step {
+                        argv: current.clone(),
+                        path: Some(path),
+                        how: "exec in shell script".into(),
+                    });
                     current = next;
                     continue;
                 }
@@ -169,7 +195,11 @@ pub fn derive(tree: &FileTree, config: Option<&ImageConfiguration>, env: &Env) -
         let mut next = shebang;
         next.push(path.clone());
         next.extend(script_args);
-        e.steps.push(Step { argv: current.clone(), path: Some(path), how: "#! interpreter".into() });
+        e.steps.push(Step {
+            argv: current.clone(),
+            path: Some(path),
+            how: "#! interpreter".into(),
+        });
         current = next;
     }
     e.note = Some(format!("stopped after {MAX_STEPS} steps"));
@@ -217,10 +247,17 @@ impl Finder<'_> {
     /// The canonical path of a command as execvp finds it.
     fn find(&self, cmd: &str) -> Option<String> {
         if cmd.contains('/') {
-            let full = if cmd.starts_with('/') { cmd.to_string() } else { format!("{}/{cmd}", self.working_dir) };
+            let full = if cmd.starts_with('/') {
+                cmd.to_string()
+            } else {
+                format!("{}/{cmd}", self.working_dir)
+            };
             return self.executable(&full);
         }
-        self.path_var.split(':').filter(|d| !d.is_empty()).find_map(|dir| self.executable(&format!("{dir}/{cmd}")))
+        self.path_var
+            .split(':')
+            .filter(|d| !d.is_empty())
+            .find_map(|dir| self.executable(&format!("{dir}/{cmd}")))
     }
 
     fn executable(&self, path: &str) -> Option<String> {
@@ -254,7 +291,9 @@ fn exec_target(text: &str, args: &[String], finder: &Finder) -> Option<Vec<Strin
     let target = target?;
     let mut args = args.to_vec();
     if let Some(prefix) = prefix {
-        let first_is_command = args.first().is_some_and(|a| !a.starts_with('-') && finder.find(a).is_some());
+        let first_is_command = args
+            .first()
+            .is_some_and(|a| !a.starts_with('-') && finder.find(a).is_some());
         if !first_is_command {
             let mut v = prefix;
             v.extend(args);
@@ -287,7 +326,10 @@ fn command_words(cmd: &str, args: &[String]) -> Option<Vec<String>> {
             words.push(w);
         }
     }
-    while words.first().is_some_and(|w| w == "exec" || (w.contains('=') && !w.starts_with('-') && !w.starts_with('='))) {
+    while words
+        .first()
+        .is_some_and(|w| w == "exec" || (w.contains('=') && !w.starts_with('-') && !w.starts_with('=')))
+    {
         words.remove(0);
     }
     Some(words)
@@ -325,7 +367,10 @@ fn split_commands(s: &str) -> Vec<String> {
         i += 1;
     }
     out.push(cur);
-    out.into_iter().map(|c| c.trim().to_string()).filter(|c| !c.is_empty()).collect()
+    out.into_iter()
+        .map(|c| c.trim().to_string())
+        .filter(|c| !c.is_empty())
+        .collect()
 }
 
 /// POSIX-ish word splitting with quotes; `"$@"` and `$@` become a NUL-marked placeholder.
@@ -380,22 +425,18 @@ mod tests {
 
     #[test]
     fn shell_words_and_commands() {
-        assert_eq!(split_words(r#"node --max-old-space-size=512 "a b" 'c d' e\ f"#, &[]), [
-            "node",
-            "--max-old-space-size=512",
-            "a b",
-            "c d",
-            "e f"
-        ]);
-        assert_eq!(split_commands("cd /app && exec node server.js; echo done"), [
-            "cd /app",
-            "exec node server.js",
-            "echo done"
-        ]);
-        assert_eq!(last_command("cd /app && NODE_ENV=production exec node server.js", &[]).unwrap(), [
-            "node",
-            "server.js"
-        ]);
+        assert_eq!(
+            split_words(r#"node --max-old-space-size=512 "a b" 'c d' e\ f"#, &[]),
+            ["node", "--max-old-space-size=512", "a b", "c d", "e f"]
+        );
+        assert_eq!(
+            split_commands("cd /app && exec node server.js; echo done"),
+            ["cd /app", "exec node server.js", "echo done"]
+        );
+        assert_eq!(
+            last_command("cd /app && NODE_ENV=production exec node server.js", &[]).unwrap(),
+            ["node", "server.js"]
+        );
         let args = vec!["node".to_string(), "x.js".to_string()];
         assert_eq!(command_words(r#"exec "$@""#, &args).unwrap(), args);
     }
@@ -403,9 +444,18 @@ mod tests {
     #[test]
     fn wrappers() {
         let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        assert_eq!(unwrap_wrapper("tini", &v(&["tini", "--", "node", "a.js"])).unwrap(), v(&["node", "a.js"]));
-        assert_eq!(unwrap_wrapper("env", &v(&["env", "A=1", "node"])).unwrap(), v(&["node"]));
-        assert_eq!(unwrap_wrapper("gosu", &v(&["gosu", "app", "dotnet", "x.dll"])).unwrap(), v(&["dotnet", "x.dll"]));
+        assert_eq!(
+            unwrap_wrapper("tini", &v(&["tini", "--", "node", "a.js"])).unwrap(),
+            v(&["node", "a.js"])
+        );
+        assert_eq!(
+            unwrap_wrapper("env", &v(&["env", "A=1", "node"])).unwrap(),
+            v(&["node"])
+        );
+        assert_eq!(
+            unwrap_wrapper("gosu", &v(&["gosu", "app", "dotnet", "x.dll"])).unwrap(),
+            v(&["dotnet", "x.dll"])
+        );
         assert!(unwrap_wrapper("node", &v(&["node"])).is_none());
     }
 }

@@ -58,29 +58,48 @@ impl LdCache {
         let mut entries = Vec::with_capacity(nlibs.min(65_536));
         for i in 0..nlibs {
             let at = entries_start + i * OLD_ENTRY;
-            let (Some(flags), Some(key), Some(value)) =
-                (u32_at(bytes, at, true), u32_at(bytes, at + 4, true), u32_at(bytes, at + 8, true))
-            else {
+            let (Some(flags), Some(key), Some(value)) = (
+                u32_at(bytes, at, true),
+                u32_at(bytes, at + 4, true),
+                u32_at(bytes, at + 8, true),
+            ) else {
                 break;
             };
-            let (Some(soname), Some(path)) =
-                (c_str(bytes, strings + key as usize), c_str(bytes, strings + value as usize))
-            else {
+            let (Some(soname), Some(path)) = (
+                c_str(bytes, strings + key as usize),
+                c_str(bytes, strings + value as usize),
+            ) else {
                 continue;
             };
-            entries.push(CacheEntry { flags: flags as i32, soname, path, hwcap: 0 });
+            entries.push(CacheEntry {
+                flags: flags as i32,
+                soname,
+                path,
+                hwcap: 0,
+            });
         }
-        Ok(LdCache { format: "ld.so-1.7.0", entries })
+        Ok(LdCache {
+            format: "ld.so-1.7.0",
+            entries,
+        })
     }
 
     /// The entries for `soname` that a loader for ABI `wanted` flags accepts, in cache order.
-    pub fn lookup<'a>(&'a self, soname: &'a str, accepts: &'a dyn Fn(i32) -> bool) -> impl Iterator<Item = &'a CacheEntry> {
-        self.entries.iter().filter(move |e| e.soname == soname && accepts(e.flags))
+    pub fn lookup<'a>(
+        &'a self,
+        soname: &'a str,
+        accepts: &'a dyn Fn(i32) -> bool,
+    ) -> impl Iterator<Item = &'a CacheEntry> {
+        self.entries
+            .iter()
+            .filter(move |e| e.soname == soname && accepts(e.flags))
     }
 }
 
 fn parse_new(bytes: &[u8], base: usize) -> Result<LdCache, CacheError> {
-    let hdr = bytes.get(base..base + NEW_HEADER).ok_or(CacheError::Truncated("new header"))?;
+    let hdr = bytes
+        .get(base..base + NEW_HEADER)
+        .ok_or(CacheError::Truncated("new header"))?;
     // Byte 28: 2 little-endian, 3 big-endian, 0 written by an older ldconfig (host order,
     // which for every platform memlint meets is little-endian).
     let le = hdr[28] != 3;
@@ -100,20 +119,38 @@ fn parse_new(bytes: &[u8], base: usize) -> Result<LdCache, CacheError> {
         let hwcap = u64_at(bytes, at + 16, le).unwrap_or(0);
         at += NEW_ENTRY;
         // String offsets count from the start of the new header.
-        let (Some(soname), Some(path)) = (c_str(bytes, base + key), c_str(bytes, base + value)) else { continue };
-        entries.push(CacheEntry { flags, soname, path, hwcap });
+        let (Some(soname), Some(path)) = (c_str(bytes, base + key), c_str(bytes, base + value)) else {
+            continue;
+        };
+        entries.push(CacheEntry {
+            flags,
+            soname,
+            path,
+            hwcap,
+        });
     }
-    Ok(LdCache { format: "glibc-ld.so.cache1.1", entries })
+    Ok(LdCache {
+        format: "glibc-ld.so.cache1.1",
+        entries,
+    })
 }
 
 fn u32_at(b: &[u8], at: usize, le: bool) -> Option<u32> {
     let raw: [u8; 4] = b.get(at..at.checked_add(4)?)?.try_into().ok()?;
-    Some(if le { u32::from_le_bytes(raw) } else { u32::from_be_bytes(raw) })
+    Some(if le {
+        u32::from_le_bytes(raw)
+    } else {
+        u32::from_be_bytes(raw)
+    })
 }
 
 fn u64_at(b: &[u8], at: usize, le: bool) -> Option<u64> {
     let raw: [u8; 8] = b.get(at..at.checked_add(8)?)?.try_into().ok()?;
-    Some(if le { u64::from_le_bytes(raw) } else { u64::from_be_bytes(raw) })
+    Some(if le {
+        u64::from_le_bytes(raw)
+    } else {
+        u64::from_be_bytes(raw)
+    })
 }
 
 fn c_str(b: &[u8], at: usize) -> Option<String> {
@@ -173,7 +210,7 @@ mod tests {
         old.extend_from_slice(&1u32.to_le_bytes());
         old.extend_from_slice(&3i32.to_le_bytes());
         old.extend_from_slice(&0u32.to_le_bytes());
-        old.extend_from_slice(&7u32.to_le_bytes());
+        old.extend_from_slice(&8u32.to_le_bytes());
         old.extend_from_slice(b"libx.so\0/lib/libx.so\0");
         let c = LdCache::parse(&old).unwrap();
         assert_eq!(c.entries[0].soname, "libx.so");

@@ -104,7 +104,9 @@ pub fn derive(tree: &FileTree, os: &OsFacts, entry: &Entrypoint, platform: &Plat
                     if let Ok(Some(id)) = tree.lookup(i) {
                         let real = tree.path_of(id);
                         if interpreter_family(&real) == LibcFamily::Musl {
-                            evidence.push(format!("the entrypoint's interpreter {i} is a link to musl's {real}"));
+                            evidence.push(format!(
+                                "the entrypoint's interpreter {i} is a link to musl's {real}"
+                            ));
                             f = LibcFamily::Musl;
                         }
                     }
@@ -133,24 +135,23 @@ pub fn derive(tree: &FileTree, os: &OsFacts, entry: &Entrypoint, platform: &Plat
         evidence.push(format!("{f} is musl's loader"));
     }
 
-    let image_family = {
-        let mut by_family: BTreeMap<LibcFamily, u64> = BTreeMap::new();
-        for (i, n) in &interps {
-            *by_family.entry(interpreter_family(i)).or_default() += n;
-        }
-        by_family.remove(&LibcFamily::Unknown);
-        by_family
-            .into_iter()
-            .max_by_key(|(_, n)| *n)
-            .map(|(f, _)| f)
-            .or(if glibc_present && !musl_present {
-                Some(LibcFamily::Glibc)
-            } else if musl_present && !glibc_present {
-                Some(LibcFamily::Musl)
-            } else {
-                None
-            })
-    };
+    let image_family =
+        {
+            let mut by_family: BTreeMap<LibcFamily, u64> = BTreeMap::new();
+            for (i, n) in &interps {
+                *by_family.entry(interpreter_family(i)).or_default() += n;
+            }
+            by_family.remove(&LibcFamily::Unknown);
+            by_family.into_iter().max_by_key(|(_, n)| *n).map(|(f, _)| f).or(
+                if glibc_present && !musl_present {
+                    Some(LibcFamily::Glibc)
+                } else if musl_present && !glibc_present {
+                    Some(LibcFamily::Musl)
+                } else {
+                    None
+                },
+            )
+        };
     let family = match entry_family {
         Some(LibcFamily::Static) if image_family.is_none() => LibcFamily::Static,
         Some(LibcFamily::Static) => image_family.unwrap_or(LibcFamily::Static),
@@ -178,7 +179,11 @@ pub fn derive(tree: &FileTree, os: &OsFacts, entry: &Entrypoint, platform: &Plat
         }),
         _ => None,
     };
-    if let Some(r) = os.release.as_ref().and_then(|r| r.pretty_name.clone().or(r.id.clone())) {
+    if let Some(r) = os
+        .release
+        .as_ref()
+        .and_then(|r| r.pretty_name.clone().or(r.id.clone()))
+    {
         evidence.push(format!("os-release: {r}"));
     }
     if platform.mismatch {
@@ -188,7 +193,14 @@ pub fn derive(tree: &FileTree, os: &OsFacts, entry: &Entrypoint, platform: &Plat
             platform.declared.architecture
         ));
     }
-    Libc { family, version, entrypoint: entry_family, present, loader, evidence }
+    Libc {
+        family,
+        version,
+        entrypoint: entry_family,
+        present,
+        loader,
+        evidence,
+    }
 }
 
 /// `2.36-9+deb12u14` → `2.36`; `1.2.5-r0` → `1.2.5`.
@@ -203,8 +215,14 @@ mod tests {
 
     #[test]
     fn interpreters() {
-        assert_eq!(interpreter_family("/lib64/ld-linux-x86-64.so.2"), LibcFamily::Glibc);
-        assert_eq!(interpreter_family("/lib/ld-linux-aarch64.so.1"), LibcFamily::Glibc);
+        assert_eq!(
+            interpreter_family("/lib64/ld-linux-x86-64.so.2"),
+            LibcFamily::Glibc
+        );
+        assert_eq!(
+            interpreter_family("/lib/ld-linux-aarch64.so.1"),
+            LibcFamily::Glibc
+        );
         assert_eq!(interpreter_family("/lib64/ld64.so.2"), LibcFamily::Glibc);
         assert_eq!(interpreter_family("/lib/ld-musl-x86_64.so.1"), LibcFamily::Musl);
         assert_eq!(interpreter_family("/system/bin/linker64"), LibcFamily::Unknown);

@@ -176,7 +176,14 @@ fn platform_string(machine: u16) -> Option<&'static str> {
 }
 
 impl<'a> Loader<'a> {
-    pub fn new(tree: &'a FileTree, env: &Env, libc: &Libc, platform: &PlatformFacts, entry_program: Option<&str>, working_dir: &str) -> Loader<'a> {
+    pub fn new(
+        tree: &'a FileTree,
+        env: &Env,
+        libc: &Libc,
+        platform: &PlatformFacts,
+        entry_program: Option<&str>,
+        working_dir: &str,
+    ) -> Loader<'a> {
         let entry_elf = entry_program
             .and_then(|p| tree.lookup(p).ok().flatten())
             .and_then(|id| tree.node(id).elf.as_deref())
@@ -186,7 +193,12 @@ impl<'a> Loader<'a> {
         let family = libc.family;
         let ld_library_path = env
             .get("LD_LIBRARY_PATH")
-            .map(|v| v.split([':', ';']).filter(|p| !p.is_empty()).map(str::to_string).collect())
+            .map(|v| {
+                v.split([':', ';'])
+                    .filter(|p| !p.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
             .unwrap_or_default();
 
         let (mut cache, mut cache_error) = (None, None);
@@ -198,7 +210,11 @@ impl<'a> Loader<'a> {
                 }
             }
         }
-        let conf_dirs = if family == LibcFamily::Glibc { read_ld_so_conf(tree) } else { Vec::new() };
+        let conf_dirs = if family == LibcFamily::Glibc {
+            read_ld_so_conf(tree)
+        } else {
+            Vec::new()
+        };
 
         let mut system_dirs = Vec::new();
         match family {
@@ -206,8 +222,16 @@ impl<'a> Loader<'a> {
                 let arch = machine.and_then(|(m, _)| musl_arch(m));
                 let from_file = arch
                     .and_then(|a| tree.contents(&format!("/etc/ld-musl-{a}.path")))
-                    .map(|c| String::from_utf8_lossy(&c.bytes).split(['\n', ':']).map(str::trim).filter(|p| !p.is_empty()).map(str::to_string).collect::<Vec<_>>());
-                system_dirs = from_file.unwrap_or_else(|| vec!["/lib".into(), "/usr/local/lib".into(), "/usr/lib".into()]);
+                    .map(|c| {
+                        String::from_utf8_lossy(&c.bytes)
+                            .split(['\n', ':'])
+                            .map(str::trim)
+                            .filter(|p| !p.is_empty())
+                            .map(str::to_string)
+                            .collect::<Vec<_>>()
+                    });
+                system_dirs = from_file
+                    .unwrap_or_else(|| vec!["/lib".into(), "/usr/local/lib".into(), "/usr/lib".into()]);
             }
             _ => {
                 // Debian and Ubuntu build glibc with the multiarch folders first; other
@@ -280,8 +304,14 @@ impl<'a> Loader<'a> {
     /// Expands `$ORIGIN`, `$LIB` and `$PLATFORM` (ld.so(8) "Dynamic string tokens").
     pub fn expand(&self, s: &str, origin: Option<&str>) -> String {
         let lib = match (self.family, self.triplet) {
-            (LibcFamily::Glibc, Some(t)) if self.system_dirs.iter().any(|d| d.contains(t)) => format!("lib/{t}"),
-            _ if matches!(self.machine, Some((_, ElfClass::Elf64))) && self.system_dirs.iter().any(|d| d == "/lib64") => "lib64".to_string(),
+            (LibcFamily::Glibc, Some(t)) if self.system_dirs.iter().any(|d| d.contains(t)) => {
+                format!("lib/{t}")
+            }
+            _ if matches!(self.machine, Some((_, ElfClass::Elf64)))
+                && self.system_dirs.iter().any(|d| d == "/lib64") =>
+            {
+                "lib64".to_string()
+            }
             _ => "lib".to_string(),
         };
         let mut out = s.to_string();
@@ -290,7 +320,9 @@ impl<'a> Loader<'a> {
             ("LIB", lib),
             ("PLATFORM", self.platform_tag.unwrap_or("").to_string()),
         ] {
-            out = out.replace(&format!("${{{token}}}"), &value).replace(&format!("${token}"), &value);
+            out = out
+                .replace(&format!("${{{token}}}"), &value)
+                .replace(&format!("${token}"), &value);
         }
         out
     }
@@ -298,19 +330,35 @@ impl<'a> Loader<'a> {
     /// Resolves a library name for `requester` (an ELF object's path in the image; `None` for
     /// the main program when it is unknown).
     pub fn resolve(&self, name: &str, requester: Option<&str>) -> Resolution {
-        let mut r = Resolution { name: name.to_string(), path: None, via: None, found_as: None, skipped: Vec::new() };
+        let mut r = Resolution {
+            name: name.to_string(),
+            path: None,
+            via: None,
+            found_as: None,
+            skipped: Vec::new(),
+        };
         let origin = requester.map(|p| self.canonical(p)).map(|p| parent_dir(&p));
         let name_expanded = self.expand(name, origin.as_deref());
         if name_expanded.contains('/') {
-            let full = if name_expanded.starts_with('/') { name_expanded.clone() } else { format!("{}/{}", self.working_dir, name_expanded) };
+            let full = if name_expanded.starts_with('/') {
+                name_expanded.clone()
+            } else {
+                format!("{}/{}", self.working_dir, name_expanded)
+            };
             self.try_candidate(&full, Via::Path, &mut r, false);
             return r;
         }
-        let dynamic = requester.and_then(|p| self.elf_at(p)).and_then(|e| e.scan.dynamic.as_ref());
-        let (rpath, runpath) = dynamic.map_or((Vec::new(), Vec::new()), |d| (d.rpath.clone(), d.runpath.clone()));
-        let expand_all = |dirs: &[String]| -> Vec<String> { dirs.iter().map(|d| self.expand(d, origin.as_deref())).collect() };
+        let dynamic = requester
+            .and_then(|p| self.elf_at(p))
+            .and_then(|e| e.scan.dynamic.as_ref());
+        let (rpath, runpath) =
+            dynamic.map_or((Vec::new(), Vec::new()), |d| (d.rpath.clone(), d.runpath.clone()));
+        let expand_all = |dirs: &[String]| -> Vec<String> {
+            dirs.iter().map(|d| self.expand(d, origin.as_deref())).collect()
+        };
         if self.family == LibcFamily::Musl {
-            let mut search: Vec<(Vec<String>, Via)> = vec![(self.ld_library_path.clone(), Via::LdLibraryPath)];
+            let mut search: Vec<(Vec<String>, Via)> =
+                vec![(self.ld_library_path.clone(), Via::LdLibraryPath)];
             search.push((expand_all(&rpath), Via::Rpath));
             search.push((expand_all(&runpath), Via::Runpath));
             search.push((self.system_dirs.clone(), Via::MuslPath));
@@ -343,7 +391,10 @@ impl<'a> Loader<'a> {
         }
         if let (Some(cache), Some((m, c))) = (&self.cache, self.machine) {
             let ok = ldcache::accepts(m, c == ElfClass::Elf64);
-            let hits: Vec<String> = cache.lookup(&name_expanded, &ok).map(|e| e.path.clone()).collect();
+            let hits: Vec<String> = cache
+                .lookup(&name_expanded, &ok)
+                .map(|e| e.path.clone())
+                .collect();
             for p in hits {
                 if self.try_candidate(&p, Via::LdSoCache, &mut r, false) {
                     return r;
@@ -365,13 +416,19 @@ impl<'a> Loader<'a> {
             Ok(None) => {
                 if let Ok(Some(link)) = self.tree.lookup_nofollow(path) {
                     if let Some(t) = self.tree.node(link).symlink_target() {
-                        r.skipped.push(Skipped { path: path.to_string(), reason: format!("dangling symlink to {t}") });
+                        r.skipped.push(Skipped {
+                            path: path.to_string(),
+                            reason: format!("dangling symlink to {t}"),
+                        });
                     }
                 }
                 return false;
             }
             Err(e) => {
-                r.skipped.push(Skipped { path: path.to_string(), reason: e.to_string() });
+                r.skipped.push(Skipped {
+                    path: path.to_string(),
+                    reason: e.to_string(),
+                });
                 return false;
             }
         };
@@ -381,12 +438,19 @@ impl<'a> Loader<'a> {
         }
         if let (Some(elf), Some((m, c)), false) = (node.elf.as_deref(), self.machine, take_any_machine) {
             if elf.head.class != c {
-                r.skipped.push(Skipped { path: path.to_string(), reason: format!("wrong ELF class: {:?}", elf.head.class) });
+                r.skipped.push(Skipped {
+                    path: path.to_string(),
+                    reason: format!("wrong ELF class: {:?}", elf.head.class),
+                });
                 return false;
             }
             if elf.head.machine != m {
-                let arch = crate::elf::machine_arch(elf.head.machine, elf.head.class).unwrap_or("another machine");
-                r.skipped.push(Skipped { path: path.to_string(), reason: format!("built for {arch}") });
+                let arch =
+                    crate::elf::machine_arch(elf.head.machine, elf.head.class).unwrap_or("another machine");
+                r.skipped.push(Skipped {
+                    path: path.to_string(),
+                    reason: format!("built for {arch}"),
+                });
                 return false;
             }
         }
@@ -413,8 +477,15 @@ impl<'a> Loader<'a> {
             .filter(|&id| {
                 let n = self.tree.node(id);
                 let name = n.name();
-                prefixes.iter().any(|p| name.starts_with(p) && name.contains(".so"))
-                    && n.elf.as_deref().is_some_and(|e| e.head.elf_type == ElfType::Shared && self.machine.is_none_or(|(m, c)| e.head.machine == m && e.head.class == c))
+                prefixes
+                    .iter()
+                    .any(|p| name.starts_with(p) && name.contains(".so"))
+                    && n.elf.as_deref().is_some_and(|e| {
+                        e.head.elf_type == ElfType::Shared
+                            && self
+                                .machine
+                                .is_none_or(|(m, c)| e.head.machine == m && e.head.class == c)
+                    })
             })
             .map(|id| self.tree.path_of(id))
             .collect();
@@ -427,8 +498,15 @@ impl<'a> Loader<'a> {
     /// (its own RPATH/RUNPATH, the environment, the cache, the system folders). Returns the
     /// names that do not resolve.
     pub fn unresolved_needed(&self, path: &str) -> Vec<Resolution> {
-        let Some(dynamic) = self.elf_at(path).and_then(|e| e.scan.dynamic.as_ref()) else { return Vec::new() };
-        dynamic.needed.iter().map(|n| self.resolve(n, Some(path))).filter(|r| !r.found() && !self.provided_by_libc(&r.name)).collect()
+        let Some(dynamic) = self.elf_at(path).and_then(|e| e.scan.dynamic.as_ref()) else {
+            return Vec::new();
+        };
+        dynamic
+            .needed
+            .iter()
+            .map(|n| self.resolve(n, Some(path)))
+            .filter(|r| !r.found() && !self.provided_by_libc(&r.name))
+            .collect()
     }
 
     /// Names musl's loader answers itself (it is libc, libm, libpthread… in one file).
@@ -436,7 +514,17 @@ impl<'a> Loader<'a> {
         self.family == LibcFamily::Musl
             && (name.starts_with("libc.musl-")
                 || name.starts_with("ld-musl-")
-                || matches!(name, "libc.so" | "libm.so" | "libpthread.so" | "libdl.so" | "librt.so" | "libutil.so" | "libxnet.so" | "libcrypt.so"))
+                || matches!(
+                    name,
+                    "libc.so"
+                        | "libm.so"
+                        | "libpthread.so"
+                        | "libdl.so"
+                        | "librt.so"
+                        | "libutil.so"
+                        | "libxnet.so"
+                        | "libcrypt.so"
+                ))
     }
 }
 
@@ -471,11 +559,19 @@ fn read_ld_so_conf(tree: &FileTree) -> Vec<String> {
                 continue;
             }
             if let Some(pattern) = line.strip_prefix("include").map(str::trim) {
-                let pattern = if pattern.starts_with('/') { pattern.to_string() } else { format!("/etc/{pattern}") };
+                let pattern = if pattern.starts_with('/') {
+                    pattern.to_string()
+                } else {
+                    format!("/etc/{pattern}")
+                };
                 let (dir, glob) = pattern.rsplit_once('/').unwrap_or(("/etc", &pattern));
                 if let Ok(Some(d)) = tree.lookup(dir) {
                     if let NodeKind::Dir(children) = &tree.node(d).kind {
-                        let mut names: Vec<&str> = children.keys().map(|k| &**k).filter(|n| glob_match(glob, n)).collect();
+                        let mut names: Vec<&str> = children
+                            .keys()
+                            .map(|k| &**k)
+                            .filter(|n| glob_match(glob, n))
+                            .collect();
                         names.sort();
                         for n in names.into_iter().rev() {
                             queue.push(format!("{dir}/{n}"));
@@ -483,7 +579,11 @@ fn read_ld_so_conf(tree: &FileTree) -> Vec<String> {
                     }
                 }
             } else {
-                out.extend(line.split([':', ',', ' ', '\t']).filter(|d| !d.is_empty()).map(str::to_string));
+                out.extend(
+                    line.split([':', ',', ' ', '\t'])
+                        .filter(|d| !d.is_empty())
+                        .map(str::to_string),
+                );
             }
         }
     }
@@ -505,7 +605,14 @@ pub(crate) mod tests {
     use crate::tree::Content;
 
     /// A shared object (or program) for tests: machine 62 unless given.
-    pub(crate) fn elf(machine: u16, class: ElfClass, interp: Option<&str>, needed: &[&str], rpath: &[&str], runpath: &[&str]) -> ElfInfo {
+    pub(crate) fn elf(
+        machine: u16,
+        class: ElfClass,
+        interp: Option<&str>,
+        needed: &[&str],
+        rpath: &[&str],
+        runpath: &[&str],
+    ) -> ElfInfo {
         ElfInfo {
             head: ElfHead {
                 class,
@@ -540,11 +647,23 @@ pub(crate) mod tests {
             .map(|i| {
                 let (path, kind, content, elf) = match i {
                     T::Elf(p, e) => (p, EntryKind::File, None, Some(e)),
-                    T::Text(p, t) => (p, EntryKind::File, Some(Content { bytes: t.as_bytes().to_vec(), truncated: false }), None),
+                    T::Text(p, t) => (
+                        p,
+                        EntryKind::File,
+                        Some(Content {
+                            bytes: t.as_bytes().to_vec(),
+                            truncated: false,
+                        }),
+                        None,
+                    ),
                     T::Link(p, t) => (p, EntryKind::Symlink(t.to_string()), None, None),
                 };
                 LayerEntry {
-                    path: path.split('/').filter(|c| !c.is_empty()).map(str::to_string).collect(),
+                    path: path
+                        .split('/')
+                        .filter(|c| !c.is_empty())
+                        .map(str::to_string)
+                        .collect(),
                     kind,
                     mode: 0o755,
                     uid: 0,
@@ -571,19 +690,26 @@ pub(crate) mod tests {
         t
     }
 
-    pub(crate) fn with_loader<R>(t: &FileTree, env: &[&str], program: &str, f: impl FnOnce(&Loader) -> R) -> R {
+    pub(crate) fn with_loader<R>(
+        t: &FileTree,
+        env: &[&str],
+        program: &str,
+        f: impl FnOnce(&Loader) -> R,
+    ) -> R {
         let env = Env::from_pairs(env.iter().copied());
         let os = os::derive(t);
         let plat = platform::derive(t, &Platform::linux_amd64());
-        let mut entry = entrypoint::Entrypoint::default();
-        entry.program = Some(program.to_string());
-        entry.kind = entrypoint::ProgramKind::Elf;
-        entry.interpreter = t
-            .lookup(program)
-            .ok()
-            .flatten()
-            .and_then(|id| t.node(id).elf.as_deref())
-            .and_then(|e| e.head.interpreter.clone());
+        let entry = entrypoint::Entrypoint {
+            program: Some(program.to_string()),
+            kind: entrypoint::ProgramKind::Elf,
+            interpreter: t
+                .lookup(program)
+                .ok()
+                .flatten()
+                .and_then(|id| t.node(id).elf.as_deref())
+                .and_then(|e| e.head.interpreter.clone()),
+            ..Default::default()
+        };
         let libc = libc::derive(t, &os, &entry, &plat);
         let loader = Loader::new(t, &env, &libc, &plat, Some(program), "/app");
         f(&loader)
@@ -594,10 +720,16 @@ pub(crate) mod tests {
 
     fn glibc_base() -> Vec<T> {
         vec![
-            T::Elf("/usr/lib/x86_64-linux-gnu/libc.so.6", elf(62, E64, None, &[], &[], &[])),
+            T::Elf(
+                "/usr/lib/x86_64-linux-gnu/libc.so.6",
+                elf(62, E64, None, &[], &[], &[]),
+            ),
             T::Link("/lib", "usr/lib"),
             T::Link("/lib64", "usr/lib64"),
-            T::Elf("/usr/lib64/ld-linux-x86-64.so.2", elf(62, E64, None, &[], &[], &[])),
+            T::Elf(
+                "/usr/lib64/ld-linux-x86-64.so.2",
+                elf(62, E64, None, &[], &[], &[]),
+            ),
         ]
     }
 
@@ -605,55 +737,87 @@ pub(crate) mod tests {
     fn search_order_and_skips() {
         let mut items = glibc_base();
         items.extend([
-            T::Elf("/app/bin/server", elf(62, E64, Some(LD), &["libfoo.so.1"], &["$ORIGIN/../lib"], &[])),
+            T::Elf(
+                "/app/bin/server",
+                elf(62, E64, Some(LD), &["libfoo.so.1"], &["$ORIGIN/../lib"], &[]),
+            ),
             T::Elf("/app/lib/libfoo.so.1", elf(62, E64, None, &[], &[], &[])),
             T::Elf("/opt/foo/libfoo.so.1", elf(62, E64, None, &[], &[], &[])),
             // Another machine first in LD_LIBRARY_PATH: skipped, the search goes on.
             T::Elf("/arm/libbar.so", elf(183, E64, None, &[], &[], &[])),
-            T::Elf("/usr/lib/x86_64-linux-gnu/libbar.so", elf(62, E64, None, &[], &[], &[])),
+            T::Elf(
+                "/usr/lib/x86_64-linux-gnu/libbar.so",
+                elf(62, E64, None, &[], &[], &[]),
+            ),
             T::Elf("/i386/libbaz.so", elf(3, ElfClass::Elf32, None, &[], &[], &[])),
-            T::Link("/usr/lib/x86_64-linux-gnu/libdangling.so", "/nowhere/libdangling.so"),
+            T::Link(
+                "/usr/lib/x86_64-linux-gnu/libdangling.so",
+                "/nowhere/libdangling.so",
+            ),
         ]);
         let t = tree(items);
-        with_loader(&t, &["LD_LIBRARY_PATH=/opt/foo:/arm:/i386"], "/app/bin/server", |l| {
-            // DT_RPATH (no RUNPATH) comes before LD_LIBRARY_PATH, with $ORIGIN expanded.
-            let r = l.resolve("libfoo.so.1", Some("/app/bin/server"));
-            assert_eq!(r.path.as_deref(), Some("/app/lib/libfoo.so.1"));
-            assert_eq!(r.via, Some(Via::Rpath));
-            // Without the requester's RPATH, LD_LIBRARY_PATH finds the other copy.
-            let r = l.resolve("libfoo.so.1", None);
-            assert_eq!((r.path.as_deref(), r.via), (Some("/opt/foo/libfoo.so.1"), Some(Via::LdLibraryPath)));
-            let r = l.resolve("libbar.so", None);
-            assert_eq!(r.path.as_deref(), Some("/usr/lib/x86_64-linux-gnu/libbar.so"));
-            assert_eq!(r.via, Some(Via::SystemDir));
-            assert_eq!(r.skipped[0].reason, "built for arm64");
-            let r = l.resolve("libbaz.so", None);
-            assert!(!r.found());
-            assert!(r.skipped[0].reason.contains("wrong ELF class"));
-            let r = l.resolve("libdangling.so", None);
-            assert!(!r.found());
-            assert!(r.skipped.iter().any(|s| s.reason.contains("dangling")));
-            // $LIB on Debian is lib/<triplet>.
-            assert_eq!(l.expand("/usr/$LIB/libjemalloc.so.2", None), "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2");
-            assert_eq!(l.resolve("libc.so.6", None).path.as_deref(), Some("/usr/lib/x86_64-linux-gnu/libc.so.6"));
-        });
+        with_loader(
+            &t,
+            &["LD_LIBRARY_PATH=/opt/foo:/arm:/i386"],
+            "/app/bin/server",
+            |l| {
+                // DT_RPATH (no RUNPATH) comes before LD_LIBRARY_PATH, with $ORIGIN expanded.
+                let r = l.resolve("libfoo.so.1", Some("/app/bin/server"));
+                assert_eq!(r.path.as_deref(), Some("/app/lib/libfoo.so.1"));
+                assert_eq!(r.via, Some(Via::Rpath));
+                // Without the requester's RPATH, LD_LIBRARY_PATH finds the other copy.
+                let r = l.resolve("libfoo.so.1", None);
+                assert_eq!(
+                    (r.path.as_deref(), r.via),
+                    (Some("/opt/foo/libfoo.so.1"), Some(Via::LdLibraryPath))
+                );
+                let r = l.resolve("libbar.so", None);
+                assert_eq!(r.path.as_deref(), Some("/usr/lib/x86_64-linux-gnu/libbar.so"));
+                assert_eq!(r.via, Some(Via::SystemDir));
+                assert_eq!(r.skipped[0].reason, "built for arm64");
+                let r = l.resolve("libbaz.so", None);
+                assert!(!r.found());
+                assert!(r.skipped[0].reason.contains("wrong ELF class"));
+                let r = l.resolve("libdangling.so", None);
+                assert!(!r.found());
+                assert!(r.skipped.iter().any(|s| s.reason.contains("dangling")));
+                // $LIB on Debian is lib/<triplet>.
+                assert_eq!(
+                    l.expand("/usr/$LIB/libjemalloc.so.2", None),
+                    "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+                );
+                assert_eq!(
+                    l.resolve("libc.so.6", None).path.as_deref(),
+                    Some("/usr/lib/x86_64-linux-gnu/libc.so.6")
+                );
+            },
+        );
     }
 
     #[test]
     fn runpath_disables_rpath_and_comes_after_ld_library_path() {
         let mut items = glibc_base();
         items.extend([
-            T::Elf("/app/node", elf(62, E64, Some(LD), &[], &["/rpath"], &["/runpath"])),
+            T::Elf(
+                "/app/node",
+                elf(62, E64, Some(LD), &[], &["/rpath"], &["/runpath"]),
+            ),
             T::Elf("/rpath/liba.so", elf(62, E64, None, &[], &[], &[])),
             T::Elf("/runpath/liba.so", elf(62, E64, None, &[], &[], &[])),
             T::Elf("/env/liba.so", elf(62, E64, None, &[], &[], &[])),
         ]);
         let t = tree(items);
         with_loader(&t, &[], "/app/node", |l| {
-            assert_eq!(l.resolve("liba.so", Some("/app/node")).path.as_deref(), Some("/runpath/liba.so"));
+            assert_eq!(
+                l.resolve("liba.so", Some("/app/node")).path.as_deref(),
+                Some("/runpath/liba.so")
+            );
         });
         with_loader(&t, &["LD_LIBRARY_PATH=/env"], "/app/node", |l| {
-            assert_eq!(l.resolve("liba.so", Some("/app/node")).path.as_deref(), Some("/env/liba.so"));
+            assert_eq!(
+                l.resolve("liba.so", Some("/app/node")).path.as_deref(),
+                Some("/env/liba.so")
+            );
         });
     }
 
@@ -669,7 +833,10 @@ pub(crate) mod tests {
         let t = tree(items);
         with_loader(&t, &[], "/app/prog", |l| {
             assert_eq!(l.facts().ld_so_conf_dirs, ["/usr/local/lib"]);
-            assert!(!l.resolve("libonlyhere.so", None).found(), "no cache: ldconfig was never run");
+            assert!(
+                !l.resolve("libonlyhere.so", None).found(),
+                "no cache: ldconfig was never run"
+            );
         });
     }
 
@@ -677,7 +844,10 @@ pub(crate) mod tests {
     fn musl_search_path_and_machine() {
         let t = tree(vec![
             T::Elf("/lib/ld-musl-x86_64.so.1", elf(62, E64, None, &[], &[], &[])),
-            T::Elf("/bin/app", elf(62, E64, Some("/lib/ld-musl-x86_64.so.1"), &[], &[], &[])),
+            T::Elf(
+                "/bin/app",
+                elf(62, E64, Some("/lib/ld-musl-x86_64.so.1"), &[], &[], &[]),
+            ),
             T::Text("/etc/ld-musl-x86_64.path", "/opt/lib\n/usr/lib\n"),
             T::Elf("/opt/lib/libarm.so", elf(183, E64, None, &[], &[], &[])),
         ]);

@@ -24,6 +24,9 @@ use serde::Serialize;
 /// Everything memlint knows about an image. JSON keys are a contract with users' scripts.
 #[derive(Debug, Serialize)]
 pub struct Facts {
+    /// The config's environment (reported under `image.config.env`).
+    #[serde(skip)]
+    pub env: Env,
     pub platform: platform::PlatformFacts,
     pub os: os::OsFacts,
     pub libc: libc::Libc,
@@ -58,7 +61,9 @@ pub fn derive(image: &Image) -> Facts {
         if let Some(n) = p.removed_in_layer {
             p.removed_by = image.layers.get(n as usize - 1).and_then(|l| l.history.clone());
             if let Some(h) = &p.removed_by {
-                p.reason = p.reason.replacen(&format!("layer {n}"), &format!("layer {n} (`{}`)", h.trim()), 1);
+                p.reason =
+                    p.reason
+                        .replacen(&format!("layer {n}"), &format!("layer {n} (`{}`)", h.trim()), 1);
             }
         }
     }
@@ -69,6 +74,7 @@ pub fn derive(image: &Image) -> Facts {
     let dotnet = dotnet::derive(&loader, &env);
     Facts {
         loader: loader.facts(),
+        env: env.clone(),
         platform,
         os,
         libc,

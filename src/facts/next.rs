@@ -1,11 +1,771 @@
 //! Next.js: version and the image optimizer settings of a standalone build.
+//!
+//! Where things are (next 15.5.14 / 16.1.7 `output: 'standalone'` builds):
+//! * the version in `node_modules/next/package.json`, traced into the standalone folder;
+//! * the resolved config under the `config` key of `.next/required-server-files.json` (other
+//!   keys: `version`, `appDir`, `relativeAppDir`, `files`, `ignore`), beside `server.js`. The
+//!   config is the resolved one: `images` holds every default, and keys whose default is
+//!   `undefined` (such as `maximumDiskCacheSize`) are absent unless set.
+//!
+//! Defaults that changed (`dist/shared/lib/image-config.js`): `minimumCacheTTL` 60 in 15.x,
+//! 14400 from 16.0.0; `maximumDiskCacheSize` exists from 15.5.14 in 15.x and from 16.1.7 in 16.x
+//! (not in 16.0.x, nor 16.1.0–16.1.6).
 
-use crate::tree::FileTree;
+use crate::tree::{FileTree, NodeId, ROOT};
 use serde::Serialize;
+use serde_json::Value;
+use std::cmp::Ordering;
 
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct NextFacts {}
+pub struct NextFacts {
+    pub version: Option<String>,
+    /// Path of `node_modules/next/package.json` (canonical; empty when no Next.js package was
+    /// found but a build manifest was).
+    pub package: String,
+    /// Path of `.next/required-server-files.json`.
+    pub standalone: Option<String>,
+    /// The resolved config was read from the manifest.
+    pub config_found: bool,
+    pub image: NextImageConfig,
+    /// Next's own image optimizer serves images: Next is installed, images are not
+    /// `unoptimized`, the loader is the default one and the app is not a static export.
+    pub optimizer_in_use: bool,
+    pub notes: Vec<String>,
+}
 
-pub fn derive(_tree: &FileTree) -> Option<NextFacts> {
-    None
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct NextImageConfig {
+    /// Seconds: the configured value, else this version's default.
+    pub minimum_cache_ttl: Option<u64>,
+    /// The value is this version's default (unset, or set to the same number).
+    pub minimum_cache_ttl_default: bool,
+    /// As configured (`0` turns the disk cache off).
+    pub maximum_disk_cache_size: Option<Value>,
+    /// Whether this version has `maximumDiskCacheSize` (15.5.14+ in 15.x, 16.1.7+ in 16.x).
+    pub disk_cache_size_supported: Option<bool>,
+    pub unoptimized: bool,
+    pub loader: Option<String>,
+    pub custom_loader_file: bool,
+    pub formats: Vec<String>,
+}
+
+/// A version as npm and Node.js write them: `MAJOR.MINOR.PATCH`, an optional `-prerelease`
+/// and `+build`, ordered by semver precedence (build metadata ignored). Leading `v` and
+/// missing minor/patch parts are tolerated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Version {
+    pub major: u64,
+    pub minor: u64,
+    pub patch: u64,
+    pub pre: Vec<PreId>,
+}
+
+/// One dot-separated identifier of a prerelease tag.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PreId {
+    Num(u64),
+    Alpha(String),
+}
+
+impl Version {
+    pub fn new(major: u64, minor: u64, patch: u64) -> Version {
+        Version {
+            major,
+            minor,
+            patch,
+            pre: Vec::new(),
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Version> {
+        let s = s.trim();
+        let s = s.strip_prefix('v').or_else(|| s.strip_prefix('=')).unwrap_or(s);
+        let s = s.split_once('+').map_or(s, |(core, _)| core);
+        let (core, pre) = match s.split_once('-') {
+            Some((c, p)) => (c, Some(p)),
+            None => (s, None),
+        };
+        let mut nums = core.split('.');
+        let num = |p: Option<&str>| -> Option<u64> {
+            match p {
+                None => Some(0),
+                Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => p.parse().ok(),
+                Some(_) => None,
+            }
+        };
+        let major = nums.next().filter(|p| !p.is_empty()).and_then(|p| num(Some(p)))?;
+        let (minor, patch) = (num(nums.next())?, num(nums.next())?);
+        if nums.next().is_some() {
+            return None;
+        }
+        let pre = match pre {
+            None => Vec::new(),
+            Some(p) => {
+                let ids: Vec<PreId> = p
+                    .split('.')
+                    .map(|id| match id.parse::<u64>() {
+                        Ok(n) if id.bytes().all(|b| b.is_ascii_digit()) => PreId::Num(n),
+                        _ => PreId::Alpha(id.to_string()),
+                    })
+                    .collect();
+                if p.is_empty() || ids.iter().any(|i| matches!(i, PreId::Alpha(a) if a.is_empty())) {
+                    return None;
+                }
+                ids
+            }
+        };
+        Some(Version {
+            major,
+            minor,
+            patch,
+            pre,
+        })
+    }
+
+    pub fn is_prerelease(&self) -> bool {
+        !self.pre.is_empty()
+    }
+
+    /// The release this version leads up to (`15.5.14-canary.3` → `15.5.14`).
+    pub fn core(&self) -> Version {
+        Version::new(self.major, self.minor, self.patch)
+    }
+
+    /// Whether it is at least `major.minor.patch` (a prerelease of that version is not).
+    pub fn at_least(&self, major: u64, minor: u64, patch: u64) -> bool {
+        *self >= Version::new(major, minor, patch)
+    }
+}
+
+impl std::fmt::Display for Version {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)?;
+        for (i, id) in self.pre.iter().enumerate() {
+            f.write_str(if i == 0 { "-" } else { "." })?;
+            match id {
+                PreId::Num(n) => write!(f, "{n}")?,
+                PreId::Alpha(a) => f.write_str(a)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Ord for PreId {
+    fn cmp(&self, other: &Self) -> Ordering {
+        match (self, other) {
+            (PreId::Num(a), PreId::Num(b)) => a.cmp(b),
+            (PreId::Num(_), PreId::Alpha(_)) => Ordering::Less,
+            (PreId::Alpha(_), PreId::Num(_)) => Ordering::Greater,
+            (PreId::Alpha(a), PreId::Alpha(b)) => a.cmp(b),
+        }
+    }
+}
+
+impl PartialOrd for PreId {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Version {
+    fn cmp(&self, other: &Self) -> Ordering {
+        (self.major, self.minor, self.patch)
+            .cmp(&(other.major, other.minor, other.patch))
+            .then_with(|| match (self.pre.is_empty(), other.pre.is_empty()) {
+                (true, true) => Ordering::Equal,
+                (true, false) => Ordering::Greater,
+                (false, true) => Ordering::Less,
+                (false, false) => self.pre.cmp(&other.pre),
+            })
+    }
+}
+
+impl PartialOrd for Version {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// Whether a release (no prerelease tag) has `images.maximumDiskCacheSize`.
+fn release_has_disk_cache_size(v: &Version) -> bool {
+    (v.at_least(15, 5, 14) && !v.at_least(16, 0, 0)) || v.at_least(16, 1, 7)
+}
+
+/// Whether a version has `images.maximumDiskCacheSize`; `None` when that cannot be told.
+///
+/// A prerelease is judged by the releases around it, conservatively: it has the setting when
+/// the release just before it already had it (`15.5.15-canary.1` after 15.5.14, `16.3.0-canary`
+/// after 16.2.0, 17.x canaries after 16.2), it lacks it when its own release lacks it
+/// (`16.1.5-canary`), and otherwise it is unknown (`15.5.14-canary.3`, `16.2.0-canary.2`: canaries
+/// of the line the fix went into may predate it).
+pub fn disk_cache_size_supported(v: &Version) -> Option<bool> {
+    if !v.is_prerelease() {
+        return Some(release_has_disk_cache_size(v));
+    }
+    if !release_has_disk_cache_size(&v.core()) {
+        return Some(false);
+    }
+    let previous_has_it = match (v.minor, v.patch) {
+        (_, p) if p > 0 => release_has_disk_cache_size(&Version::new(v.major, v.minor, p - 1)),
+        (m, 0) if m > 0 => release_has_disk_cache_size(&Version::new(v.major, m - 1, 0)),
+        // X.0.0 prereleases follow the last 16.x (16.2.0 has the setting).
+        _ => v.major >= 17,
+    };
+    previous_has_it.then_some(true)
+}
+
+/// `images.minimumCacheTTL` when unset: 60 s before 16.0.0, 14400 s (4 h) from 16.0.0
+/// (vercel/next.js#84105). `None` for 16.0.0 prereleases, which may have either.
+pub fn default_minimum_cache_ttl(v: &Version) -> Option<u64> {
+    if v.major < 16 {
+        Some(60)
+    } else if v.major == 16 && v.minor == 0 && v.patch == 0 && v.is_prerelease() {
+        None
+    } else {
+        Some(14400)
+    }
+}
+
+/// A Next.js package found in the tree.
+struct Install {
+    /// Canonical path of its package.json.
+    path: String,
+    version: Option<String>,
+}
+
+/// A build manifest found in the tree.
+struct Manifest {
+    path: String,
+    /// The folder holding `.next`.
+    root: String,
+    root_id: NodeId,
+    json: Option<Value>,
+    has_server_js: bool,
+}
+
+pub fn derive(tree: &FileTree) -> Option<NextFacts> {
+    let mut installs = Vec::new();
+    let mut manifests = Vec::new();
+    for id in tree.walk() {
+        let n = tree.node(id);
+        let parent = tree.parent(id);
+        match n.name() {
+            "package.json"
+                if tree.node(parent).name() == "next"
+                    && tree.node(tree.parent(parent)).name() == "node_modules" =>
+            {
+                let json = n
+                    .content
+                    .as_deref()
+                    .and_then(|c| serde_json::from_slice::<Value>(&c.bytes).ok());
+                let version = json
+                    .as_ref()
+                    .and_then(|j| j.get("version"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+                installs.push(Install {
+                    path: tree.path_of(id),
+                    version,
+                });
+            }
+            "required-server-files.json" if tree.node(parent).name() == ".next" && n.is_file() => {
+                let root_id = tree.parent(parent);
+                let json = n
+                    .content
+                    .as_deref()
+                    .and_then(|c| serde_json::from_slice::<Value>(&c.bytes).ok());
+                let has_server_js = tree.child(root_id, "server.js").is_some();
+                manifests.push(Manifest {
+                    path: tree.path_of(id),
+                    root: tree.path_of(root_id),
+                    root_id,
+                    json,
+                    has_server_js,
+                });
+            }
+            _ => {}
+        }
+    }
+    if installs.is_empty() && manifests.is_empty() {
+        return None;
+    }
+    let mut notes = Vec::new();
+
+    // The manifest of the app that runs: beside a standalone server.js, then one whose root
+    // resolves a Next package, then the first.
+    let manifest_index = manifests
+        .iter()
+        .position(|m| m.has_server_js && m.json.is_some())
+        .or_else(|| {
+            manifests
+                .iter()
+                .position(|m| m.json.is_some() && resolve_next(tree, m.root_id).is_some())
+        })
+        .or_else(|| manifests.iter().position(|m| m.json.is_some()))
+        .or(if manifests.is_empty() { None } else { Some(0) });
+    let manifest = manifest_index.and_then(|i| manifests.get(i));
+    for (i, m) in manifests.iter().enumerate() {
+        if Some(i) == manifest_index {
+            if m.json.is_none() {
+                notes.push(format!("{} is not readable JSON (or was cut short)", m.path));
+            }
+        } else {
+            notes.push(format!("another build manifest: {}", m.path));
+        }
+    }
+
+    // The install node's resolution finds from the app root, else the first.
+    let resolved = manifest.and_then(|m| resolve_next(tree, m.root_id));
+    let install_index = resolved
+        .as_ref()
+        .and_then(|p| installs.iter().position(|i| &i.path == p))
+        .or(if installs.is_empty() { None } else { Some(0) });
+    let install = install_index.and_then(|i| installs.get(i));
+    for (i, other) in installs.iter().enumerate() {
+        if Some(i) != install_index {
+            notes.push(format!(
+                "another Next.js install: {} ({})",
+                other.path,
+                other.version.as_deref().unwrap_or("version unknown")
+            ));
+        }
+    }
+    if let (Some(m), None) = (manifest, &resolved) {
+        if install.is_some() {
+            notes.push(format!(
+                "no Next.js package resolves from {}; using {}",
+                m.root,
+                install.map_or("", |i| i.path.as_str())
+            ));
+        }
+    }
+    if install.is_none() {
+        notes.push("no node_modules/next/package.json found: the version is unknown".to_string());
+    } else if install.is_some_and(|i| i.version.is_none()) {
+        notes.push("node_modules/next/package.json names no version (unreadable or cut short)".to_string());
+    }
+
+    let version_str = install.and_then(|i| i.version.clone());
+    let version = version_str.as_deref().and_then(Version::parse);
+    let config = manifest
+        .and_then(|m| m.json.as_ref())
+        .and_then(|j| j.get("config"))
+        .filter(|c| c.is_object());
+    let images = config.and_then(|c| c.get("images")).filter(|i| i.is_object());
+
+    let mut image = NextImageConfig {
+        disk_cache_size_supported: version.as_ref().and_then(disk_cache_size_supported),
+        ..Default::default()
+    };
+    let default_ttl = version.as_ref().and_then(default_minimum_cache_ttl);
+    let configured_ttl = images.and_then(|i| i.get("minimumCacheTTL")).and_then(json_u64);
+    image.minimum_cache_ttl = configured_ttl.or(default_ttl);
+    image.minimum_cache_ttl_default = match (configured_ttl, default_ttl) {
+        (None, _) => true,
+        (Some(c), Some(d)) => c == d,
+        (Some(_), None) => false,
+    };
+    image.maximum_disk_cache_size = images
+        .and_then(|i| i.get("maximumDiskCacheSize"))
+        .filter(|v| !v.is_null())
+        .cloned();
+    image.unoptimized = images
+        .and_then(|i| i.get("unoptimized"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let loader_file = images
+        .and_then(|i| i.get("loaderFile"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    image.custom_loader_file = !loader_file.is_empty();
+    image.loader = images
+        .and_then(|i| i.get("loader"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .or_else(|| {
+            Some(
+                if image.custom_loader_file {
+                    "custom"
+                } else {
+                    "default"
+                }
+                .to_string(),
+            )
+        });
+    image.formats = match images.and_then(|i| i.get("formats")).and_then(Value::as_array) {
+        Some(list) => list
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
+        None => vec!["image/webp".to_string()],
+    };
+
+    let static_export = config.and_then(|c| c.get("output")).and_then(Value::as_str) == Some("export");
+    let optimizer_in_use = install.is_some()
+        && !image.unoptimized
+        && image.loader.as_deref() == Some("default")
+        && !image.custom_loader_file
+        && !static_export;
+
+    if image.maximum_disk_cache_size.is_some() && image.disk_cache_size_supported == Some(false) {
+        notes.push(format!(
+            "images.maximumDiskCacheSize is set but Next.js {} ignores it (15.5.14+ and 16.1.7+ have it)",
+            version_str.as_deref().unwrap_or("?")
+        ));
+    }
+    if static_export {
+        notes.push("output: 'export': no server, so no image optimizer".to_string());
+    }
+    if config.is_none() && manifest.is_none() {
+        notes.push("no .next/required-server-files.json: image settings are this version's defaults (next.config.* is not read)".to_string());
+    } else if config.is_none() {
+        notes.push(
+            "the build manifest holds no config: image settings are this version's defaults".to_string(),
+        );
+    }
+    if let Some(c) = config {
+        if c.get("cacheHandler")
+            .and_then(Value::as_str)
+            .is_some_and(|h| !h.is_empty())
+        {
+            notes.push("a custom cacheHandler is configured (recent 16.x then keeps optimized images out of the disk cache)".to_string());
+        }
+        if let Some(dist) = c.get("distDir").and_then(Value::as_str).filter(|d| *d != ".next") {
+            notes.push(format!(
+                "distDir is {dist}: the optimizer caches in {dist}/cache/images"
+            ));
+        }
+    }
+
+    Some(NextFacts {
+        version: version_str,
+        package: install.map(|i| i.path.clone()).unwrap_or_default(),
+        standalone: manifest.map(|m| m.path.clone()),
+        config_found: config.is_some(),
+        image,
+        optimizer_in_use,
+        notes,
+    })
+}
+
+fn json_u64(v: &Value) -> Option<u64> {
+    v.as_u64().or_else(|| {
+        v.as_f64()
+            .filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f < 1e19)
+            .map(|f| f as u64)
+    })
+}
+
+/// The canonical path of the `next/package.json` that `require('next')` finds from `dir`:
+/// `node_modules/next` in `dir` and each folder above it (folders named node_modules
+/// excepted), as Node's `Module._nodeModulePaths` lists them.
+fn resolve_next(tree: &FileTree, dir: NodeId) -> Option<String> {
+    let mut cur = dir;
+    loop {
+        if tree.node(cur).name() != "node_modules" {
+            let base = tree.path_of(cur);
+            let candidate = format!("{}/node_modules/next/package.json", base.trim_end_matches('/'));
+            if let Ok(Some(id)) = tree.lookup(&candidate) {
+                if tree.node(id).is_file() {
+                    return Some(tree.path_of(id));
+                }
+            }
+        }
+        if cur == ROOT {
+            return None;
+        }
+        cur = tree.parent(cur);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::digest::Digest;
+    use crate::tree::layer::Compression;
+    use crate::tree::{Content, EntryKind, LayerDiff, LayerEntry};
+
+    const RSF_15: &str = include_str!("../../testdata/node/next-15.5.14-required-server-files.json");
+    const RSF_16: &str = include_str!("../../testdata/node/next-16.1.7-required-server-files.json");
+
+    fn entry(path: &str, kind: EntryKind, body: Option<&str>) -> LayerEntry {
+        LayerEntry {
+            path: path
+                .split('/')
+                .filter(|p| !p.is_empty())
+                .map(str::to_string)
+                .collect(),
+            kind,
+            mode: 0o644,
+            uid: 0,
+            gid: 0,
+            size: body.map_or(0, |b| b.len() as u64),
+            content: body.map(|b| Content {
+                bytes: b.as_bytes().to_vec(),
+                truncated: false,
+            }),
+            elf: None,
+        }
+    }
+
+    fn file(path: &str, body: &str) -> LayerEntry {
+        entry(path, EntryKind::File, Some(body))
+    }
+
+    fn tree(entries: Vec<LayerEntry>) -> FileTree {
+        let mut t = FileTree::new();
+        t.apply(
+            LayerDiff {
+                entries,
+                blob_digest: Digest::of(b""),
+                blob_size: 0,
+                diff_id: Digest::of(b""),
+                uncompressed_size: 0,
+                compression: Compression::None,
+            },
+            0,
+        )
+        .unwrap();
+        t
+    }
+
+    fn next_pkg(version: &str) -> String {
+        format!(
+            r#"{{"name":"next","version":"{version}","description":"The React Framework","main":"./dist/server/next.js","license":"MIT","bin":{{"next":"./dist/bin/next"}},"optionalDependencies":{{"sharp":"^0.34.3"}}}}"#
+        )
+    }
+
+    /// The with-docker layout: the standalone folder copied to /app.
+    fn standalone(version: &str, manifest: &str) -> FileTree {
+        tree(vec![
+            entry("app/server.js", EntryKind::File, None),
+            file("app/package.json", r#"{"name":"web","private":true}"#),
+            file("app/.next/required-server-files.json", manifest),
+            file("app/node_modules/next/package.json", &next_pkg(version)),
+            entry("app/.next/static/chunks/main.js", EntryKind::File, None),
+        ])
+    }
+
+    #[test]
+    fn versions_order_like_semver() {
+        let v = |s: &str| Version::parse(s).unwrap();
+        assert!(v("15.5.14-canary.3") < v("15.5.14"));
+        assert!(v("15.5.14") < v("15.5.15-canary.0"));
+        assert!(v("1.0.0-alpha") < v("1.0.0-alpha.1"));
+        assert!(v("1.0.0-alpha.1") < v("1.0.0-alpha.beta"));
+        assert!(v("1.0.0-beta.2") < v("1.0.0-beta.11"));
+        assert!(v("1.0.0-rc.1") < v("1.0.0"));
+        assert_eq!(v("v20.11.1+build.5"), Version::new(20, 11, 1));
+        assert_eq!(v("20"), Version::new(20, 0, 0));
+        assert_eq!(v("16.2.0-canary.12").to_string(), "16.2.0-canary.12");
+        for bad in [
+            "",
+            "x",
+            "1.2.3.4",
+            "1..2",
+            "1.2.3-",
+            "1.2.3-a..b",
+            "-1.2.3",
+            "1.2.x",
+        ] {
+            assert!(Version::parse(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn disk_cache_size_by_version() {
+        let s = |x: &str| disk_cache_size_supported(&Version::parse(x).unwrap());
+        assert_eq!(s("15.5.13"), Some(false));
+        assert_eq!(s("15.5.14"), Some(true));
+        assert_eq!(s("15.5.29"), Some(true));
+        assert_eq!(s("15.4.7"), Some(false));
+        assert_eq!(s("16.0.0"), Some(false));
+        assert_eq!(s("16.0.11"), Some(false));
+        assert_eq!(s("16.1.6"), Some(false));
+        assert_eq!(s("16.1.7"), Some(true));
+        assert_eq!(s("16.2.0"), Some(true));
+        assert_eq!(s("16.4.6"), Some(true));
+        assert_eq!(s("14.2.30"), Some(false));
+        // Prereleases, conservatively.
+        assert_eq!(s("15.5.14-canary.3"), None);
+        assert_eq!(s("16.1.7-rc.0"), None);
+        assert_eq!(s("16.2.0-canary.2"), None);
+        assert_eq!(s("15.5.13-canary.1"), Some(false));
+        assert_eq!(s("16.1.5-canary.9"), Some(false));
+        assert_eq!(s("15.5.15-canary.1"), Some(true));
+        assert_eq!(s("16.3.0-canary.4"), Some(true));
+        assert_eq!(s("17.0.0-canary.1"), Some(true));
+        assert_eq!(
+            default_minimum_cache_ttl(&Version::parse("15.5.14").unwrap()),
+            Some(60)
+        );
+        assert_eq!(
+            default_minimum_cache_ttl(&Version::parse("16.0.0").unwrap()),
+            Some(14400)
+        );
+        assert_eq!(
+            default_minimum_cache_ttl(&Version::parse("16.0.0-canary.5").unwrap()),
+            None
+        );
+    }
+
+    #[test]
+    fn next_15_standalone_build() {
+        let f = derive(&standalone("15.5.14", RSF_15)).unwrap();
+        assert_eq!(f.version.as_deref(), Some("15.5.14"));
+        assert_eq!(f.package, "/app/node_modules/next/package.json");
+        assert_eq!(
+            f.standalone.as_deref(),
+            Some("/app/.next/required-server-files.json")
+        );
+        assert!(f.config_found);
+        assert_eq!(f.image.minimum_cache_ttl, Some(60));
+        assert!(f.image.minimum_cache_ttl_default);
+        assert_eq!(f.image.maximum_disk_cache_size, None);
+        assert_eq!(f.image.disk_cache_size_supported, Some(true));
+        assert_eq!(f.image.formats, ["image/avif", "image/webp"]);
+        assert_eq!(f.image.loader.as_deref(), Some("default"));
+        assert!(!f.image.custom_loader_file && !f.image.unoptimized);
+        assert!(f.optimizer_in_use);
+        assert!(f.notes.is_empty(), "{:?}", f.notes);
+
+        // The same build on 15.5.13: no disk bound at all.
+        let f = derive(&standalone("15.5.13", RSF_15)).unwrap();
+        assert_eq!(f.image.disk_cache_size_supported, Some(false));
+    }
+
+    #[test]
+    fn next_16_standalone_build() {
+        let f = derive(&standalone("16.1.7", RSF_16)).unwrap();
+        assert_eq!(f.image.minimum_cache_ttl, Some(14400));
+        assert!(f.image.minimum_cache_ttl_default);
+        assert_eq!(f.image.maximum_disk_cache_size, Some(serde_json::json!(0)));
+        assert_eq!(f.image.disk_cache_size_supported, Some(true));
+        assert_eq!(f.image.formats, ["image/webp"]);
+        assert!(f.optimizer_in_use);
+
+        // 16.1.6 with the same config: the key is there but ignored.
+        let f = derive(&standalone("16.1.6", RSF_16)).unwrap();
+        assert_eq!(f.image.disk_cache_size_supported, Some(false));
+        assert!(f.notes.iter().any(|n| n.contains("ignores it")), "{:?}", f.notes);
+    }
+
+    #[test]
+    fn custom_loader_unoptimized_and_ttl() {
+        let mut j: Value = serde_json::from_str(RSF_16).unwrap();
+        j["config"]["images"]["loader"] = "custom".into();
+        j["config"]["images"]["loaderFile"] = "./image-loader.js".into();
+        j["config"]["images"]["minimumCacheTTL"] = 60.into();
+        let f = derive(&standalone("16.2.0", &j.to_string())).unwrap();
+        assert!(f.image.custom_loader_file);
+        assert_eq!(f.image.loader.as_deref(), Some("custom"));
+        assert!(!f.optimizer_in_use);
+        assert_eq!(f.image.minimum_cache_ttl, Some(60));
+        assert!(!f.image.minimum_cache_ttl_default);
+
+        let mut j: Value = serde_json::from_str(RSF_15).unwrap();
+        j["config"]["images"]["unoptimized"] = true.into();
+        let f = derive(&standalone("15.5.14", &j.to_string())).unwrap();
+        assert!(f.image.unoptimized && !f.optimizer_in_use);
+
+        let mut j: Value = serde_json::from_str(RSF_15).unwrap();
+        j["config"]["output"] = "export".into();
+        let f = derive(&standalone("15.5.14", &j.to_string())).unwrap();
+        assert!(!f.optimizer_in_use);
+    }
+
+    #[test]
+    fn no_manifest_uses_version_defaults() {
+        let t = tree(vec![file(
+            "srv/node_modules/next/package.json",
+            &next_pkg("16.0.3"),
+        )]);
+        let f = derive(&t).unwrap();
+        assert!(!f.config_found);
+        assert_eq!(f.standalone, None);
+        assert_eq!(f.image.minimum_cache_ttl, Some(14400));
+        assert!(f.image.minimum_cache_ttl_default);
+        assert_eq!(f.image.disk_cache_size_supported, Some(false));
+        assert_eq!(f.image.formats, ["image/webp"]);
+        assert!(f.optimizer_in_use);
+        assert!(f.notes.iter().any(|n| n.contains("required-server-files")));
+
+        assert!(derive(&tree(vec![file("app/node_modules/react/package.json", "{}")])).is_none());
+    }
+
+    #[test]
+    fn picks_the_install_beside_the_standalone_server() {
+        let t = tree(vec![
+            // A leftover full build folder and a tool's own next, both elsewhere.
+            file("opt/tools/node_modules/next/package.json", &next_pkg("14.2.3")),
+            file("build/.next/required-server-files.json", RSF_15),
+            entry("srv/app/server.js", EntryKind::File, None),
+            file("srv/app/.next/required-server-files.json", RSF_16),
+            // pnpm: node_modules/next is a link into the store.
+            file(
+                "srv/node_modules/.pnpm/next@16.1.7_react@19.2.0/node_modules/next/package.json",
+                &next_pkg("16.1.7"),
+            ),
+            entry(
+                "srv/node_modules/next",
+                EntryKind::Symlink(".pnpm/next@16.1.7_react@19.2.0/node_modules/next".into()),
+                None,
+            ),
+        ]);
+        let f = derive(&t).unwrap();
+        assert_eq!(
+            f.standalone.as_deref(),
+            Some("/srv/app/.next/required-server-files.json")
+        );
+        assert_eq!(
+            f.package,
+            "/srv/node_modules/.pnpm/next@16.1.7_react@19.2.0/node_modules/next/package.json"
+        );
+        assert_eq!(f.version.as_deref(), Some("16.1.7"));
+        assert_eq!(f.image.maximum_disk_cache_size, Some(serde_json::json!(0)));
+        assert!(
+            f.notes
+                .iter()
+                .any(|n| n.contains("/opt/tools/node_modules/next/package.json (14.2.3)")),
+            "{:?}",
+            f.notes
+        );
+        assert!(f
+            .notes
+            .iter()
+            .any(|n| n.contains("/build/.next/required-server-files.json")));
+    }
+
+    #[test]
+    fn hostile_json_never_panics() {
+        for body in [
+            "",
+            "{",
+            "[]",
+            "null",
+            r#"{"config":[]}"#,
+            r#"{"config":{"images":"x"}}"#,
+            r#"{"config":{"images":{"minimumCacheTTL":-5,"formats":[1,null],"loader":7}}}"#,
+            "\u{0}\u{ff}",
+        ] {
+            let t = tree(vec![
+                file("a/.next/required-server-files.json", body),
+                file("a/node_modules/next/package.json", r#"{"version":12}"#),
+            ]);
+            let f = derive(&t).unwrap();
+            assert_eq!(f.version, None);
+            assert_eq!(f.image.minimum_cache_ttl, None);
+            assert!(f.image.minimum_cache_ttl_default);
+        }
+        let t = tree(vec![file(
+            "a/.next/required-server-files.json",
+            r#"{"config":{"images":{"minimumCacheTTL":1e300}}}"#,
+        )]);
+        let f = derive(&t).unwrap();
+        assert!(f.config_found);
+        assert_eq!(f.package, "");
+        assert!(!f.optimizer_in_use);
+    }
 }

@@ -59,7 +59,8 @@ impl OsFacts {
 
     fn is_like(&self, ids: &[&str]) -> bool {
         self.release.as_ref().is_some_and(|r| {
-            r.id.as_deref().is_some_and(|id| ids.contains(&id)) || r.id_like.iter().any(|l| ids.contains(&l.as_str()))
+            r.id.as_deref().is_some_and(|id| ids.contains(&id))
+                || r.id_like.iter().any(|l| ids.contains(&l.as_str()))
         })
     }
 
@@ -108,7 +109,9 @@ pub fn derive(tree: &FileTree) -> OsFacts {
 pub fn parse_os_release(text: &str) -> OsRelease {
     let mut r = OsRelease::default();
     for line in text.lines() {
-        let Some((k, v)) = line.trim().split_once('=') else { continue };
+        let Some((k, v)) = line.trim().split_once('=') else {
+            continue;
+        };
         let v = v.trim().trim_matches('"').trim_matches('\'').to_string();
         match k {
             "ID" => r.id = Some(v.to_ascii_lowercase()),
@@ -137,7 +140,13 @@ pub fn parse_dpkg_status(text: &str, out: &mut BTreeMap<String, Package>) {
             }
         }
         if let (Some(name), Some(version), true) = (name, version, installed) {
-            out.insert(name, Package { version, architecture: arch });
+            out.insert(
+                name,
+                Package {
+                    version,
+                    architecture: arch,
+                },
+            );
         }
     }
 }
@@ -156,7 +165,13 @@ pub fn parse_apk_installed(text: &str, out: &mut BTreeMap<String, Package>) {
             }
         }
         if let (Some(name), Some(version)) = (name, version) {
-            out.insert(name, Package { version, architecture: arch });
+            out.insert(
+                name,
+                Package {
+                    version,
+                    architecture: arch,
+                },
+            );
         }
     }
 }
@@ -186,7 +201,10 @@ mod tests {
         assert_eq!(m["libc6"].version, "2.36-9+deb12u14");
         assert!(!m.contains_key("gone"));
         let mut a = BTreeMap::new();
-        parse_apk_installed("C:Q1x\nP:musl\nV:1.2.5-r0\nA:x86_64\n\nP:jemalloc\nV:5.3.0-r5\n", &mut a);
+        parse_apk_installed(
+            "C:Q1x\nP:musl\nV:1.2.5-r0\nA:x86_64\n\nP:jemalloc\nV:5.3.0-r5\n",
+            &mut a,
+        );
         assert_eq!(a["musl"].version, "1.2.5-r0");
         assert_eq!(a["jemalloc"].version, "5.3.0-r5");
     }

@@ -24,10 +24,21 @@ pub fn derive(tree: &FileTree, declared: &Platform) -> PlatformFacts {
     for id in tree.walk() {
         if let Some(elf) = tree.node(id).elf.as_deref() {
             let arch = machine_arch(elf.head.machine, elf.head.class).map(str::to_string);
-            *counts.entry(arch.unwrap_or_else(|| format!("machine-{}", elf.head.machine))).or_default() += 1;
+            *counts
+                .entry(arch.unwrap_or_else(|| format!("machine-{}", elf.head.machine)))
+                .or_default() += 1;
         }
     }
-    let binaries = counts.iter().max_by_key(|(a, n)| (**n, a.as_str() == declared.architecture)).map(|(a, _)| a.clone());
-    let mismatch = binaries.as_ref().is_some_and(|b| *b != declared.architecture) && declared.architecture != "unknown";
-    PlatformFacts { declared: declared.clone(), binaries, elf_architectures: counts, mismatch }
+    let binaries = counts
+        .iter()
+        .max_by_key(|(a, n)| (**n, a.as_str() == declared.architecture))
+        .map(|(a, _)| a.clone());
+    let mismatch =
+        binaries.as_ref().is_some_and(|b| *b != declared.architecture) && declared.architecture != "unknown";
+    PlatformFacts {
+        declared: declared.clone(),
+        binaries,
+        elf_architectures: counts,
+        mismatch,
+    }
 }

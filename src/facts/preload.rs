@@ -75,7 +75,11 @@ pub fn split_env(value: &str, family: LibcFamily) -> Vec<String> {
         LibcFamily::Musl => &[' ', '\t', '\n', ':'],
         _ => &[' ', ':'],
     };
-    value.split(seps).filter(|s| !s.is_empty()).map(str::to_string).collect()
+    value
+        .split(seps)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 /// Splits /etc/ld.so.preload: `#` starts a comment, separators are space, tab, newline, colon.
@@ -130,7 +134,11 @@ fn check(loader: &Loader, entry: &str, source: PreloadSource, ep: &Entrypoint) -
     let expanded = loader.expand(entry, None);
     let Some(path) = r.path.clone() else {
         // Something was there but the loader passed over it: say what.
-        if let Some(s) = r.skipped.iter().find(|s| s.reason.starts_with("wrong ELF class") || s.reason.starts_with("built for")) {
+        if let Some(s) = r
+            .skipped
+            .iter()
+            .find(|s| s.reason.starts_with("wrong ELF class") || s.reason.starts_with("built for"))
+        {
             p.status = PreloadStatus::Incompatible;
             p.reason = match family {
                 LibcFamily::Glibc => format!(
@@ -139,7 +147,12 @@ fn check(loader: &Loader, entry: &str, source: PreloadSource, ep: &Entrypoint) -
                 ),
                 _ => format!("{} is {}", s.path, s.reason),
             };
-            p.resolved = loader.tree().lookup(&s.path).ok().flatten().map(|id| tree.path_of(id));
+            p.resolved = loader
+                .tree()
+                .lookup(&s.path)
+                .ok()
+                .flatten()
+                .map(|id| tree.path_of(id));
         } else if let Some(s) = r.skipped.iter().find(|s| s.reason.starts_with("dangling")) {
             p.reason = format!("{} is a {}", s.path, s.reason);
         } else if let Some(layer) = removed_layer(loader, &expanded) {
@@ -175,27 +188,46 @@ fn check(loader: &Loader, entry: &str, source: PreloadSource, ep: &Entrypoint) -
     };
     if elf.head.elf_type != ElfType::Shared {
         p.status = PreloadStatus::Incompatible;
-        p.reason = format!("{path} is an ELF {:?} file, not a shared object", elf.head.elf_type).to_lowercase();
+        p.reason = format!(
+            "{path} is an ELF {:?} file, not a shared object",
+            elf.head.elf_type
+        )
+        .to_lowercase();
         return p;
     }
     if let Some((m, c)) = loader.machine() {
         if elf.head.machine != m || elf.head.class != c {
-            let arch = crate::elf::machine_arch(elf.head.machine, elf.head.class).unwrap_or("another machine");
+            let arch =
+                crate::elf::machine_arch(elf.head.machine, elf.head.class).unwrap_or("another machine");
             p.status = PreloadStatus::Incompatible;
-            p.reason = format!("{path} is built for {arch}; musl loads it anyway and every process fails to start");
+            p.reason =
+                format!("{path} is built for {arch}; musl loads it anyway and every process fails to start");
             p.candidates = candidates_for(loader, &base, Some(&path));
             return p;
         }
     }
-    let needed = elf.scan.dynamic.as_ref().map(|d| d.needed.clone()).unwrap_or_default();
+    let needed = elf
+        .scan
+        .dynamic
+        .as_ref()
+        .map(|d| d.needed.clone())
+        .unwrap_or_default();
     let other_libc = match family {
-        LibcFamily::Musl => needed.iter().find(|n| n.as_str() == "libc.so.6" && !loader.resolve(n, Some(&path)).found()),
-        LibcFamily::Glibc => needed.iter().find(|n| n.starts_with("libc.musl-") || n.as_str() == "libc.so"),
+        LibcFamily::Musl => needed
+            .iter()
+            .find(|n| n.as_str() == "libc.so.6" && !loader.resolve(n, Some(&path)).found()),
+        LibcFamily::Glibc => needed
+            .iter()
+            .find(|n| n.starts_with("libc.musl-") || n.as_str() == "libc.so"),
         _ => None,
     };
     if let Some(n) = other_libc {
         p.status = PreloadStatus::Incompatible;
-        let built_for = if family == LibcFamily::Musl { "glibc" } else { "musl" };
+        let built_for = if family == LibcFamily::Musl {
+            "glibc"
+        } else {
+            "musl"
+        };
         p.reason = format!("{path} is built for {built_for} (it needs {n}); every dynamic program in the container fails to start");
         p.candidates = candidates_for(loader, &base, Some(&path));
         return p;
@@ -212,7 +244,8 @@ fn check(loader: &Loader, entry: &str, source: PreloadSource, ep: &Entrypoint) -
     }
     if elf.scan.dynamic.as_ref().is_some_and(|d| !d.complete) {
         p.status = PreloadStatus::Ok;
-        p.reason = format!("found at {path}; its dependencies could not all be read, so they were not checked");
+        p.reason =
+            format!("found at {path}; its dependencies could not all be read, so they were not checked");
         return p;
     }
     p.status = PreloadStatus::Ok;
@@ -220,7 +253,10 @@ fn check(loader: &Loader, entry: &str, source: PreloadSource, ep: &Entrypoint) -
     p.reason = if r.found_as.as_deref() == Some(path.as_str()) {
         format!("loads {path} (found through {via})")
     } else {
-        format!("loads {path} through {} (found through {via})", r.found_as.unwrap_or_default())
+        format!(
+            "loads {path} through {} (found through {via})",
+            r.found_as.unwrap_or_default()
+        )
     };
     p
 }
@@ -232,13 +268,21 @@ fn removed_layer(loader: &Loader, path: &str) -> Option<u32> {
         return None;
     }
     let (dir, name) = path.rsplit_once('/')?;
-    let dir = if dir.is_empty() { "/".to_string() } else { loader.canonical(dir) };
-    tree.removed_by(&format!("{}/{name}", dir.trim_end_matches('/'))).or_else(|| tree.removed_by(path))
+    let dir = if dir.is_empty() {
+        "/".to_string()
+    } else {
+        loader.canonical(dir)
+    };
+    tree.removed_by(&format!("{}/{name}", dir.trim_end_matches('/')))
+        .or_else(|| tree.removed_by(path))
 }
 
 /// A multiarch triplet in `path` that is not the image's own.
 fn foreign_triplet(path: &str, own: Option<&str>) -> Option<&'static str> {
-    TRIPLETS.iter().copied().find(|t| path.split('/').any(|c| c == *t) && Some(*t) != own)
+    TRIPLETS
+        .iter()
+        .copied()
+        .find(|t| path.split('/').any(|c| c == *t) && Some(*t) != own)
 }
 
 /// Libraries of the process's machine with the same name, or the same library stem
@@ -260,14 +304,35 @@ mod tests {
 
     #[test]
     fn splitting() {
-        assert_eq!(split_env("/a.so:/b.so  c.so", LibcFamily::Glibc), ["/a.so", "/b.so", "c.so"]);
+        assert_eq!(
+            split_env("/a.so:/b.so  c.so", LibcFamily::Glibc),
+            ["/a.so", "/b.so", "c.so"]
+        );
         assert_eq!(split_env("/a.so\t/b.so", LibcFamily::Glibc), ["/a.so\t/b.so"]);
         assert_eq!(split_env("/a.so\t/b.so", LibcFamily::Musl), ["/a.so", "/b.so"]);
-        assert_eq!(split_file("# jemalloc\n/usr/lib/libj.so.2 # why\n\t/x.so:/y.so\n"), ["/usr/lib/libj.so.2", "/x.so", "/y.so"]);
-        assert_eq!(allocator_of("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", None), Some("jemalloc"));
+        assert_eq!(
+            split_file("# jemalloc\n/usr/lib/libj.so.2 # why\n\t/x.so:/y.so\n"),
+            ["/usr/lib/libj.so.2", "/x.so", "/y.so"]
+        );
+        assert_eq!(
+            allocator_of("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", None),
+            Some("jemalloc")
+        );
         assert_eq!(allocator_of("libtcmalloc_minimal.so.4", None), Some("tcmalloc"));
         assert_eq!(allocator_of("libfoo.so", Some("mimalloc")), Some("mimalloc"));
-        assert_eq!(foreign_triplet("/usr/lib/aarch64-linux-gnu/libjemalloc.so.2", Some("x86_64-linux-gnu")), Some("aarch64-linux-gnu"));
-        assert_eq!(foreign_triplet("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", Some("x86_64-linux-gnu")), None);
+        assert_eq!(
+            foreign_triplet(
+                "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2",
+                Some("x86_64-linux-gnu")
+            ),
+            Some("aarch64-linux-gnu")
+        );
+        assert_eq!(
+            foreign_triplet(
+                "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+                Some("x86_64-linux-gnu")
+            ),
+            None
+        );
     }
 }

@@ -14,12 +14,16 @@ pub fn text(f: &Facts) -> String {
         (None, _) => " (no ELF files)".to_string(),
     };
     let _ = writeln!(s, "  Platform    {}{bin}", p.declared);
-    let os = f
-        .os
-        .release
-        .as_ref()
-        .map(|r| r.pretty_name.clone().or(r.id.clone()).unwrap_or_else(|| "unknown".into()))
-        .unwrap_or_else(|| "no os-release".into());
+    let os =
+        f.os.release
+            .as_ref()
+            .map(|r| {
+                r.pretty_name
+                    .clone()
+                    .or(r.id.clone())
+                    .unwrap_or_else(|| "unknown".into())
+            })
+            .unwrap_or_else(|| "no os-release".into());
     let pm = match f.os.package_manager {
         Some(m) => format!("; {} packages ({m:?})", f.os.package_count).to_lowercase(),
         None => String::new(),
@@ -31,7 +35,11 @@ pub fn text(f: &Facts) -> String {
         Some(e) => format!(", entrypoint on {e}"),
         None => String::new(),
     };
-    let loader = l.loader.as_deref().map(|x| format!(" via {x}")).unwrap_or_default();
+    let loader = l
+        .loader
+        .as_deref()
+        .map(|x| format!(" via {x}"))
+        .unwrap_or_default();
     let _ = writeln!(s, "  libc        {}{ver}{ep}{loader}", l.family);
     if l.present.len() > 1 {
         let all: Vec<String> = l.present.iter().map(|p| p.to_string()).collect();
@@ -46,7 +54,11 @@ pub fn text(f: &Facts) -> String {
             let _ = writeln!(s, "              {} → {}", step.how, shell_words(&step.argv));
         }
         let prog = e.program.as_deref().unwrap_or("?");
-        let interp = e.interpreter.as_deref().map(|i| format!(", interpreter {i}")).unwrap_or_default();
+        let interp = e
+            .interpreter
+            .as_deref()
+            .map(|i| format!(", interpreter {i}"))
+            .unwrap_or_default();
         let _ = writeln!(s, "              runs {prog} ({:?}{interp})", e.kind);
         if let Some(n) = &e.note {
             let _ = writeln!(s, "              note: {n}");
@@ -56,20 +68,35 @@ pub fn text(f: &Facts) -> String {
         let _ = writeln!(s, "  Preloads    (none)");
     }
     for (i, pr) in f.preloads.iter().enumerate() {
-        let label = if i == 0 { "  Preloads    " } else { "              " };
+        let label = if i == 0 {
+            "  Preloads    "
+        } else {
+            "              "
+        };
         let src = match pr.source {
             PreloadSource::Env => "LD_PRELOAD",
             PreloadSource::LdSoPreload => "/etc/ld.so.preload",
         };
-        let status = serde_json::to_value(pr.status).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        let status = serde_json::to_value(pr.status)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
         let _ = writeln!(s, "{label}{status:<12} {} ({src}): {}", pr.entry, pr.reason);
         if !pr.candidates.is_empty() {
-            let _ = writeln!(s, "              {:<12} the image has {}", "", pr.candidates.join(", "));
+            let _ = writeln!(
+                s,
+                "              {:<12} the image has {}",
+                "",
+                pr.candidates.join(", ")
+            );
         }
     }
     let a = &f.allocator;
     let path = a.path.as_deref().map(|p| format!(" {p}")).unwrap_or_default();
-    let via = serde_json::to_value(a.via).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+    let via = serde_json::to_value(a.via)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
     let _ = writeln!(s, "  Allocator   {} ({via}){path}", a.name);
     match &a.arena_cap {
         Some(c) => {
@@ -81,7 +108,11 @@ pub fn text(f: &Facts) -> String {
         None => {}
     }
     for lib in &a.installed_not_in_effect {
-        let _ = writeln!(s, "              installed, not in effect: {} {}", lib.name, lib.path);
+        let _ = writeln!(
+            s,
+            "              installed, not in effect: {} {}",
+            lib.name, lib.path
+        );
     }
     let ld = &f.loader;
     let cache = match (&ld.ld_so_cache, &ld.ld_so_cache_error) {
@@ -91,7 +122,11 @@ pub fn text(f: &Facts) -> String {
     };
     let _ = writeln!(s, "  Loader      {cache}; then {}", ld.system_dirs.join(":"));
     if !ld.ld_library_path.is_empty() {
-        let _ = writeln!(s, "              LD_LIBRARY_PATH={}", ld.ld_library_path.join(":"));
+        let _ = writeln!(
+            s,
+            "              LD_LIBRARY_PATH={}",
+            ld.ld_library_path.join(":")
+        );
     }
     runtimes(&mut s, f);
     s
@@ -129,7 +164,10 @@ fn compact(v: &serde_json::Value) -> String {
 pub fn shell_words(argv: &[String]) -> String {
     argv.iter()
         .map(|a| {
-            if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c)) {
+            if !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+            {
                 a.clone()
             } else {
                 format!("'{}'", a.replace('\'', r"'\''"))

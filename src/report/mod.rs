@@ -1,3 +1,5 @@
 //! Reports: one file per format.
 
 pub mod facts;
+pub mod lint;
+pub mod text;

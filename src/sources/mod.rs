@@ -32,6 +32,8 @@ pub struct Options {
     pub limits: Limits,
     /// Layers read at once.
     pub workers: usize,
+    /// Read every platform of a multi-platform image (`--platform all`).
+    pub all_platforms: bool,
 }
 
 impl Default for Options {
@@ -41,6 +43,7 @@ impl Default for Options {
             interests: Interests::for_facts(),
             limits: Limits::default(),
             workers: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            all_platforms: false,
         }
     }
 }
@@ -88,6 +91,16 @@ pub struct Image {
 
 /// Reads the image a reference names.
 pub fn open(reference_text: &str, reference: &Reference, options: &Options) -> Result<Image> {
+    let single = Options {
+        all_platforms: false,
+        ..options.clone()
+    };
+    let mut images = open_all(reference_text, reference, &single)?;
+    Ok(images.remove(0))
+}
+
+/// Reads the image a reference names; with `options.all_platforms`, every platform it offers.
+pub fn open_all(reference_text: &str, reference: &Reference, options: &Options) -> Result<Vec<Image>> {
     match reference {
         Reference::OciDir { path, selector } => {
             require_dir(path)?;
@@ -135,11 +148,11 @@ pub fn open(reference_text: &str, reference: &Reference, options: &Options) -> R
                 options,
             )
         }
-        Reference::Rootfs { path } => rootfs::open(reference_text, path, options),
+        Reference::Rootfs { path } => Ok(vec![rootfs::open(reference_text, path, options)?]),
         Reference::Path { path } => {
             if path.is_dir() {
                 if path.join("oci-layout").is_file() || path.join("index.json").is_file() {
-                    open(
+                    open_all(
                         reference_text,
                         &Reference::OciDir {
                             path: path.clone(),
@@ -148,7 +161,7 @@ pub fn open(reference_text: &str, reference: &Reference, options: &Options) -> R
                         options,
                     )
                 } else {
-                    rootfs::open(reference_text, path, options)
+                    Ok(vec![rootfs::open(reference_text, path, options)?])
                 }
             } else {
                 open_archive_file(reference_text, "archive", path, Format::Detect, None, options)
@@ -191,7 +204,7 @@ fn open_archive_file(
     format: Format,
     selector: Option<&Selector>,
     options: &Options,
-) -> Result<Image> {
+) -> Result<Vec<Image>> {
     let meta = std::fs::metadata(path).map_err(|e| Error::io(path.display(), e))?;
     if meta.is_dir() {
         return Err(Error::NotAnImage {
@@ -270,7 +283,7 @@ fn load(
     format: Format,
     selector: Option<&Selector>,
     options: &Options,
-) -> Result<Image> {
+) -> Result<Vec<Image>> {
     let candidates = match format {
         Format::Oci => oci::candidates(store.as_ref())?,
         Format::Docker | Format::Detect => {
@@ -295,14 +308,32 @@ fn load(
             }
         }
     };
-    let (candidate, platforms) =
-        select::choose(store.as_ref(), candidates, selector, options.platform.as_ref())?;
-    let mut chosen = match &candidate.manifest {
-        select::ManifestSource::Oci { .. } => oci::load_manifest(store.as_ref(), candidate)?,
-        select::ManifestSource::Docker { .. } => docker::load_manifest(store.as_ref(), candidate)?,
+    let picks = if options.all_platforms {
+        select::every_platform(store.as_ref(), candidates, selector)?
+    } else {
+        vec![select::choose(
+            store.as_ref(),
+            candidates,
+            selector,
+            options.platform.as_ref(),
+        )?]
     };
-    chosen.platforms = platforms;
-    read_layers(reference_text, source, store, chosen, options)
+    let mut images = Vec::with_capacity(picks.len());
+    for (candidate, platforms) in picks {
+        let mut chosen = match &candidate.manifest {
+            select::ManifestSource::Oci { .. } => oci::load_manifest(store.as_ref(), candidate)?,
+            select::ManifestSource::Docker { .. } => docker::load_manifest(store.as_ref(), candidate)?,
+        };
+        chosen.platforms = platforms;
+        images.push(read_layers(
+            reference_text,
+            source,
+            store.clone(),
+            chosen,
+            options,
+        )?);
+    }
+    Ok(images)
 }
 
 fn read_layers(

@@ -6,8 +6,8 @@ use crate::digest::Digest;
 use crate::elf::machine_arch;
 use crate::error::{Error, Result};
 use crate::platform::Platform;
-use crate::tree::layer::{probe_file, EntryKind, LayerDiff, LayerEntry};
 use crate::tree::interest::SCRIPT_CAP;
+use crate::tree::layer::{probe_file, EntryKind, LayerDiff, LayerEntry};
 use crate::tree::{Compression, FileTree};
 use std::collections::HashMap;
 use std::fs;
@@ -71,7 +71,10 @@ pub fn open(reference_text: &str, root: &Path, options: &Options) -> Result<Imag
                 let parts_ref: Vec<&str> = entry.path.iter().map(String::as_str).collect();
                 let budget = options.limits.max_kept_bytes_per_layer.saturating_sub(kept_total);
                 let cap = options.interests.keep_cap(&parts_ref).map(|c| c.min(budget));
-                let script_cap = options.interests.wants_script(&parts_ref).then_some(SCRIPT_CAP.min(budget));
+                let script_cap = options
+                    .interests
+                    .wants_script(&parts_ref)
+                    .then_some(SCRIPT_CAP.min(budget));
                 if m.len() > 0 {
                     // An unreadable file keeps its metadata; its contents stay unknown.
                     if let Ok(mut f) = fs::File::open(&host) {

@@ -206,6 +206,45 @@ pub fn choose(
     Ok((chosen, platforms))
 }
 
+/// Every platform of one image whose manifest is in the store (`--platform all`); platforms
+/// that were never pulled are skipped.
+pub fn every_platform(
+    store: &dyn Store,
+    candidates: Vec<Candidate>,
+    selector: Option<&Selector>,
+) -> Result<Vec<(Candidate, Vec<Platform>)>> {
+    let mut out = Vec::new();
+    let mut seen: Vec<Platform> = Vec::new();
+    // Pick each platform in turn through `choose`, so naming and ambiguity rules are the same.
+    let (first, platforms) = choose(store, candidates.clone(), selector, None).or_else(|_| {
+        let p = candidates
+            .iter()
+            .find_map(|c| c.platform.clone())
+            .ok_or_else(|| Error::NotAnImage {
+                location: store.location(),
+                reason: "no platform of the image is known".to_string(),
+                help: "pass --platform os/arch".to_string(),
+            })?;
+        choose(store, candidates.clone(), selector, Some(&p))
+    })?;
+    for p in platforms {
+        if seen.contains(&p) {
+            continue;
+        }
+        seen.push(p.clone());
+        match choose(store, candidates.clone(), selector, Some(&p)) {
+            Ok(pick) if pick.0.present => out.push(pick),
+            Ok(_) | Err(Error::MissingBlob { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if out.is_empty() {
+        out.push((first, Vec::new()));
+    }
+    let all: Vec<Platform> = seen;
+    Ok(out.into_iter().map(|(c, _)| (c, all.clone())).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

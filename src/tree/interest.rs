@@ -127,16 +127,29 @@ impl Interests {
             .find_map(|e| e.strip_prefix("PATH="))
             .unwrap_or("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
             .to_string();
-        let working_dir = c.and_then(|c| c.working_dir().clone()).filter(|w| w.starts_with('/'));
-        let mut dirs: Vec<String> = path_var.split(':').filter(|d| d.starts_with('/')).map(str::to_string).collect();
+        let working_dir = c
+            .and_then(|c| c.working_dir().clone())
+            .filter(|w| w.starts_with('/'));
+        let mut dirs: Vec<String> = path_var
+            .split(':')
+            .filter(|d| d.starts_with('/'))
+            .map(str::to_string)
+            .collect();
         dirs.extend(working_dir);
         dirs.push("/".to_string());
         dirs.push("/docker-entrypoint.d".to_string());
         for d in dirs {
-            out.scripts.push(PathPattern::new(&format!("{}/*", d.trim_end_matches('/'))));
+            out.scripts
+                .push(PathPattern::new(&format!("{}/*", d.trim_end_matches('/'))));
         }
         let argv = c
-            .map(|c| c.entrypoint().clone().unwrap_or_default().into_iter().chain(c.cmd().clone().unwrap_or_default()))
+            .map(|c| {
+                c.entrypoint()
+                    .clone()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .chain(c.cmd().clone().unwrap_or_default())
+            })
             .into_iter()
             .flatten();
         for a in argv.filter(|a| a.starts_with('/')) {

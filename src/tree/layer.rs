@@ -296,8 +296,13 @@ fn read_entries<R: Read>(
             let budget = limits.max_kept_bytes_per_layer.saturating_sub(kept_total);
             let cap = interests.keep_cap(&parts).map(|c| c.min(budget));
             let script_cap = interests.wants_script(&parts).then_some(SCRIPT_CAP.min(budget));
-            (content, elf) = probe_file(&mut entry, size, cap, script_cap, interests, &mut buf)
-                .map_err(|e| LayerError::Entry { path: shown(), source: e })?;
+            (content, elf) =
+                probe_file(&mut entry, size, cap, script_cap, interests, &mut buf).map_err(|e| {
+                    LayerError::Entry {
+                        path: shown(),
+                        source: e,
+                    }
+                })?;
             kept_total += content
                 .as_ref()
                 .map_or(0, |c: &super::Content| c.bytes.len() as u64);

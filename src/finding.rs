@@ -1,0 +1,64 @@
+//! What a rule reports: a finding with its evidence and the fix for this image.
+
+use serde::Serialize;
+use std::fmt;
+
+/// How bad a finding is. Ordered: a note is below a warning, a warning below an error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Note,
+    Warning,
+    Error,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Note => "note",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One problem found in an image. JSON keys are a contract with users' scripts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    pub rule: &'static str,
+    pub severity: Severity,
+    /// One matter-of-fact clause, no capital letter, no closing period.
+    pub message: String,
+    /// The paths, env entries, versions and layers that led to the finding.
+    pub evidence: Vec<String>,
+    /// What to change in this image, as Dockerfile lines where that is the fix.
+    pub fix: String,
+}
+
+impl Finding {
+    pub fn evidence(mut self, e: impl Into<String>) -> Self {
+        self.evidence.push(e.into());
+        self
+    }
+
+    pub fn evidence_all(mut self, e: impl IntoIterator<Item = String>) -> Self {
+        self.evidence.extend(e);
+        self
+    }
+
+    pub fn fix(mut self, fix: impl Into<String>) -> Self {
+        self.fix = fix.into();
+        self
+    }
+
+    pub fn severity(mut self, s: Severity) -> Self {
+        self.severity = s;
+        self
+    }
+}

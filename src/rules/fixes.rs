@@ -1,0 +1,125 @@
+//! Fixes that fit the image at hand: the package and path for its distribution and
+//! architecture, or the library the image already has.
+
+use crate::facts::preload::{Preload, PreloadSource};
+use crate::facts::Facts;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Distro {
+    Debian,
+    Rhel,
+    Alpine,
+    Unknown,
+}
+
+pub fn distro(f: &Facts) -> Distro {
+    if f.os.is_alpine() {
+        Distro::Alpine
+    } else if f.os.is_debian_like() {
+        Distro::Debian
+    } else if f.os.is_rhel_like() {
+        Distro::Rhel
+    } else {
+        Distro::Unknown
+    }
+}
+
+/// Where the distribution's jemalloc package puts the library for this image's architecture.
+pub fn jemalloc_path(f: &Facts) -> String {
+    if f.libc.family == crate::facts::libc::LibcFamily::Musl {
+        return "/usr/lib/libjemalloc.so.2".to_string();
+    }
+    match (distro(f), f.loader.multiarch_triplet) {
+        (Distro::Debian, Some(t)) => format!("/usr/lib/{t}/libjemalloc.so.2"),
+        (Distro::Rhel, _) => "/usr/lib64/libjemalloc.so.2".to_string(),
+        _ => "/usr/lib/libjemalloc.so.2".to_string(),
+    }
+}
+
+/// The RUN line that installs jemalloc on this distribution.
+pub fn install_jemalloc(f: &Facts) -> String {
+    match distro(f) {
+        Distro::Debian => "RUN apt-get update && apt-get install -y --no-install-recommends libjemalloc2 && rm -rf /var/lib/apt/lists/*".to_string(),
+        Distro::Rhel => "RUN dnf install -y jemalloc && dnf clean all   # on RHEL, from EPEL".to_string(),
+        Distro::Alpine => "RUN apk add --no-cache jemalloc".to_string(),
+        Distro::Unknown => "# install your distribution's jemalloc package (Debian/Ubuntu libjemalloc2, Alpine and Fedora jemalloc)".to_string(),
+    }
+}
+
+/// A jemalloc of this image's architecture that is already in the image.
+pub fn jemalloc_in_image(f: &Facts) -> Option<String> {
+    f.allocator
+        .installed_not_in_effect
+        .iter()
+        .find(|l| l.name == "jemalloc")
+        .map(|l| l.path.clone())
+}
+
+/// `ENV LD_PRELOAD=…` with `lib` added to what the image already preloads (entries that do not
+/// work are dropped).
+pub fn preload_env_with(f: &Facts, lib: &str) -> String {
+    let mut entries: Vec<String> = f
+        .preloads
+        .iter()
+        .filter(|p| p.source == PreloadSource::Env && p.status == crate::facts::preload::PreloadStatus::Ok)
+        .map(|p| p.entry.clone())
+        .filter(|e| e != lib)
+        .collect();
+    entries.insert(0, lib.to_string());
+    format!("ENV LD_PRELOAD={}", entries.join(":"))
+}
+
+/// The Dockerfile lines that put jemalloc in effect in this image.
+pub fn jemalloc_fix(f: &Facts) -> String {
+    match jemalloc_in_image(f) {
+        Some(path) => preload_env_with(f, &path),
+        None => format!(
+            "{}\n{}",
+            install_jemalloc(f),
+            preload_env_with(f, &jemalloc_path(f))
+        ),
+    }
+}
+
+/// The preload value with one entry replaced (or removed when `with` is `None`).
+pub fn replace_preload(f: &Facts, p: &Preload, with: Option<&str>) -> String {
+    match p.source {
+        PreloadSource::Env => {
+            let value = f.env.get("LD_PRELOAD").unwrap_or("");
+            let entries: Vec<String> = value
+                .split([' ', ':'])
+                .filter(|e| !e.is_empty())
+                .filter_map(|e| {
+                    if e == p.entry {
+                        with.map(str::to_string)
+                    } else {
+                        Some(e.to_string())
+                    }
+                })
+                .collect();
+            if entries.is_empty() {
+                "remove `ENV LD_PRELOAD`".to_string()
+            } else {
+                format!("ENV LD_PRELOAD={}", entries.join(":"))
+            }
+        }
+        PreloadSource::LdSoPreload => match with {
+            Some(w) => format!("RUN sed -i 's|{}|{w}|' /etc/ld.so.preload", p.entry),
+            None => format!("RUN sed -i '\\|{}|d' /etc/ld.so.preload", p.entry),
+        },
+    }
+}
+
+/// The Debian package that ships a library, for the common runtime libraries.
+pub fn debian_package_for(soname: &str) -> Option<&'static str> {
+    Some(match soname {
+        "libstdc++.so.6" => "libstdc++6",
+        "libgcc_s.so.1" => "libgcc-s1",
+        "libc.so.6" | "libm.so.6" | "libpthread.so.0" | "libdl.so.2" | "librt.so.1" => "libc6",
+        "libz.so.1" => "zlib1g",
+        "libgssapi_krb5.so.2" => "libgssapi-krb5-2",
+        "libssl.so.3" | "libcrypto.so.3" => "libssl3",
+        "libicuuc.so.72" | "libicui18n.so.72" => "libicu72",
+        _ => return None,
+    })
+}

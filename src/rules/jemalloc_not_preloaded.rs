@@ -1,0 +1,71 @@
+use super::{fixes, Outcome, Rule};
+use crate::facts::libc::LibcFamily;
+use crate::facts::preload::PreloadStatus;
+use crate::facts::Facts;
+use crate::finding::Severity;
+
+pub(crate) const RULE: Rule = Rule {
+    id: "jemalloc-not-preloaded",
+    severity: Severity::Warning,
+    title: "An allocator is installed but the entrypoint does not use it",
+    doc: include_str!("../../rules/jemalloc-not-preloaded.md"),
+    tags: &["memory", "allocator", "glibc"],
+    check,
+};
+
+fn check(f: &Facts) -> Outcome {
+    if f.allocator.is_replacement() || f.allocator.installed_not_in_effect.is_empty() {
+        return Outcome::none();
+    }
+    if f.libc.family != LibcFamily::Glibc {
+        return Outcome::undecided(format!(
+            "the entrypoint runs on {}, whose malloc has no per-thread arenas",
+            f.libc.family
+        ));
+    }
+    // A preload that names an allocator but does not work is the other rules' finding.
+    if f.preloads
+        .iter()
+        .any(|p| p.allocator.is_some() && p.status != PreloadStatus::Ok)
+    {
+        return Outcome::undecided("a preload names an allocator but does not work; ld-preload-missing or ld-preload-incompatible reports it");
+    }
+    let mut workloads = Vec::new();
+    for s in &f.sharp.installs {
+        workloads.push(format!(
+            "sharp {} at {}",
+            s.version.as_deref().unwrap_or("(unknown version)"),
+            s.path
+        ));
+    }
+    if f.sharp.installs.is_empty() {
+        for l in f.sharp.libvips.iter().take(3) {
+            workloads.push(format!("libvips at {l}"));
+        }
+    }
+    for r in &f.dotnet.runtimes {
+        let version = if r.version.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", r.version)
+        };
+        workloads.push(format!(".NET runtime {}{version} at {}", r.name, r.path));
+    }
+    if workloads.is_empty() {
+        return Outcome::undecided(
+            "no workload that needs another allocator (sharp/libvips, .NET) is in the image",
+        );
+    }
+    let lib = &f.allocator.installed_not_in_effect[0];
+    let finding = RULE
+        .finding(format!("{} is installed at {} but the entrypoint runs on glibc malloc", lib.name, lib.path))
+        .evidence_all(f.allocator.installed_not_in_effect.iter().map(|l| format!("{} installed at {}", l.name, l.path)))
+        .evidence_all(workloads)
+        .evidence_all(f.allocator.evidence.iter().cloned())
+        .fix(if lib.name == "jemalloc" {
+            fixes::preload_env_with(f, &lib.path)
+        } else {
+            format!("{}\n# or, to use the {} that is installed (sharp stays single-threaded without jemalloc):\n# {}", fixes::jemalloc_fix(f), lib.name, fixes::preload_env_with(f, &lib.path))
+        });
+    Outcome::one(finding)
+}

@@ -1,0 +1,220 @@
+//! The rules: one file per rule, each a pure function of the facts. The doc of each rule is
+//! `rules/<id>.md`, compiled in: `memlint explain`, SARIF help and the docs all read it.
+
+mod dotnet_glibc_allocator;
+pub mod fixes;
+mod jemalloc_not_preloaded;
+mod ld_preload_incompatible;
+mod ld_preload_missing;
+mod next_image_cache_ttl;
+mod next_image_disk_cache;
+mod node_semi_space;
+mod npgsql_gssapi_missing;
+mod sharp_glibc_allocator;
+mod sharp_platform_mismatch;
+
+use crate::facts::Facts;
+use crate::finding::{Finding, Severity};
+
+/// What a rule concluded about one image.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub findings: Vec<Finding>,
+    /// Why the rule could not decide, when it could not: it stays silent and `-v` says why.
+    pub undecided: Option<String>,
+}
+
+impl Outcome {
+    pub fn none() -> Outcome {
+        Outcome::default()
+    }
+
+    pub fn undecided(why: impl Into<String>) -> Outcome {
+        Outcome {
+            findings: Vec::new(),
+            undecided: Some(why.into()),
+        }
+    }
+
+    pub fn one(f: Finding) -> Outcome {
+        Outcome {
+            findings: vec![f],
+            undecided: None,
+        }
+    }
+}
+
+impl From<Vec<Finding>> for Outcome {
+    fn from(findings: Vec<Finding>) -> Self {
+        Outcome {
+            findings,
+            undecided: None,
+        }
+    }
+}
+
+/// A rule: its contract with users (id, default severity, title) and its check.
+pub struct Rule {
+    pub id: &'static str,
+    pub severity: Severity,
+    pub title: &'static str,
+    pub doc: &'static str,
+    pub tags: &'static [&'static str],
+    pub check: fn(&Facts) -> Outcome,
+}
+
+impl std::fmt::Debug for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Rule({})", self.id)
+    }
+}
+
+impl Rule {
+    /// A finding of this rule at its default severity.
+    pub fn finding(&self, message: impl Into<String>) -> Finding {
+        Finding {
+            rule: self.id,
+            severity: self.severity,
+            message: message.into(),
+            evidence: Vec::new(),
+            fix: String::new(),
+        }
+    }
+}
+
+/// Every rule, sorted by id.
+pub const ALL: &[&Rule] = &[
+    &dotnet_glibc_allocator::RULE,
+    &jemalloc_not_preloaded::RULE,
+    &ld_preload_incompatible::RULE,
+    &ld_preload_missing::RULE,
+    &next_image_cache_ttl::RULE,
+    &next_image_disk_cache::RULE,
+    &node_semi_space::RULE,
+    &npgsql_gssapi_missing::RULE,
+    &sharp_glibc_allocator::RULE,
+    &sharp_platform_mismatch::RULE,
+];
+
+pub fn find(id: &str) -> Option<&'static Rule> {
+    ALL.iter().copied().find(|r| r.id == id)
+}
+
+/// The known id closest to `id` (Levenshtein), for "did you mean".
+pub fn nearest(id: &str) -> Option<&'static str> {
+    if !id.is_empty() {
+        if let Some(r) = ALL.iter().find(|r| r.id.starts_with(id)) {
+            return Some(r.id);
+        }
+    }
+    ALL.iter()
+        .map(|r| (distance(id, r.id), r.id))
+        .min()
+        .filter(|(d, _)| *d <= id.len().max(4) / 2 + 2)
+        .map(|(_, r)| r)
+}
+
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur.push(
+                (prev[j] + usize::from(ca != *cb))
+                    .min(prev[j + 1] + 1)
+                    .min(cur[j] + 1),
+            );
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// A rule's outcome on one image.
+pub struct RuleResult {
+    pub rule: &'static Rule,
+    pub outcome: Outcome,
+}
+
+/// Runs every rule.
+pub fn run(facts: &Facts) -> Vec<RuleResult> {
+    ALL.iter()
+        .map(|&rule| RuleResult {
+            rule,
+            outcome: (rule.check)(facts),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_sorted_unique_kebab_case() {
+        let ids: Vec<&str> = ALL.iter().map(|r| r.id).collect();
+        let mut sorted = ids.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(ids, sorted);
+        for id in ids {
+            assert!(
+                id.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b == b'-' || b.is_ascii_digit()),
+                "{id}"
+            );
+        }
+    }
+
+    /// The ids are a contract: a renamed id shows up here in review.
+    #[test]
+    fn id_snapshot() {
+        let ids: Vec<&str> = ALL.iter().map(|r| r.id).collect();
+        assert_eq!(
+            ids,
+            [
+                "dotnet-glibc-allocator",
+                "jemalloc-not-preloaded",
+                "ld-preload-incompatible",
+                "ld-preload-missing",
+                "next-image-cache-ttl",
+                "next-image-disk-cache",
+                "node-semi-space",
+                "npgsql-gssapi-missing",
+                "sharp-glibc-allocator",
+                "sharp-platform-mismatch",
+            ]
+        );
+    }
+
+    #[test]
+    fn docs_follow_the_layout() {
+        for r in ALL {
+            let first = r.doc.lines().next().unwrap_or("");
+            assert_eq!(first, format!("# {}", r.id));
+            let second = r.doc.lines().nth(1).unwrap_or("");
+            assert!(
+                second.starts_with(&format!("Default severity: {}.", r.severity)),
+                "{}: second line must state the default severity, got {second:?}",
+                r.id
+            );
+            for section in [
+                "## What it does",
+                "## Why it matters",
+                "## How to fix",
+                "## How to silence",
+                "## References",
+            ] {
+                assert!(r.doc.contains(section), "{} lacks {section}", r.id);
+            }
+        }
+    }
+
+    #[test]
+    fn nearest_ids() {
+        assert_eq!(nearest("ld-preload-mising"), Some("ld-preload-missing"));
+        assert_eq!(nearest("sharp-glibc"), Some("sharp-glibc-allocator"));
+        assert_eq!(nearest("zzzzzzzzzzzzzzzzzzzzzzzzzzzzz"), None);
+    }
+}

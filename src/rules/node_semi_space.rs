@@ -1,0 +1,73 @@
+use super::{Outcome, Rule};
+use crate::facts::next::Version;
+use crate::facts::Facts;
+use crate::finding::Severity;
+
+pub(crate) const RULE: Rule = Rule {
+    id: "node-semi-space",
+    severity: Severity::Note,
+    title: "Node sizes its young generation from the container limit",
+    doc: include_str!("../../rules/node-semi-space.md"),
+    tags: &["memory", "performance", "nodejs"],
+    check,
+};
+
+fn check(f: &Facts) -> Outcome {
+    let Some(node) = &f.node else {
+        return Outcome::none();
+    };
+    let Some(old) = &node.max_old_space_size else {
+        return Outcome::undecided(
+            "Node runs without --max-old-space-size, which would hint at a small memory limit",
+        );
+    };
+    if node.max_semi_space_size.is_some() {
+        return Outcome::none();
+    }
+    let version = node.version.as_deref().and_then(Version::parse);
+    // libuv 1.45 (Node 20.3.0) is the first to read cgroup v2 memory limits.
+    let message = match &version {
+        Some(v) if *v >= Version::new(20, 3, 0) => format!(
+            "Node {v_s} runs with --max-old-space-size={} and no --max-semi-space-size: a memory limit of 2 GiB or less shrinks the young generation",
+            old.value,
+            v_s = node.version.as_deref().unwrap_or("")
+        ),
+        Some(_) => format!(
+            "Node {} sizes its young generation from the memory limit only on cgroup v1 hosts; it runs with --max-old-space-size={} and no --max-semi-space-size",
+            node.version.as_deref().unwrap_or(""),
+            old.value
+        ),
+        None => format!(
+            "Node (version unknown) runs with --max-old-space-size={} and no --max-semi-space-size: from 20.3 a memory limit of 2 GiB or less shrinks the young generation",
+            old.value
+        ),
+    };
+    let mut finding = RULE
+        .finding(message)
+        .evidence(format!("--max-old-space-size={} from {}", old.value, old.source));
+    if let (Some(v), Some(src)) = (&node.version, &node.version_source) {
+        finding = finding.evidence(format!("Node {v} (from {src})"));
+    }
+    if let Some(b) = &node.binary {
+        finding = finding.evidence(format!("node binary {b}"));
+    }
+    // --max-semi-space-size is allowed in NODE_OPTIONS from 18.13.0 and 19.2.0 (nodejs/node#44436).
+    let in_options_ok = version
+        .as_ref()
+        .is_none_or(|v| *v >= Version::new(19, 2, 0) || (v.major == 18 && *v >= Version::new(18, 13, 0)));
+    let fix = if old.source == "NODE_OPTIONS" && in_options_ok {
+        let current = node.node_options.clone().unwrap_or_default();
+        format!("ENV NODE_OPTIONS=\"{} --max-semi-space-size=16\"", current.trim())
+    } else {
+        let mut argv: Vec<String> = f.entrypoint.args.clone();
+        if argv.is_empty() {
+            argv = vec!["node".into()];
+        }
+        argv.insert(1.min(argv.len()), "--max-semi-space-size=16".into());
+        format!(
+            "CMD {}\n# 16 MiB is the default without a limit; size it to the allocation rate",
+            serde_json::to_string(&argv).unwrap_or_default()
+        )
+    };
+    Outcome::one(finding.fix(fix))
+}

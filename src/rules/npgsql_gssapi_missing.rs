@@ -1,0 +1,79 @@
+use super::{fixes, Outcome, Rule};
+use crate::facts::next::Version;
+use crate::facts::Facts;
+use crate::finding::Severity;
+
+pub(crate) const RULE: Rule = Rule {
+    id: "npgsql-gssapi-missing",
+    severity: Severity::Warning,
+    title: "Npgsql 10 tries GSS encryption on every connection without Kerberos",
+    doc: include_str!("../../rules/npgsql-gssapi-missing.md"),
+    tags: &["memory", "dotnet", "npgsql", "postgresql"],
+    check,
+};
+
+fn check(f: &Facts) -> Outcome {
+    // GssEncryptionMode defaults to Prefer from 10.0.0 (10.0.0-rc.1 had Disable).
+    let affected: Vec<_> = f
+        .dotnet
+        .npgsql
+        .iter()
+        .filter(|p| Version::parse(&p.version).is_some_and(|v| v >= Version::new(10, 0, 0)))
+        .collect();
+    if affected.is_empty() {
+        if !f.dotnet.npgsql.is_empty() {
+            return Outcome::undecided(
+                "Npgsql is older than 10.0.0, whose GSS encryption default is Disable or absent",
+            );
+        }
+        return Outcome::none();
+    }
+    if let Some(lib) = &f.dotnet.gssapi.resolved {
+        return Outcome::undecided(format!("{} resolves to {lib}", f.dotnet.gssapi.searched_as));
+    }
+    if f.dotnet.gss.disabled {
+        return Outcome::undecided(format!("GSS encryption is off: {}", f.dotnet.gss.reason));
+    }
+    let mut finding = RULE
+        .finding(format!(
+            "Npgsql {} will try GSS encryption on every new connection and fail: {} is not in the image",
+            affected[0].version, f.dotnet.gssapi.searched_as
+        ))
+        .evidence_all(
+            affected
+                .iter()
+                .map(|p| format!("{} {} in {}", p.name, p.version, p.deps_json)),
+        )
+        .evidence(format!(
+            "{} does not resolve (ld.so.cache and system folders searched)",
+            f.dotnet.gssapi.searched_as
+        ))
+        .evidence(f.dotnet.gss.reason.clone());
+    if let Some(v) = &f.dotnet.gss.pggssencmode {
+        finding = finding.evidence(format!("PGGSSENCMODE={v}"));
+    }
+    for c in &f.dotnet.gss.connection_strings {
+        finding = finding.evidence(format!(
+            "connection string in {}: GSS Encryption Mode {}",
+            c.source,
+            c.gss_encryption_mode
+                .as_deref()
+                .filter(|m| !m.is_empty())
+                .unwrap_or("not set")
+        ));
+    }
+    let install = match fixes::distro(f) {
+        fixes::Distro::Debian => "RUN apt-get update && apt-get install -y --no-install-recommends libgssapi-krb5-2 && rm -rf /var/lib/apt/lists/*",
+        fixes::Distro::Rhel => "RUN dnf install -y krb5-libs && dnf clean all",
+        fixes::Distro::Alpine => "RUN apk add --no-cache krb5-libs",
+        fixes::Distro::Unknown => "# install the package that ships libgssapi_krb5.so.2 (Debian libgssapi-krb5-2, RHEL/Alpine krb5-libs)",
+    };
+    Outcome::one(finding.fix(format!(
+        "one of:\n\
+         ENV PGGSSENCMODE=disable\n\
+         #   switches GSS encryption off for the container; costs nothing unless you use Kerberos encryption\n\
+         {install}\n\
+         #   lets the GSS attempt succeed or fail cleanly; about 2 MB more in the image\n\
+         # GSS Encryption Mode=Disable   (in every connection string; wins over PGGSSENCMODE)"
+    )))
+}

@@ -1,0 +1,79 @@
+use super::{fixes, Outcome, Rule};
+use crate::facts::libc::LibcFamily;
+use crate::facts::next::Version;
+use crate::facts::Facts;
+use crate::finding::Severity;
+
+pub(crate) const RULE: Rule = Rule {
+    id: "sharp-glibc-allocator",
+    severity: Severity::Warning,
+    title: "sharp or libvips runs on glibc malloc",
+    doc: include_str!("../../rules/sharp-glibc-allocator.md"),
+    tags: &["memory", "allocator", "glibc", "sharp", "nodejs"],
+    check,
+};
+
+fn check(f: &Facts) -> Outcome {
+    if f.sharp.installs.is_empty() && f.sharp.libvips.is_empty() {
+        return Outcome::none();
+    }
+    match f.libc.family {
+        LibcFamily::Glibc => {}
+        LibcFamily::Unknown => {
+            return Outcome::undecided("sharp is present but the entrypoint's C library is unknown")
+        }
+        other => {
+            return Outcome::undecided(format!(
+                "sharp is present but the entrypoint runs on {other}, which has no per-thread arenas"
+            ))
+        }
+    }
+    if f.allocator.is_replacement() {
+        return Outcome::none();
+    }
+    let mut evidence: Vec<String> = f
+        .sharp
+        .installs
+        .iter()
+        .map(|s| {
+            format!(
+                "sharp {} at {}",
+                s.version.as_deref().unwrap_or("(version unknown)"),
+                s.path
+            )
+        })
+        .collect();
+    evidence.extend(f.sharp.libvips.iter().take(3).map(|l| format!("libvips at {l}")));
+    evidence.push(format!(
+        "the entrypoint {} runs on glibc {}",
+        f.entrypoint.program.as_deref().unwrap_or("(unknown)"),
+        f.libc.version.as_deref().unwrap_or("")
+    ));
+    evidence.extend(f.allocator.evidence.iter().cloned());
+    match &f.allocator.arena_cap {
+        Some(cap) => {
+            // sharp 0.35.3 lifts its concurrency limit when MALLOC_ARENA_MAX is set; older ones
+            // stay at one thread per image (lovell/sharp 540d2ead).
+            let old_sharp = f.sharp.installs.iter().any(|s| {
+                s.version.as_deref().and_then(Version::parse).is_some_and(|v| v < Version::new(0, 35, 3))
+            });
+            let mut finding = RULE
+                .finding("sharp runs on glibc malloc with only an arena cap: growth stops but the level stays high")
+                .severity(Severity::Note)
+                .evidence_all(evidence)
+                .evidence(format!("{}={} caps the arenas", cap.source, cap.value));
+            if old_sharp && cap.source == "MALLOC_ARENA_MAX" {
+                finding = finding.evidence("sharp older than 0.35.3 keeps its concurrency at 1 despite MALLOC_ARENA_MAX");
+            }
+            Outcome::one(finding.fix(fixes::jemalloc_fix(f)))
+        }
+        None => Outcome::one(
+            RULE.finding("sharp runs on glibc malloc: resident memory will climb and not come down")
+                .evidence_all(evidence)
+                .fix(format!(
+                    "{}\n# or, without jemalloc, cap the arenas (growth stops earlier, the level stays higher):\n# ENV MALLOC_ARENA_MAX=2",
+                    fixes::jemalloc_fix(f)
+                )),
+        ),
+    }
+}

@@ -315,6 +315,18 @@ repo_files() {
   commit_stage "$stage" "$by"
 }
 
+# npm_manifest DEST "CREATED_BY" SPEC : only the package.json of an npm package, where
+# `next build`'s standalone output traces it (DEST/node_modules/NAME/package.json).
+npm_manifest() {
+  local dest=$1 by=$2 spec=$3 tgz name stage
+  tgz=$(fetch_npm "$spec")
+  name=${spec%@*}
+  stage=$(new_stage)
+  mkdir -p "$stage/$dest/node_modules/$name"
+  tar -xzf "$tgz" -C "$stage/$dest/node_modules/$name" --strip-components=1 --no-same-owner package/package.json
+  commit_stage "$stage" "$by"
+}
+
 # files "CREATED_BY" PATH=CONTENT... : a layer of small text files.
 files() {
   local by=$1
@@ -358,7 +370,7 @@ build() {
   recipe="recipe_${name//-/_}"
   declare -F "$recipe" >/dev/null || die "no recipe '$name' (see --list)"
   # Any change to the recipes, this script or the repo files the images hold rebuilds them.
-  key=$( { echo "$name"; cat "$ROOT/scripts/recipes.sh" "${BASH_SOURCE[0]}"; find "$ROOT/testdata/dotnet" -type f -print0 | sort -z | xargs -0 cat; } | sha256sum | cut -c1-16)
+  key=$( { echo "$name"; cat "$ROOT/scripts/recipes.sh" "${BASH_SOURCE[0]}"; find "$ROOT/testdata/dotnet" "$ROOT/testdata/node" -type f -print0 | sort -z | xargs -0 cat; } | sha256sum | cut -c1-16)
   out="$CACHE/images/$name"
   if [ -f "$out/.recipe" ] && [ "$(cat "$out/.recipe")" = "$key" ]; then
     printf 'oci-dir:%s:latest\n' "$out"

@@ -185,6 +185,34 @@ recipe_node_old_and_semi_space() {
     --config.workingdir=/app --config.cmd=node --config.cmd=server.js
 }
 
+# A Next.js standalone build (`output: 'standalone'`) in /app: the real next package.json, the
+# required-server-files.json a real `next build` of VERSION wrote (testdata/node), sharp, and
+# jemalloc preloaded so that only the Next.js settings are at stake.
+next_app() {
+  local version=$1
+  debian_node
+  debs "libjemalloc2" libjemalloc2
+  sharp_app
+  npm_manifest app "COPY .next/standalone/node_modules/next /app/node_modules/next" "next@$version"
+  repo_files "COPY .next/standalone/.next /app/.next" \
+    "testdata/node/next-$version-required-server-files.json=app/.next/required-server-files.json"
+  config --config.env=NODE_VERSION=$NODE --config.env=LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 \
+    --config.workingdir=/app --config.cmd=node --config.cmd=server.js
+}
+
+# Next 15.5.14 with the 15.x defaults: minimumCacheTTL 60 and no maximumDiskCacheSize, so
+# next-image-cache-ttl and next-image-disk-cache fire.
+recipe_next_15() {
+  ARCH=amd64
+  next_app 15.5.14
+}
+
+# The fixed twin: Next 16.1.7, minimumCacheTTL 14400 and maximumDiskCacheSize set.
+recipe_next_16() {
+  ARCH=amd64
+  next_app 16.1.7
+}
+
 # musl image with Debian's glibc-built jemalloc preloaded: musl loads it and fails.
 recipe_musl_glibc_jemalloc() {
   ARCH=amd64

@@ -1,0 +1,401 @@
+//! Every rule on images built from real packages (scripts/build-image.sh): it fires on its
+//! broken image, with a fix that names what really exists there, and is silent on the fixed
+//! twin. Plus exit codes, `rules`, `explain`, several images and `--platform all`.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+fn lint_json(args: &[&str]) -> (Value, Option<i32>) {
+    let mut all = vec!["lint", "--format", "json"];
+    all.extend_from_slice(args);
+    let out = memlint(&all);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "memlint {all:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        serde_json::from_slice(&out.stdout).expect("lint prints JSON"),
+        out.status.code(),
+    )
+}
+
+fn findings<'a>(v: &'a Value, rule: &str) -> Vec<&'a Value> {
+    v["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["rule"] == rule)
+        .collect()
+}
+
+/// (rule, broken recipe, fixed recipe, severity on the broken one, text the fix must hold)
+const TABLE: &[(&str, &str, &str, &str, &str)] = &[
+    (
+        "ld-preload-missing",
+        "demo",
+        "glibc-jemalloc",
+        "error",
+        "ENV LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+    ),
+    (
+        "ld-preload-missing",
+        "glibc-jemalloc-removed",
+        "glibc-jemalloc",
+        "error",
+        "libjemalloc2",
+    ),
+    (
+        "ld-preload-missing",
+        "arm64-jemalloc-amd64-path",
+        "arm64-jemalloc",
+        "error",
+        "ENV LD_PRELOAD=/usr/lib/aarch64-linux-gnu/libjemalloc.so.2",
+    ),
+    (
+        "ld-preload-incompatible",
+        "glibc-jemalloc-no-deps",
+        "glibc-jemalloc-symlink",
+        "error",
+        "apt-get install -y --no-install-recommends libstdc++6",
+    ),
+    (
+        "ld-preload-incompatible",
+        "musl-glibc-jemalloc",
+        "musl",
+        "error",
+        "apk add --no-cache jemalloc",
+    ),
+    (
+        "sharp-glibc-allocator",
+        "node-sharp",
+        "node-sharp-jemalloc",
+        "warning",
+        "ENV LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+    ),
+    (
+        "sharp-glibc-allocator",
+        "node-sharp-arena-cap",
+        "node-sharp-jemalloc",
+        "note",
+        "libjemalloc2",
+    ),
+    (
+        "jemalloc-not-preloaded",
+        "node-sharp-jemalloc-unused",
+        "node-sharp-jemalloc",
+        "warning",
+        "ENV LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+    ),
+    (
+        "sharp-platform-mismatch",
+        "node-sharp-wrong-libc",
+        "node-sharp-jemalloc",
+        "error",
+        "--cpu=x64 --libc=glibc",
+    ),
+    (
+        "node-semi-space",
+        "node-old-space",
+        "node-old-and-semi-space",
+        "note",
+        "--max-old-space-size=768 --max-semi-space-size=16",
+    ),
+    (
+        "dotnet-glibc-allocator",
+        "dotnet-npgsql",
+        "dotnet-npgsql-fixed",
+        "warning",
+        "ENV MALLOC_ARENA_MAX=2",
+    ),
+    (
+        "npgsql-gssapi-missing",
+        "dotnet-npgsql",
+        "dotnet-npgsql-fixed",
+        "warning",
+        "libgssapi-krb5-2",
+    ),
+    (
+        "npgsql-gssapi-missing",
+        "dotnet-npgsql",
+        "dotnet-npgsql-pggssencmode",
+        "warning",
+        "ENV PGGSSENCMODE=disable",
+    ),
+    (
+        "next-image-cache-ttl",
+        "next-15",
+        "next-16",
+        "note",
+        "minimumCacheTTL: 14400",
+    ),
+    (
+        "next-image-disk-cache",
+        "next-15",
+        "next-16",
+        "note",
+        "maximumDiskCacheSize",
+    ),
+];
+
+#[test]
+fn each_rule_fires_on_its_broken_image_and_not_on_the_fixed_twin() {
+    for &(rule, broken, fixed, severity, fix) in TABLE {
+        let (v, _) = lint_json(&["--fail-on", "never", &build_image(broken)]);
+        let hits = findings(&v, rule);
+        assert!(
+            !hits.is_empty(),
+            "{rule} is silent on {broken}: {:#}",
+            v["findings"]
+        );
+        for f in &hits {
+            assert_eq!(f["severity"], severity, "{rule} on {broken}");
+            assert!(!f["message"].as_str().unwrap().is_empty());
+            assert!(
+                !f["evidence"].as_array().unwrap().is_empty(),
+                "{rule} on {broken} has no evidence"
+            );
+        }
+        assert!(
+            hits.iter().any(|f| f["fix"].as_str().unwrap().contains(fix)),
+            "{rule} on {broken}: no fix with `{fix}`: {:#}",
+            hits[0]["fix"]
+        );
+        let (v, _) = lint_json(&["--fail-on", "never", &build_image(fixed)]);
+        assert!(
+            findings(&v, rule).is_empty(),
+            "{rule} fires on the fixed twin {fixed}: {:#}",
+            v["findings"]
+        );
+    }
+}
+
+#[test]
+fn fixes_name_paths_that_exist_in_the_image() {
+    // The path a fix preloads is in the image it is given for.
+    for (recipe, rule) in [
+        ("demo", "ld-preload-missing"),
+        ("arm64-jemalloc-amd64-path", "ld-preload-missing"),
+        ("node-sharp-jemalloc-unused", "jemalloc-not-preloaded"),
+    ] {
+        let r = build_image(recipe);
+        let (v, _) = lint_json(&[&r]);
+        let fix = findings(&v, rule)[0]["fix"].as_str().unwrap().to_string();
+        let path = fix
+            .lines()
+            .find_map(|l| l.strip_prefix("ENV LD_PRELOAD="))
+            .unwrap_or_else(|| panic!("{recipe}: no ENV LD_PRELOAD in {fix}"))
+            .split(':')
+            .next()
+            .unwrap()
+            .to_string();
+        let listing = tree_listing(&r);
+        assert!(
+            listing.iter().any(|l| l.starts_with(&format!("{path} file"))),
+            "{recipe}: {path} is not in the image"
+        );
+    }
+}
+
+#[test]
+fn clean_images_have_no_findings() {
+    for recipe in ["glibc-jemalloc", "musl", "glibc"] {
+        let (v, code) = lint_json(&[&build_image(recipe)]);
+        assert_eq!(v["findings"], serde_json::json!([]), "{recipe}");
+        assert_eq!(code, Some(0), "{recipe}");
+    }
+}
+
+#[test]
+fn exit_codes_follow_fail_on() {
+    // node-sharp-arena-cap has one note; dotnet-npgsql two warnings; demo one error.
+    let note = build_image("node-sharp-arena-cap");
+    let warn = build_image("dotnet-npgsql");
+    let err = build_image("demo");
+    let code = |fail_on: &str, r: &str| memlint(&["lint", "-q", "--fail-on", fail_on, r]).status.code();
+    assert_eq!(code("warning", &note), Some(0));
+    assert_eq!(code("note", &note), Some(1));
+    assert_eq!(code("warning", &warn), Some(1));
+    assert_eq!(code("error", &warn), Some(0));
+    assert_eq!(code("error", &err), Some(1));
+    assert_eq!(code("never", &err), Some(0));
+    assert_eq!(
+        memlint(&["lint", &warn]).status.code(),
+        Some(1),
+        "warning is the default"
+    );
+    assert_eq!(
+        memlint(&["lint", "oci-dir:/no/such/image"]).status.code(),
+        Some(2)
+    );
+    // The ignored rule is counted, not reported.
+    let (v, code) = lint_json(&["--ignore", "ld-preload-missing", &err]);
+    assert_eq!(code, Some(0));
+    assert_eq!(v["summary"]["ignored"], 1);
+    let out = memlint(&["lint", "--ignore", "ld-preload-mising", &err]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(error_text(&out).contains("did you mean `ld-preload-missing`"));
+}
+
+#[test]
+fn rules_and_explain() {
+    let out = memlint(&["rules"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let ids: Vec<&str> = text
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 10);
+    for id in &ids {
+        let out = memlint(&["explain", id]);
+        assert!(out.status.success(), "{id}");
+        let doc = String::from_utf8_lossy(&out.stdout);
+        assert!(doc.starts_with(&format!("# {id}\n")), "{id}");
+        assert!(doc.contains("## How to fix"), "{id}");
+    }
+    let out = memlint(&["explain", "sharp-glibc"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(error_text(&out).contains("did you mean `sharp-glibc-allocator`"));
+    let json: Value = serde_json::from_slice(&memlint(&["rules", "--format", "json"]).stdout).unwrap();
+    assert_eq!(json.as_array().unwrap().len(), 10);
+    assert_eq!(json[0]["severity"], "warning");
+}
+
+#[test]
+fn several_images_in_one_call() {
+    let a = build_image("demo");
+    let b = build_image("musl");
+    let out = memlint(&["lint", "--format", "json", &a, &b]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let reports = v["reports"].as_array().unwrap();
+    assert_eq!(reports.len(), 2);
+    assert_eq!(reports[0]["findings"][0]["rule"], "ld-preload-missing");
+    assert_eq!(reports[1]["findings"], serde_json::json!([]));
+    let out = memlint(&["lint", &a, &b]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.matches("memlint ").count(), 2, "{text}");
+    // An unreadable image among others: the others are reported, the exit code is 2.
+    let out = memlint(&["lint", "--format", "json", &b, "oci-dir:/no/such/image"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!out.stdout.is_empty());
+}
+
+/// An OCI layout holding two single-platform layouts under one index.
+fn merge_layouts(dir: &Path, parts: &[&str]) -> PathBuf {
+    let out = dir.join("multi");
+    fs::create_dir_all(out.join("blobs/sha256")).unwrap();
+    fs::write(out.join("oci-layout"), br#"{"imageLayoutVersion":"1.0.0"}"#).unwrap();
+    let mut manifests = Vec::new();
+    for part in parts {
+        let src = Path::new(part.trim_start_matches("oci-dir:").trim_end_matches(":latest"));
+        for e in fs::read_dir(src.join("blobs/sha256")).unwrap() {
+            let e = e.unwrap();
+            fs::copy(e.path(), out.join("blobs/sha256").join(e.file_name())).unwrap();
+        }
+        let idx: Value = serde_json::from_slice(&fs::read(src.join("index.json")).unwrap()).unwrap();
+        let mut d = idx["manifests"][0].clone();
+        let m: Value = serde_json::from_slice(
+            &fs::read(
+                src.join("blobs/sha256")
+                    .join(d["digest"].as_str().unwrap().trim_start_matches("sha256:")),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let c: Value = serde_json::from_slice(
+            &fs::read(
+                src.join("blobs/sha256").join(
+                    m["config"]["digest"]
+                        .as_str()
+                        .unwrap()
+                        .trim_start_matches("sha256:"),
+                ),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        d["platform"] = serde_json::json!({"os": "linux", "architecture": c["architecture"]});
+        d.as_object_mut().unwrap().remove("annotations");
+        manifests.push(d);
+    }
+    let index = serde_json::json!({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": manifests});
+    let bytes = serde_json::to_vec(&index).unwrap();
+    let hex = sha256(&bytes);
+    fs::write(out.join("blobs/sha256").join(&hex), &bytes).unwrap();
+    let top = serde_json::json!({"schemaVersion": 2, "manifests": [{
+        "mediaType": "application/vnd.oci.image.index.v1+json", "digest": format!("sha256:{hex}"), "size": bytes.len(),
+        "annotations": {"org.opencontainers.image.ref.name": "multi"}}]});
+    fs::write(out.join("index.json"), serde_json::to_vec(&top).unwrap()).unwrap();
+    out
+}
+
+#[test]
+fn every_platform_in_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    // The amd64 image preloads the amd64 path; the arm64 one the same amd64 path.
+    let layout = merge_layouts(
+        dir.path(),
+        &[
+            &build_image("glibc-jemalloc"),
+            &build_image("arm64-jemalloc-amd64-path"),
+        ],
+    );
+    let r = format!("oci-dir:{}", layout.display());
+    let out = memlint(&["lint", "--platform", "all", &r]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Where the platforms differ"), "{text}");
+    assert!(
+        text.contains("is missing on linux/arm64 but ok on linux/amd64"),
+        "{text}"
+    );
+    let v: Value =
+        serde_json::from_slice(&memlint(&["lint", "--format", "json", "--platform", "all", &r]).stdout)
+            .unwrap();
+    let platforms: Vec<&str> = v["reports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["image"]["platform"]["architecture"].as_str().unwrap())
+        .collect();
+    assert_eq!(platforms, ["amd64", "arm64"]);
+    assert!(v["differences"].as_array().unwrap().iter().any(|d| d
+        .as_str()
+        .unwrap()
+        .contains("only on linux/arm64: [ld-preload-missing]")));
+    // One platform by name still works.
+    let (one, _) = lint_json(&["--platform", "linux/arm64", &r]);
+    assert_eq!(one["findings"][0]["rule"], "ld-preload-missing");
+}
+
+/// Text and JSON output of findings, compared with tests/snapshots (UPDATE_SNAPSHOTS=1 to
+/// rewrite them after a deliberate change).
+#[test]
+fn snapshots() {
+    for recipe in ["demo", "node-sharp", "dotnet-npgsql", "musl-glibc-jemalloc"] {
+        let r = build_image(recipe);
+        let text = String::from_utf8(memlint(&["lint", "--no-color", &r]).stdout)
+            .unwrap()
+            .replace(&r, "IMAGE");
+        let (v, _) = lint_json(&[&r]);
+        let json = serde_json::to_string_pretty(&v["findings"]).unwrap() + "\n";
+        for (ext, actual) in [("txt", text), ("json", json)] {
+            let path =
+                Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/snapshots/lint-{recipe}.{ext}"));
+            if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+                fs::create_dir_all(path.parent().unwrap()).unwrap();
+                fs::write(&path, &actual).unwrap();
+                continue;
+            }
+            let expected = fs::read_to_string(&path)
+                .unwrap_or_else(|_| panic!("{} is missing: run with UPDATE_SNAPSHOTS=1", path.display()));
+            assert_eq!(actual, expected, "{} differs", path.display());
+        }
+    }
+}

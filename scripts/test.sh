@@ -27,4 +27,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
 fi
 
+# Python tools the CI tests use: SARIF schema checks, workflow schemas and audit, pre-commit.
+pip_missing=()
+for t in check-jsonschema zizmor pre-commit; do
+  command -v "$t" >/dev/null || pip_missing+=("$t")
+done
+if [ ${#pip_missing[@]} -gt 0 ]; then
+  echo "installing ${pip_missing[*]} (pip)" >&2
+  python3 -m pip install -q --disable-pip-version-check "${pip_missing[@]}"
+fi
+
 cargo test --locked "$@"

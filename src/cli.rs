@@ -29,6 +29,37 @@ pub enum Command {
     Rules(RulesArgs),
     /// Show the documentation of one rule
     Explain(ExplainArgs),
+    /// The git pre-push hook: install it, or run it
+    #[command(subcommand)]
+    Hook(HookCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HookCommand {
+    /// Write a git pre-push hook that lints the images listed in .memlint.toml
+    Install(HookInstallArgs),
+    /// Lint the images listed in .memlint.toml (what the hook and pre-commit run)
+    Run(HookRunArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct HookInstallArgs {
+    /// Print the hook instead of writing it
+    #[arg(long)]
+    pub print: bool,
+    /// Replace a pre-push hook that memlint did not write
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct HookRunArgs {
+    /// The config file (default: .memlint.toml found upward from the current folder)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Arguments git passes to pre-push hooks (remote name and URL); not used
+    #[arg(hide = true)]
+    pub git_args: Vec<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -37,13 +68,45 @@ pub struct LintArgs {
     #[arg(value_name = "IMAGE", required = true)]
     pub images: Vec<String>,
 
-    /// Output format
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    /// Format of the report on standard output
+    #[arg(long, value_enum, default_value_t = LintFormat::Text)]
+    pub format: LintFormat,
 
-    /// Exit 1 when a finding is at or above this severity
-    #[arg(long, value_enum, default_value_t = FailOn::Warning, value_name = "SEVERITY")]
-    pub fail_on: FailOn,
+    /// Also write a report in another format to a file: FORMAT=FILE (repeatable), e.g.
+    /// `-o sarif=memlint.sarif -o json=memlint.json`
+    #[arg(short = 'o', value_name = "FORMAT=FILE", value_parser = parse_output)]
+    pub outputs: Vec<(LintFormat, PathBuf)>,
+
+    /// Exit 1 when a finding is at or above this severity [default: warning, or fail-on in
+    /// .memlint.toml]
+    #[arg(long, value_enum, value_name = "SEVERITY")]
+    pub fail_on: Option<FailOn>,
+
+    /// The Dockerfile the image was built from, to put findings on its lines (default:
+    /// ./Dockerfile when it exists)
+    #[arg(long, value_name = "PATH")]
+    pub dockerfile: Option<PathBuf>,
+
+    /// The build stage the image was built from (`docker build --target`)
+    #[arg(long, value_name = "STAGE")]
+    pub target: Option<String>,
+
+    /// Where SARIF results point when there is no Dockerfile (a repository-relative path)
+    #[arg(long, value_name = "PATH", default_value = "Dockerfile")]
+    pub sarif_artifact: String,
+
+    /// Code scanning category of the SARIF run (default: derived from the image name and
+    /// platform)
+    #[arg(long, value_name = "CATEGORY")]
+    pub category: Option<String>,
+
+    /// The config file (default: .memlint.toml found upward from the current folder)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Also list the findings that ignores hide
+    #[arg(long)]
+    pub show_ignored: bool,
 
     /// Write the report to this file instead of standard output
     #[arg(long, value_name = "FILE")]
@@ -73,6 +136,27 @@ pub struct LintArgs {
     /// Layers read at once (default: the number of CPUs)
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
+}
+
+/// Formats of `lint`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LintFormat {
+    Text,
+    Json,
+    Sarif,
+    Github,
+}
+
+fn parse_output(s: &str) -> Result<(LintFormat, PathBuf), String> {
+    let (format, file) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}` is not FORMAT=FILE, e.g. sarif=memlint.sarif"))?;
+    let format = LintFormat::from_str(format, true)
+        .map_err(|_| format!("`{format}` is not a format: text, json, sarif or github"))?;
+    if file.is_empty() {
+        return Err("the file after `=` is empty".to_string());
+    }
+    Ok((format, PathBuf::from(file)))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

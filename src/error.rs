@@ -115,12 +115,47 @@ pub enum Error {
         limit: u64,
     },
 
+    /// One of the reader's limits (`tree::Limits`) was hit; `name` is the limit's name.
+    #[error("{what} in {location} passed the {name} limit ({limit})")]
+    #[diagnostic(
+        code(memlint::limit),
+        help(
+            "real images stay well below this limit, so the image may be hostile or damaged; if it is genuine, \
+             raise the limit, e.g. MEMLINT_LIMITS={name}={suggested}"
+        )
+    )]
+    LimitExceeded {
+        /// The limit's name, e.g. `max_layer_bytes`.
+        name: String,
+        /// The limit's value as shown (`16 MiB`, `40`).
+        limit: String,
+        /// A larger value to try.
+        suggested: String,
+        what: String,
+        location: String,
+    },
+
+    #[error("MEMLINT_LIMITS is not valid: {reason}")]
+    #[diagnostic(
+        code(memlint::limits_syntax),
+        help("write name=value pairs separated by commas, e.g. MEMLINT_LIMITS=max_layer_bytes=128G,max_path_len=8192")
+    )]
+    BadLimits { reason: String },
+
     #[error("invalid platform `{input}`: {reason}")]
     #[diagnostic(
         code(memlint::platform_syntax),
         help("write it as os/arch or os/arch/variant, e.g. linux/amd64 or linux/arm64/v8")
     )]
     BadPlatform { input: String, reason: String },
+
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Config(Box<crate::settings::ConfigError>),
+
+    #[error("{what} is not valid")]
+    #[diagnostic(code(memlint::argument), help("{help}"))]
+    BadArgument { what: String, help: String },
 
     #[error("there is no rule `{id}`")]
     #[diagnostic(code(memlint::unknown_rule), help("{help}"))]

@@ -39,6 +39,34 @@ pub struct Finding {
     pub evidence: Vec<String>,
     /// What to change in this image, as Dockerfile lines where that is the fix.
     pub fix: String,
+    /// The Dockerfile line the finding belongs to, when one is known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<Location>,
+    /// Why the finding is hidden, when an ignore covers it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suppression: Option<Suppression>,
+}
+
+/// A place in the repository: a Dockerfile and a line range.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Location {
+    /// Repository-relative path, `/`-separated.
+    pub path: String,
+    pub line: u32,
+    pub end_line: u32,
+    /// The instruction there, as written (first line), or why the location is only nominal.
+    pub instruction: Option<String>,
+}
+
+/// An ignore that hides a finding.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Suppression {
+    /// `inSource` for a Dockerfile comment, `external` for the config or the command line
+    /// (SARIF's suppression kinds).
+    pub kind: &'static str,
+    pub justification: String,
+    /// Where the ignore is written.
+    pub origin: String,
 }
 
 impl Finding {
@@ -55,6 +83,11 @@ impl Finding {
     pub fn fix(mut self, fix: impl Into<String>) -> Self {
         self.fix = fix.into();
         self
+    }
+
+    /// The rule that made it (for metadata), found by id.
+    pub fn rule_meta(&self) -> Option<&'static crate::rules::Rule> {
+        crate::rules::find(self.rule)
     }
 
     pub fn severity(mut self, s: Severity) -> Self {

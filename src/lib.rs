@@ -6,13 +6,16 @@
 pub mod cli;
 pub mod commands;
 pub mod digest;
+pub mod dockerfile;
 pub mod elf;
 pub mod error;
 pub mod facts;
 pub mod finding;
+pub mod locate;
 pub mod platform;
 pub mod reference;
 pub mod report;
 pub mod rules;
+pub mod settings;
 pub mod sources;
 pub mod tree;

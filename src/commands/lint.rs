@@ -1,19 +1,28 @@
 //! `memlint lint IMAGE...`: facts, rules, report, and an exit code that follows --fail-on.
 
-use crate::cli::{FailOn, Format, LintArgs};
+use crate::cli::{FailOn, LintArgs, LintFormat};
+use crate::dockerfile::Dockerfile;
 use crate::error::{Error, Result};
 use crate::facts::{self, Facts};
 use crate::finding::Severity;
+use crate::locate::DockerfileContext;
 use crate::platform::Platform;
 use crate::reference::Reference;
+use crate::report::github;
 use crate::report::lint::LintReport;
+use crate::report::lint::ReportContext;
+use crate::report::sarif::{self, SarifOptions};
 use crate::report::text::{self, TextOptions};
 use crate::rules;
+use crate::settings::{Date, Settings};
 use crate::sources::{self, Image, Options};
+use clap::ValueEnum;
 use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 pub fn run(args: LintArgs) -> Result<ExitCode> {
+    let mut settings = load_settings(args.config.as_deref())?;
     for id in &args.ignore {
         if rules::find(id).is_none() {
             return Err(Error::UnknownRule {
@@ -24,7 +33,48 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
                 },
             });
         }
+        settings.ignore.push((id.clone(), "--ignore".to_string()));
     }
+    if !sarif::valid_artifact_uri(&args.sarif_artifact) {
+        return Err(Error::BadArgument {
+            what: format!("--sarif-artifact `{}`", args.sarif_artifact),
+            help: "give a repository-relative path such as `Dockerfile` or `docker/app/Dockerfile`: no scheme, colon, space or `..`".to_string(),
+        });
+    }
+    let dockerfile = read_dockerfile(args.dockerfile.as_deref())?;
+    let df_path = dockerfile.as_ref().map(|(p, _)| p.clone()).unwrap_or_default();
+    let df_ctx = match &dockerfile {
+        Some((_, d)) => {
+            let ctx = DockerfileContext::new(d, &df_path, args.target.as_deref());
+            if ctx.is_none() {
+                return Err(Error::BadArgument {
+                    what: match &args.target {
+                        Some(t) => format!("--target `{t}`"),
+                        None => "the Dockerfile".to_string(),
+                    },
+                    help: format!(
+                        "the Dockerfile's stages are: {}",
+                        d.stages
+                            .iter()
+                            .map(|s| s.name.clone().unwrap_or_else(|| s.base.clone()))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                });
+            }
+            ctx
+        }
+        None => None,
+    };
+    let fail_on = args
+        .fail_on
+        .or_else(|| {
+            settings
+                .fail_on
+                .as_deref()
+                .and_then(|f| FailOn::from_str(f, true).ok())
+        })
+        .unwrap_or(FailOn::Warning);
     let mut options = Options::default();
     match args.platform.as_deref() {
         Some("all") => options.all_platforms = true,
@@ -38,11 +88,6 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
         && !args.no_color
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
         && std::io::stdout().is_terminal();
-    let text_options = TextOptions {
-        color,
-        quiet: args.quiet,
-        verbose: args.verbose,
-    };
 
     // Read every image first; one that cannot be read is reported and the others go on.
     let mut loaded: Vec<(Image, Facts)> = Vec::new();
@@ -66,53 +111,53 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
             }
         }
     }
+    let ctx = ReportContext {
+        settings: &settings,
+        dockerfile: df_ctx.as_ref(),
+        artifact: &args.sarif_artifact,
+        today: Date::today(),
+    };
     let reports: Vec<LintReport> = loaded
         .iter()
-        .map(|(image, f)| LintReport::new(image, f, rules::run(f), &args.ignore))
+        .map(|(image, f)| LintReport::new(image, f, rules::run(f), &ctx))
         .collect();
-
-    let out = match args.format {
-        Format::Json => {
-            let mut value = if reports.len() == 1 {
-                reports[0].json()
-            } else {
-                serde_json::json!({
-                    "reports": reports.iter().map(LintReport::json).collect::<Vec<_>>(),
-                    "differences": differences(&reports),
-                })
-            };
-            if let Some(obj) = value.as_object_mut() {
-                obj.insert(
-                    "fail_on".to_string(),
-                    serde_json::json!(fail_on_name(args.fail_on)),
+    let text_options = TextOptions {
+        color,
+        quiet: args.quiet,
+        verbose: args.verbose,
+        show_ignored: args.show_ignored,
+    };
+    let render = |format: LintFormat, color: bool| -> String {
+        match format {
+            LintFormat::Json => json(&reports, fail_on),
+            LintFormat::Sarif => {
+                let v = sarif::render(
+                    &reports,
+                    &SarifOptions {
+                        category: args.category.as_deref(),
+                    },
                 );
+                format!("{}\n", serde_json::to_string_pretty(&v).unwrap_or_default())
             }
-            format!("{}\n", serde_json::to_string_pretty(&value).unwrap_or_default())
-        }
-        Format::Text => {
-            let mut s = String::new();
-            for r in &reports {
-                s.push_str(&text::render(r, text_options));
-                if reports.len() > 1 {
-                    s.push('\n');
-                }
-            }
-            let diffs = differences(&reports);
-            if !diffs.is_empty() && !args.quiet {
-                s.push_str("Where the platforms differ:\n");
-                for d in diffs {
-                    s.push_str(&format!("  - {d}\n"));
-                }
-            }
-            s
+            LintFormat::Github => github::render(&reports),
+            LintFormat::Text => text_all(
+                &reports,
+                TextOptions {
+                    color,
+                    ..text_options
+                },
+            ),
         }
     };
-    super::emit(args.output.as_deref(), &out)?;
+    super::emit(args.output.as_deref(), &render(args.format, color))?;
+    for (format, path) in &args.outputs {
+        super::emit(Some(path), &render(*format, false))?;
+    }
 
     if failed {
         return Ok(ExitCode::from(2));
     }
-    let threshold = match args.fail_on {
+    let threshold = match fail_on {
         FailOn::Error => Some(Severity::Error),
         FailOn::Warning => Some(Severity::Warning),
         FailOn::Note => Some(Severity::Note),
@@ -123,6 +168,84 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
         (Some(t), Some(w)) if w >= t => ExitCode::from(1),
         _ => ExitCode::SUCCESS,
     })
+}
+
+/// Settings from --config, else .memlint.toml found upward, else defaults.
+pub(crate) fn load_settings(path: Option<&Path>) -> Result<Settings> {
+    let path = match path {
+        Some(p) => Some(p.to_path_buf()),
+        None => std::env::current_dir().ok().and_then(|d| Settings::find(&d)),
+    };
+    match path {
+        Some(p) => Settings::load(&p).map_err(Error::Config),
+        None => Ok(Settings::default()),
+    }
+}
+
+/// The Dockerfile given, or ./Dockerfile when it exists; its path as a repository-relative URI.
+fn read_dockerfile(given: Option<&Path>) -> Result<Option<(String, Dockerfile)>> {
+    let path = match given {
+        Some(p) => p.to_path_buf(),
+        None if Path::new("Dockerfile").is_file() => PathBuf::from("Dockerfile"),
+        None => return Ok(None),
+    };
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(path.display(), e))?;
+    Ok(Some((repo_relative(&path), Dockerfile::parse(&text))))
+}
+
+/// The path relative to the git work tree (or the current folder), `/`-separated.
+fn repo_relative(path: &Path) -> String {
+    let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let root = abs
+        .ancestors()
+        .skip(1)
+        .find(|d| d.join(".git").exists())
+        .map(Path::to_path_buf)
+        .or_else(|| std::env::current_dir().ok());
+    let rel = root
+        .as_deref()
+        .and_then(|r| abs.strip_prefix(r).ok())
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| path.to_path_buf());
+    let s = rel.to_string_lossy().replace('\\', "/");
+    if sarif::valid_artifact_uri(&s) {
+        s
+    } else {
+        "Dockerfile".to_string()
+    }
+}
+
+fn json(reports: &[LintReport], fail_on: FailOn) -> String {
+    let mut value = if reports.len() == 1 {
+        reports[0].json()
+    } else {
+        serde_json::json!({
+            "reports": reports.iter().map(LintReport::json).collect::<Vec<_>>(),
+            "differences": differences(reports),
+        })
+    };
+    if let Some(obj) = value.as_object_mut() {
+        obj.insert("fail_on".to_string(), serde_json::json!(fail_on_name(fail_on)));
+    }
+    format!("{}\n", serde_json::to_string_pretty(&value).unwrap_or_default())
+}
+
+fn text_all(reports: &[LintReport], o: TextOptions) -> String {
+    let mut s = String::new();
+    for r in reports {
+        s.push_str(&text::render(r, o));
+        if reports.len() > 1 {
+            s.push('\n');
+        }
+    }
+    let diffs = differences(reports);
+    if !diffs.is_empty() && !o.quiet {
+        s.push_str("Where the platforms differ:\n");
+        for d in diffs {
+            s.push_str(&format!("  - {d}\n"));
+        }
+    }
+    s
 }
 
 fn fail_on_name(f: FailOn) -> &'static str {

@@ -1,8 +1,9 @@
 //! One file per subcommand.
 
 mod explain;
+mod hook;
 pub mod inspect;
-mod lint;
+pub(crate) mod lint;
 mod rules;
 
 use crate::cli::{Cli, Command};
@@ -17,6 +18,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Inspect(args) => inspect::run(args),
         Command::Rules(args) => rules::run(args),
         Command::Explain(args) => explain::run(args),
+        Command::Hook(cmd) => hook::run(cmd),
     }
 }
 

@@ -2,8 +2,11 @@
 
 use crate::commands::inspect::InspectReport;
 use crate::facts::Facts;
+use crate::finding::Suppression;
 use crate::finding::{Finding, Severity};
+use crate::locate::{self, DockerfileContext};
 use crate::rules::RuleResult;
+use crate::settings::{Date, Settings};
 use crate::sources::Image;
 use serde::Serialize;
 
@@ -14,8 +17,20 @@ pub struct LintReport<'a> {
     pub results: Vec<RuleResult>,
     /// Findings after ignores, most severe first, then by rule id.
     pub findings: Vec<Finding>,
-    /// Findings hidden by `--ignore`.
+    /// Findings an ignore hides, each with its suppression.
     pub ignored: Vec<Finding>,
+    /// Things the reader should know about the run itself (ignores that matched nothing,
+    /// findings placed on a nominal line).
+    pub notes: Vec<String>,
+}
+
+/// What shapes a report besides the image: settings and the Dockerfile.
+pub struct ReportContext<'a> {
+    pub settings: &'a Settings,
+    pub dockerfile: Option<&'a DockerfileContext<'a>>,
+    /// Where findings point when there is no Dockerfile (`--sarif-artifact`).
+    pub artifact: &'a str,
+    pub today: Date,
 }
 
 impl<'a> LintReport<'a> {
@@ -23,18 +38,48 @@ impl<'a> LintReport<'a> {
         image: &'a Image,
         facts: &'a Facts,
         results: Vec<RuleResult>,
-        ignore: &[String],
+        ctx: &ReportContext,
     ) -> LintReport<'a> {
+        let mut all: Vec<Finding> = results
+            .iter()
+            .flat_map(|r| r.outcome.findings.iter().cloned())
+            .collect();
+        for f in &mut all {
+            if let Some(s) = ctx.settings.severity.get(f.rule) {
+                f.severity = *s;
+            }
+        }
+        locate::provenance(&mut all, image);
+        locate::locate(&mut all, facts, ctx.dockerfile, ctx.artifact);
+        let names: Vec<&str> = [Some(image.reference.as_str()), image.name.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect();
+        let mut used = vec![false; ctx.settings.scoped.len()];
         let mut findings = Vec::new();
         let mut ignored = Vec::new();
-        for r in &results {
-            for f in &r.outcome.findings {
-                if ignore.iter().any(|i| i == f.rule) {
-                    ignored.push(f.clone());
-                } else {
-                    findings.push(f.clone());
-                }
+        for mut f in all {
+            f.suppression = suppression(&mut f, ctx, &names, &mut used);
+            if f.suppression.is_some() {
+                ignored.push(f);
+            } else {
+                findings.push(f);
             }
+        }
+        let mut notes = Vec::new();
+        for (i, s) in ctx.settings.scoped.iter().enumerate() {
+            if !used[i] {
+                notes.push(format!(
+                    "the ignore of {} at {} matched no finding",
+                    s.rule, s.origin
+                ));
+            }
+        }
+        if ctx.dockerfile.is_none() && !findings.is_empty() {
+            notes.push(format!(
+                "no Dockerfile was given (--dockerfile): findings point at {}:1",
+                ctx.artifact
+            ));
         }
         findings.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.rule.cmp(b.rule)));
         LintReport {
@@ -43,6 +88,7 @@ impl<'a> LintReport<'a> {
             results,
             findings,
             ignored,
+            notes,
         }
     }
 
@@ -85,4 +131,63 @@ impl<'a> LintReport<'a> {
         };
         serde_json::to_value(&doc).unwrap_or_default()
     }
+}
+
+/// The ignore that hides a finding, if any: a `# memlint ignore=` comment above its Dockerfile
+/// line, a rule ignored everywhere, or a scoped ignore that has not expired. An expired one
+/// stops hiding the finding and says so in its evidence.
+fn suppression(
+    f: &mut Finding,
+    ctx: &ReportContext,
+    names: &[&str],
+    used: &mut [bool],
+) -> Option<Suppression> {
+    if let (Some(df), Some(loc)) = (ctx.dockerfile, f.location.as_ref()) {
+        let inline = df
+            .dockerfile
+            .instructions
+            .iter()
+            .filter(|i| i.line == loc.line)
+            .flat_map(|i| i.ignores.iter())
+            .find(|ig| ig.rules.iter().any(|r| r == f.rule));
+        if let Some(ig) = inline {
+            return Some(Suppression {
+                kind: "inSource",
+                justification: ig
+                    .reason
+                    .clone()
+                    .unwrap_or_else(|| "(no reason given)".to_string()),
+                origin: format!("{}:{}", df.path, ig.line),
+            });
+        }
+    }
+    if let Some((_, origin)) = ctx.settings.ignore.iter().find(|(r, _)| r == f.rule) {
+        return Some(Suppression {
+            kind: "external",
+            justification: format!("ignored by {origin}"),
+            origin: origin.clone(),
+        });
+    }
+    for (i, s) in ctx.settings.scoped.iter().enumerate() {
+        if !s.covers(f.rule, names, &f.evidence) {
+            continue;
+        }
+        used[i] = true;
+        match s.expires {
+            Some(d) if d < ctx.today => {
+                f.evidence.push(format!(
+                    "the ignore at {} expired on {d} and no longer hides this ({})",
+                    s.origin, s.reason
+                ));
+            }
+            _ => {
+                return Some(Suppression {
+                    kind: "external",
+                    justification: s.reason.clone(),
+                    origin: s.origin.clone(),
+                });
+            }
+        }
+    }
+    None
 }

@@ -1,5 +1,7 @@
 //! Reports: one file per format.
 
 pub mod facts;
+pub mod github;
 pub mod lint;
+pub mod sarif;
 pub mod text;

@@ -13,6 +13,8 @@ pub struct TextOptions {
     pub quiet: bool,
     /// `-v`: the facts behind each decision, and why silent rules stayed silent.
     pub verbose: bool,
+    /// `--show-ignored`: list the findings that ignores hide.
+    pub show_ignored: bool,
 }
 
 struct Paint {
@@ -67,6 +69,16 @@ pub fn render(r: &LintReport, o: TextOptions) -> String {
     for sev in [Severity::Error, Severity::Warning, Severity::Note] {
         for f in r.findings.iter().filter(|f| f.severity == sev) {
             let _ = writeln!(s, "{}[{}]: {}", p.severity(sev), p.bold(f.rule), f.message);
+            if let Some(l) = f.location.as_ref().filter(|l| l.instruction.is_some()) {
+                let _ = writeln!(
+                    s,
+                    "  {} {}:{}: {}",
+                    p.dim("at"),
+                    l.path,
+                    l.line,
+                    l.instruction.as_deref().unwrap_or("")
+                );
+            }
             if !f.evidence.is_empty() {
                 let _ = writeln!(s, "  {}", p.dim("evidence:"));
                 for e in &f.evidence {
@@ -95,15 +107,30 @@ pub fn render(r: &LintReport, o: TextOptions) -> String {
             }
             s.push('\n');
         }
+    }
+    if o.verbose || o.show_ignored {
         for f in &r.ignored {
+            let why = f
+                .suppression
+                .as_ref()
+                .map(|s| format!(" ({}: {})", s.origin, s.justification))
+                .unwrap_or_default();
             let _ = writeln!(
                 s,
-                "{} {}[{}]: {}",
+                "{} {}[{}]: {}{why}",
                 p.dim("ignored"),
                 f.severity,
                 f.rule,
                 f.message
             );
+        }
+        if !r.ignored.is_empty() {
+            s.push('\n');
+        }
+    }
+    if !o.quiet {
+        for n in &r.notes {
+            let _ = writeln!(s, "{} {n}", p.dim("note:"));
         }
     }
     if !o.quiet {

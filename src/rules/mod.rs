@@ -78,6 +78,8 @@ impl Rule {
             message: message.into(),
             evidence: Vec::new(),
             fix: String::new(),
+            location: None,
+            suppression: None,
         }
     }
 }

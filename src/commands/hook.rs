@@ -1,0 +1,133 @@
+//! `memlint hook install`: a git pre-push hook that lints the images listed in .memlint.toml
+//! and blocks the push on findings at or above `fail-on`. `memlint hook run` is what it runs.
+
+use crate::cli::{FailOn, HookCommand, HookInstallArgs, HookRunArgs, LintArgs, LintFormat};
+use crate::error::{Error, Result};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Marks hooks memlint wrote, so that install replaces only its own.
+const MARKER: &str = "# installed by memlint hook install";
+
+pub fn run(cmd: HookCommand) -> Result<ExitCode> {
+    match cmd {
+        HookCommand::Install(a) => install(a),
+        HookCommand::Run(a) => run_hook(a),
+    }
+}
+
+fn script() -> String {
+    // Prefer the memlint on PATH; fall back to the binary that installed the hook.
+    let this = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "memlint".to_string());
+    format!(
+        r#"#!/bin/sh
+{MARKER}
+# Lints the images listed under `images` in .memlint.toml before a push, and refuses the push
+# when a finding reaches `fail-on`. Skip once with: git push --no-verify
+if command -v memlint >/dev/null 2>&1; then
+  exec memlint hook run "$@"
+fi
+exec '{}' hook run "$@"
+"#,
+        this.replace('\'', r"'\''")
+    )
+}
+
+fn hooks_dir() -> Result<PathBuf> {
+    let git = |args: &[&str]| -> Option<String> {
+        let out = std::process::Command::new("git").args(args).output().ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+            .filter(|s| !s.is_empty())
+    };
+    if let Some(p) = git(&["config", "core.hooksPath"]) {
+        let p = PathBuf::from(p);
+        if p.is_absolute() {
+            return Ok(p);
+        }
+        let top = git(&["rev-parse", "--show-toplevel"])
+            .map(PathBuf::from)
+            .unwrap_or_default();
+        return Ok(top.join(p));
+    }
+    git(&["rev-parse", "--git-path", "hooks"])
+        .map(PathBuf::from)
+        .ok_or_else(|| Error::BadArgument {
+            what: "the current folder".to_string(),
+            help: "run `memlint hook install` inside a git repository".to_string(),
+        })
+}
+
+fn install(a: HookInstallArgs) -> Result<ExitCode> {
+    let text = script();
+    if a.print {
+        super::emit(None, &text)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let dir = hooks_dir()?;
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(dir.display(), e))?;
+    let path = dir.join("pre-push");
+    if let Ok(existing) = std::fs::read_to_string(&path) {
+        if !existing.contains(MARKER) && !a.force {
+            return Err(Error::BadArgument {
+                what: format!("{} (a pre-push hook memlint did not write)", path.display()),
+                help: "pass --force to replace it, or call `memlint hook run` from it".to_string(),
+            });
+        }
+    }
+    write_executable(&path, &text)?;
+    eprintln!("memlint: wrote {}", path.display());
+    if crate::settings::Settings::find(Path::new(".")).is_none() {
+        eprintln!("memlint: list the images to lint in .memlint.toml, e.g. images = [\"docker:app:dev\"]");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_executable(path: &Path, text: &str) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).map_err(|source| Error::Output {
+        path: path.display().to_string(),
+        source,
+    })?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).map_err(|source| Error::Output {
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+fn run_hook(a: HookRunArgs) -> Result<ExitCode> {
+    let settings = super::lint::load_settings(a.config.as_deref())?;
+    if settings.images.is_empty() {
+        eprintln!(
+            "memlint: no images listed in .memlint.toml (images = [\"docker:app:dev\"]); nothing to lint"
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let args = LintArgs {
+        images: settings.images.clone(),
+        format: LintFormat::Text,
+        outputs: Vec::new(),
+        fail_on: None::<FailOn>,
+        dockerfile: None,
+        target: None,
+        sarif_artifact: "Dockerfile".to_string(),
+        category: None,
+        config: a.config.clone(),
+        show_ignored: false,
+        output: None,
+        platform: None,
+        ignore: Vec::new(),
+        no_color: false,
+        quiet: false,
+        verbose: false,
+        jobs: None,
+    };
+    let code = super::lint::run(args)?;
+    if code != ExitCode::SUCCESS {
+        eprintln!("memlint: push refused; fix the findings above, or push with --no-verify");
+    }
+    Ok(code)
+}

@@ -1,0 +1,64 @@
+//! GitHub workflow commands (`::error file=…,line=…::…`): findings as annotations on the pull
+//! request, without code scanning.
+
+use super::lint::LintReport;
+use crate::finding::Severity;
+
+pub fn render(reports: &[LintReport]) -> String {
+    let mut out = String::new();
+    for r in reports {
+        for f in &r.findings {
+            let command = match f.severity {
+                Severity::Error => "error",
+                Severity::Warning => "warning",
+                Severity::Note => "notice",
+            };
+            let (file, line, end) = f
+                .location
+                .as_ref()
+                .map(|l| (l.path.as_str(), l.line, l.end_line))
+                .unwrap_or(("Dockerfile", 1, 1));
+            let mut body = f.message.clone();
+            for e in &f.evidence {
+                body.push_str("\n- ");
+                body.push_str(e);
+            }
+            if !f.fix.is_empty() {
+                body.push_str("\nFix:\n");
+                body.push_str(&f.fix);
+            }
+            out.push_str(&format!(
+                "::{command} file={},line={line},endLine={},title={}::{}\n",
+                property(file),
+                end.max(line),
+                property(&format!(
+                    "memlint {} ({}, {})",
+                    f.rule, r.image.reference, r.image.platform
+                )),
+                data(&body)
+            ));
+        }
+    }
+    out
+}
+
+/// Escapes a command's message (actions/toolkit `escapeData`).
+fn data(s: &str) -> String {
+    s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+}
+
+/// Escapes a command property (actions/toolkit `escapeProperty`).
+fn property(s: &str) -> String {
+    data(s).replace(':', "%3A").replace(',', "%2C")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping() {
+        assert_eq!(data("50%\nnext"), "50%25%0Anext");
+        assert_eq!(property("memlint a:b, c"), "memlint a%3Ab%2C c");
+    }
+}

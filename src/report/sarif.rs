@@ -1,0 +1,224 @@
+//! SARIF 2.1.0 for GitHub code scanning: one run per image (and platform), every rule in
+//! `tool.driver.rules` with its documentation, results with a repository-relative location,
+//! stable fingerprints, and suppressions for ignored findings.
+
+use super::lint::LintReport;
+use crate::digest::Digest;
+use crate::finding::{Finding, Severity};
+use crate::rules::{Rule, ALL};
+use serde_json::{json, Value};
+
+/// GitHub code scanning keeps at most this many results per run.
+pub const MAX_RESULTS: usize = 25_000;
+pub const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
+pub const INFORMATION_URI: &str = "https://github.com/memlint/memlint";
+
+/// Options of the SARIF report.
+pub struct SarifOptions<'a> {
+    /// `--category`: the code scanning category of the upload.
+    pub category: Option<&'a str>,
+}
+
+pub fn render(reports: &[LintReport], o: &SarifOptions) -> Value {
+    let several = reports.len() > 1;
+    let runs: Vec<Value> = reports.iter().map(|r| run(r, o, several)).collect();
+    json!({ "$schema": SCHEMA, "version": "2.1.0", "runs": runs })
+}
+
+fn run(r: &LintReport, o: &SarifOptions, several: bool) -> Value {
+    let derived = derived_category(r);
+    let category = match o.category {
+        Some(c) if several => format!("{}/{derived}", c.trim_end_matches('/')),
+        Some(c) => c.trim_end_matches('/').to_string(),
+        None => format!("memlint/{derived}"),
+    };
+    let mut results: Vec<Value> = r.findings.iter().chain(r.ignored.iter()).map(result).collect();
+    let dropped = results.len().saturating_sub(MAX_RESULTS);
+    results.truncate(MAX_RESULTS);
+    let mut run = json!({
+        "tool": { "driver": driver() },
+        "automationDetails": { "id": format!("{category}/") },
+        "results": results,
+        "columnKind": "unicodeCodePoints",
+        "properties": {
+            "image": r.image.reference,
+            "platform": r.image.platform.to_string(),
+        },
+    });
+    if let Some(d) = &r.image.manifest_digest {
+        run["properties"]["manifestDigest"] = json!(d.to_string());
+    }
+    if dropped > 0 {
+        run["properties"]["droppedResults"] = json!(dropped);
+    }
+    run
+}
+
+/// `app-1/linux-amd64` from the image name (or the reference, when the name is only a tag)
+/// and platform, in the characters a category may hold.
+fn derived_category(r: &LintReport) -> String {
+    let reference = r.image.reference.as_str();
+    let name = match r.image.name.as_deref() {
+        Some(n) if n.contains([':', '/']) => n.to_string(),
+        _ => {
+            // `oci-dir:/x/images/demo:latest` → `demo:latest`
+            let without_scheme = ["oci-dir:", "oci-archive:", "docker-archive:", "dir:", "oci:"]
+                .iter()
+                .find_map(|s| reference.strip_prefix(s))
+                .unwrap_or(reference);
+            without_scheme
+                .trim_end_matches('/')
+                .rsplit('/')
+                .next()
+                .unwrap_or(without_scheme)
+                .to_string()
+        }
+    };
+    let name = name.rsplit('/').next().unwrap_or(&name).to_string();
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-' {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect()
+    };
+    format!(
+        "{}/{}",
+        clean(&name).trim_matches('-'),
+        clean(&r.image.platform.to_string())
+    )
+}
+
+fn level(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Note => "note",
+    }
+}
+
+/// `ld-preload-missing` → `LdPreloadMissing`.
+fn pascal(id: &str) -> String {
+    id.split('-')
+        .map(|w| {
+            let mut c = w.chars();
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// The first paragraph under "## What it does".
+fn what_it_does(rule: &Rule) -> String {
+    rule.doc
+        .split("## What it does")
+        .nth(1)
+        .and_then(|s| s.split("\n\n").find(|p| !p.trim().is_empty()))
+        .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|| rule.title.to_string())
+}
+
+fn driver() -> Value {
+    let rules: Vec<Value> = ALL
+        .iter()
+        .map(|r| {
+            json!({
+                "id": r.id,
+                "name": pascal(r.id),
+                "shortDescription": { "text": r.title },
+                "fullDescription": { "text": what_it_does(r) },
+                "help": { "text": r.doc, "markdown": r.doc },
+                "helpUri": format!("{INFORMATION_URI}/blob/main/rules/{}.md", r.id),
+                "defaultConfiguration": { "level": level(r.severity) },
+                "properties": { "tags": r.tags, "precision": "high" },
+            })
+        })
+        .collect();
+    json!({
+        "name": "memlint",
+        "semanticVersion": env!("CARGO_PKG_VERSION"),
+        "version": env!("CARGO_PKG_VERSION"),
+        "informationUri": INFORMATION_URI,
+        "rules": rules,
+    })
+}
+
+fn result(f: &Finding) -> Value {
+    let index = ALL.iter().position(|r| r.id == f.rule).unwrap_or(0);
+    let mut text = f.message.clone();
+    if !f.evidence.is_empty() {
+        text.push_str("\n\nEvidence:");
+        for e in &f.evidence {
+            text.push_str("\n- ");
+            text.push_str(e);
+        }
+    }
+    if !f.fix.is_empty() {
+        text.push_str("\n\nFix:\n");
+        text.push_str(&f.fix);
+    }
+    let loc = f.location.clone().unwrap_or(crate::finding::Location {
+        path: "Dockerfile".to_string(),
+        line: 1,
+        end_line: 1,
+        instruction: None,
+    });
+    // Stable across runs of the same image: the rule and what the finding says.
+    let fingerprint = Digest::of(format!("{}\0{}", f.rule, f.message).as_bytes()).hex()[..32].to_string();
+    let mut v = json!({
+        "ruleId": f.rule,
+        "ruleIndex": index,
+        "level": level(f.severity),
+        "message": { "text": text },
+        "locations": [{
+            "physicalLocation": {
+                "artifactLocation": { "uri": loc.path, "uriBaseId": "%SRCROOT%" },
+                "region": { "startLine": loc.line, "endLine": loc.end_line.max(loc.line) },
+            }
+        }],
+        "partialFingerprints": { "memlintFinding/v1": fingerprint },
+    });
+    if let Some(s) = &f.suppression {
+        v["suppressions"] =
+            json!([{ "kind": s.kind, "justification": s.justification, "status": "accepted" }]);
+    }
+    v
+}
+
+/// Whether a path is fit to be a SARIF artifact URI that GitHub accepts: relative, `/`
+/// separated, no scheme, colon, space, `..` or backslash.
+pub fn valid_artifact_uri(path: &str) -> bool {
+    !path.is_empty()
+        && !path.starts_with('/')
+        && !path.contains([':', ' ', '\\', '\t', '\n'])
+        && path.split('/').all(|c| !c.is_empty() && c != "..")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_uris() {
+        assert_eq!(pascal("ld-preload-missing"), "LdPreloadMissing");
+        assert!(valid_artifact_uri("Dockerfile"));
+        assert!(valid_artifact_uri("docker/app/Dockerfile"));
+        for bad in [
+            "",
+            "/abs/Dockerfile",
+            "app:1",
+            "a b",
+            "../Dockerfile",
+            "c:\\x",
+            "docker://x",
+        ] {
+            assert!(!valid_artifact_uri(bad), "{bad}");
+        }
+        assert!(what_it_does(ALL[0]).len() > 40);
+    }
+}

@@ -92,7 +92,8 @@ fn result_lines(sarif: &Value) -> Vec<(String, u64, String)> {
 fn sarif_is_valid_and_findings_land_on_their_lines() {
     let dir = tempfile::tempdir().unwrap();
     // (recipe, Dockerfile, expected rule → line)
-    let cases: &[(&str, &str, &[(&str, u64)])] = &[
+    type Case<'a> = (&'a str, &'a str, &'a [(&'a str, u64)]);
+    let cases: &[Case] = &[
         ("demo", "demo", &[("ld-preload-missing", 7)]),
         (
             "node-sharp-jemalloc-unused",
@@ -252,8 +253,7 @@ fn config_severities_and_ignores() {
     let image = build_image("dotnet-npgsql");
     fs::write(
         dir.path().join(".memlint.toml"),
-        format!(
-            r#"
+        r#"
 [severity]
 dotnet-glibc-allocator = "note"
 
@@ -267,8 +267,7 @@ expires = 2999-12-31
 rule = "ld-preload-missing"
 path = "/nowhere"
 reason = "matches nothing"
-"#
-        ),
+"#,
     )
     .unwrap();
     let (v, code) = {

@@ -190,6 +190,7 @@ debs() {
 # its own architecture, so images of another one get no cache (their loader then searches the
 # system folders, which the tests cover as well).
 refresh_ld_cache() {
+  [ "${LDCONFIG:-1}" = 1 ] || return 0
   [ -d "$ACC/etc" ] || return 0
   [ "$ARCH" = "$(dpkg --print-architecture)" ] || return 0
   local before=none after

@@ -261,3 +261,22 @@ recipe_dotnet_npgsql_pggssencmode() {
   config --config.env=PGGSSENCMODE=disable --config.env=LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 \
     --config.workingdir=/app --config.entrypoint=dotnet --config.entrypoint=WebApi.dll
 }
+
+# --- Benchmark ---------------------------------------------------------------------------------
+
+# bench/run.sh's image: about 1.6 GB of real Debian packages in 10 gzip layers (no ld.so.cache
+# layers in between).
+recipe_bench() {
+  ARCH=amd64
+  LDCONFIG=0
+  base
+  debs "golang-1.19-go" golang-1.19-go
+  debs "firefox-esr" firefox-esr
+  debs "chromium" chromium
+  debs "openjdk-17-jre-headless" openjdk-17-jre-headless
+  debs "golang-1.19-src" golang-1.19-src
+  debs "libllvm15" libllvm15
+  debs "libreoffice-core" libreoffice-core
+  debs "gcc-12 cpp-12 libclang-cpp15" gcc-12 cpp-12 libclang-cpp15
+  config --config.cmd=/bin/sh
+}

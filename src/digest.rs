@@ -13,14 +13,15 @@ pub struct Digest {
 }
 
 impl Digest {
-    /// Parses `sha256:<64 hex>` (or another `alg:encoded`); returns `None` for anything else.
+    /// Parses `sha256:<64 hex>` (or another `alg:encoded`, by the OCI grammar: the algorithm is
+    /// lowercase letters and digits in components joined by one of `+._-`, so never `..`);
+    /// returns `None` for anything else. A digest becomes a file name (`blobs/ALG/HEX`), so
+    /// nothing that could climb out of a folder passes.
     pub fn parse(s: &str) -> Option<Digest> {
         let (algorithm, hex) = s.split_once(':')?;
-        if algorithm.is_empty()
-            || !algorithm
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"+._-".contains(&b))
-        {
+        let component =
+            |c: &str| !c.is_empty() && c.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+        if !algorithm.split(['+', '.', '_', '-']).all(component) {
             return None;
         }
         if algorithm == "sha256" {
@@ -171,12 +172,20 @@ mod tests {
             "SHA256:00",
             ":00",
             "sha256:../../etc/passwd",
+            "..:abc",
+            ".:abc",
+            "sha256.:abc",
+            "+sha:abc",
+            "a..b:abc",
+            "sha512:../x",
+            "sha512:a/b",
         ] {
             assert_eq!(Digest::parse(bad), None, "{bad}");
         }
         let upper = format!("sha256:{}", "A".repeat(64));
         assert_eq!(Digest::parse(&upper), None);
         assert!(Digest::parse("sha512:abcd").is_some_and(|d| !d.is_sha256()));
+        assert!(Digest::parse("multihash+base58:QmRZxt2b1FVZPNqd8hsiykDL3TdBDeTSPX9Kv46HmX4Gx8").is_some());
     }
 
     #[test]

@@ -158,6 +158,11 @@ pub struct ElfInfo {
 /// read-only segment, well inside this for all but the largest binaries.
 pub const PREFIX_CAP: usize = 4 * 1024 * 1024;
 const DYNAMIC_CAP: u64 = 1024 * 1024;
+/// Names kept from one dynamic section (DT_NEEDED, SONAME, RPATH, RUNPATH entries), and their
+/// bytes all together: real objects have a few dozen; a lying file could point thousands of
+/// entries at one long string.
+const DYNAMIC_NAMES_CAP: usize = 1024;
+const DYNAMIC_BYTES_CAP: usize = 256 * 1024;
 
 /// Strings only an allocator prints, so finding one means the allocator is in the file.
 const ALLOCATOR_MARKERS: &[(&[u8], &str)] = &[
@@ -233,7 +238,8 @@ impl ElfScanner {
             self.prefix.extend_from_slice(&chunk[..take]);
         }
         if let Some((off, size)) = self.dynamic {
-            let (lo, hi) = (off.max(start), (off + size).min(end));
+            // Offsets come from the file: a lying header may put them anywhere.
+            let (lo, hi) = (off.max(start), off.saturating_add(size).min(end));
             if lo < hi {
                 self.dyn_buf
                     .extend_from_slice(&chunk[(lo - start) as usize..(hi - start) as usize]);
@@ -330,7 +336,12 @@ impl ElfScanner {
             le: self.little_endian,
         };
         let mut complete = true;
-        for (tag, val) in entries {
+        let mut kept_bytes = 0usize;
+        for (i, (tag, val)) in entries.into_iter().enumerate() {
+            if i >= DYNAMIC_NAMES_CAP || kept_bytes > DYNAMIC_BYTES_CAP {
+                complete = false;
+                break;
+            }
             if val >= strsz {
                 continue;
             }
@@ -338,6 +349,7 @@ impl ElfScanner {
                 complete = false;
                 continue;
             };
+            kept_bytes += s.len();
             match tag {
                 1 => out.needed.push(s),
                 14 => out.soname = Some(s),
@@ -403,6 +415,13 @@ fn program_headers(head: &[u8], class: ElfClass, le: bool) -> Vec<(u32, u64, u64
             break;
         };
         let Ok(base) = usize::try_from(base) else { break };
+        // A lying header may put the table anywhere: stop at the end of the bytes read.
+        if base
+            .checked_add(phentsize as usize)
+            .is_none_or(|end| end > head.len())
+        {
+            break;
+        }
         let fields = match class {
             ElfClass::Elf64 => (
                 rd.u32(base),
@@ -517,6 +536,74 @@ mod tests {
         assert_eq!(head.elf_type, ElfType::Executable);
         assert_eq!(head.interpreter.as_deref(), Some("/lib64/ld-linux-x86-64.so.2"));
         assert_eq!(machine_arch(head.machine, head.class), Some("amd64"));
+    }
+
+    /// Found by review (and what the `elf` fuzz target checks): offsets near u64::MAX made the
+    /// scanner's arithmetic overflow (a panic in debug builds, wrong slices in release).
+    #[test]
+    fn scanner_survives_offsets_near_the_end_of_u64() {
+        let mut f = tiny_elf(b"/lib/ld.so");
+        f[32..40].copy_from_slice(&(u64::MAX - 8).to_le_bytes());
+        let head = ElfHead::parse(&f).unwrap();
+        let mut s = ElfScanner::new(&f, &head);
+        s.feed(&f);
+        assert_eq!(s.finish(), ElfScan::default());
+
+        let mut g = tiny_elf(b"/lib/ld.so");
+        let ph = 64;
+        g[ph..ph + 4].copy_from_slice(&PT_DYNAMIC.to_le_bytes());
+        g[ph + 8..ph + 16].copy_from_slice(&(u64::MAX - 4).to_le_bytes());
+        g[ph + 32..ph + 40].copy_from_slice(&u64::MAX.to_le_bytes());
+        let head = ElfHead::parse(&g).unwrap();
+        let mut s = ElfScanner::new(&g, &head);
+        s.feed(&g);
+        s.feed(&[0u8; 100]);
+        let scan = s.finish();
+        assert_eq!(scan.dynamic.map(|d| d.needed.len()), Some(0));
+    }
+
+    /// A dynamic section of 60,000 DT_NEEDED entries that all name one 4 KB string would
+    /// otherwise keep 240 MB of names for one file.
+    #[test]
+    fn dynamic_names_are_capped() {
+        let mut f = vec![0u8; 64 + 2 * 56];
+        f[..4].copy_from_slice(b"\x7fELF");
+        f[4] = 2;
+        f[5] = 1;
+        f[16..18].copy_from_slice(&3u16.to_le_bytes());
+        f[18..20].copy_from_slice(&62u16.to_le_bytes());
+        f[32..40].copy_from_slice(&64u64.to_le_bytes());
+        f[54..56].copy_from_slice(&56u16.to_le_bytes());
+        f[56..58].copy_from_slice(&2u16.to_le_bytes());
+        let dyn_at = 4096u64;
+        let entries = 60_000u64;
+        let str_at = dyn_at + (entries + 1) * 16;
+        let total = str_at + 4001;
+        // PT_LOAD of the whole file at vaddr 0, PT_DYNAMIC at dyn_at.
+        f[64..68].copy_from_slice(&1u32.to_le_bytes());
+        f[64 + 32..64 + 40].copy_from_slice(&total.to_le_bytes());
+        f[120..124].copy_from_slice(&PT_DYNAMIC.to_le_bytes());
+        f[120 + 8..120 + 16].copy_from_slice(&dyn_at.to_le_bytes());
+        f[120 + 32..120 + 40].copy_from_slice(&((entries + 1) * 16).to_le_bytes());
+        f.resize(dyn_at as usize, 0);
+        for _ in 0..entries {
+            f.extend_from_slice(&1u64.to_le_bytes());
+            f.extend_from_slice(&0u64.to_le_bytes());
+        }
+        f.extend_from_slice(&5u64.to_le_bytes());
+        f.extend_from_slice(&str_at.to_le_bytes());
+        f.extend(std::iter::repeat_n(b'n', 4000));
+        f.push(0);
+        let head = ElfHead::parse(&f[..HEAD_LEN]).unwrap();
+        let mut s = ElfScanner::new(&f[..HEAD_LEN], &head);
+        for chunk in f.chunks(65536) {
+            s.feed(chunk);
+        }
+        let d = s.finish().dynamic.unwrap();
+        assert!(!d.complete);
+        assert!(d.needed.len() <= DYNAMIC_NAMES_CAP);
+        assert!(d.needed.iter().map(String::len).sum::<usize>() <= DYNAMIC_BYTES_CAP + 4000);
+        assert_eq!(d.needed[0].len(), 4000);
     }
 
     #[test]

@@ -8,6 +8,11 @@ const NEW_MAGIC: &[u8] = b"glibc-ld.so.cache1.1";
 const NEW_HEADER: usize = 48;
 const NEW_ENTRY: usize = 24;
 const OLD_ENTRY: usize = 12;
+/// Bytes of names the parsed entries may hold, per byte of cache: entries share strings (a
+/// soname is the tail of its path), so a real cache decodes to about twice its size, but a
+/// lying one could point every entry at one long string.
+const DECODED_PER_BYTE: usize = 4;
+const DECODED_SLACK: usize = 64 * 1024;
 
 /// One library the cache knows.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -56,6 +61,7 @@ impl LdCache {
         }
         let strings = entries_end;
         let mut entries = Vec::with_capacity(nlibs.min(65_536));
+        let mut room = decoded_room(bytes);
         for i in 0..nlibs {
             let at = entries_start + i * OLD_ENTRY;
             let (Some(flags), Some(key), Some(value)) = (
@@ -66,11 +72,14 @@ impl LdCache {
                 break;
             };
             let (Some(soname), Some(path)) = (
-                c_str(bytes, strings + key as usize),
-                c_str(bytes, strings + value as usize),
+                c_str(bytes, strings.saturating_add(key as usize)),
+                c_str(bytes, strings.saturating_add(value as usize)),
             ) else {
                 continue;
             };
+            if !spend(&mut room, &soname, &path) {
+                break;
+            }
             entries.push(CacheEntry {
                 flags: flags as i32,
                 soname,
@@ -111,6 +120,7 @@ fn parse_new(bytes: &[u8], base: usize) -> Result<LdCache, CacheError> {
         .filter(|&e| e <= bytes.len())
         .ok_or(CacheError::Truncated("entries"))?;
     let mut entries = Vec::with_capacity(nlibs.min(65_536));
+    let mut room = decoded_room(bytes);
     let mut at = start;
     while at < end {
         let flags = u32_at(bytes, at, le).unwrap_or(0) as i32;
@@ -119,9 +129,15 @@ fn parse_new(bytes: &[u8], base: usize) -> Result<LdCache, CacheError> {
         let hwcap = u64_at(bytes, at + 16, le).unwrap_or(0);
         at += NEW_ENTRY;
         // String offsets count from the start of the new header.
-        let (Some(soname), Some(path)) = (c_str(bytes, base + key), c_str(bytes, base + value)) else {
+        let (Some(soname), Some(path)) = (
+            c_str(bytes, base.saturating_add(key)),
+            c_str(bytes, base.saturating_add(value)),
+        ) else {
             continue;
         };
+        if !spend(&mut room, &soname, &path) {
+            break;
+        }
         entries.push(CacheEntry {
             flags,
             soname,
@@ -133,6 +149,26 @@ fn parse_new(bytes: &[u8], base: usize) -> Result<LdCache, CacheError> {
         format: "glibc-ld.so.cache1.1",
         entries,
     })
+}
+
+/// How many bytes of names the entries of `bytes` may decode to.
+fn decoded_room(bytes: &[u8]) -> usize {
+    bytes
+        .len()
+        .saturating_mul(DECODED_PER_BYTE)
+        .saturating_add(DECODED_SLACK)
+}
+
+/// Takes an entry's names from the room left; `false` (and the parse stops) when they do not fit.
+fn spend(room: &mut usize, soname: &str, path: &str) -> bool {
+    let need = soname.len() + path.len() + std::mem::size_of::<CacheEntry>();
+    match room.checked_sub(need) {
+        Some(left) => {
+            *room = left;
+            true
+        }
+        None => false,
+    }
 }
 
 fn u32_at(b: &[u8], at: usize, le: bool) -> Option<u32> {
@@ -191,6 +227,30 @@ mod tests {
         assert_eq!(libc[0].path, "/lib/x86_64-linux-gnu/libc.so.6");
         assert_eq!(libc[0].flags, 0x0303);
         assert_eq!(cache.lookup("libc.so.6", &accepts(183, true)).count(), 0);
+    }
+
+    /// Found by review: 20,000 entries naming one 4,000-byte string decoded to 160 MB of names
+    /// from a 500 KB file.
+    #[test]
+    fn entries_sharing_one_long_string_are_bounded() {
+        let n = 20_000u32;
+        let mut c = NEW_MAGIC.to_vec();
+        c.resize(NEW_HEADER, 0);
+        c[20..24].copy_from_slice(&n.to_le_bytes());
+        let strings = (NEW_HEADER + NEW_ENTRY * n as usize) as u32;
+        for _ in 0..n {
+            let mut e = [0u8; NEW_ENTRY];
+            e[..4].copy_from_slice(&0x0303i32.to_le_bytes());
+            e[4..8].copy_from_slice(&strings.to_le_bytes());
+            e[8..12].copy_from_slice(&strings.to_le_bytes());
+            c.extend_from_slice(&e);
+        }
+        c.extend(std::iter::repeat_n(b'l', 4000));
+        c.push(0);
+        let cache = LdCache::parse(&c).unwrap();
+        let decoded: usize = cache.entries.iter().map(|e| e.soname.len() + e.path.len()).sum();
+        assert!(decoded <= c.len() * DECODED_PER_BYTE + DECODED_SLACK, "{decoded}");
+        assert!(!cache.entries.is_empty());
     }
 
     #[test]

@@ -99,12 +99,80 @@ pub fn open(reference_text: &str, reference: &Reference, options: &Options) -> R
     Ok(images.remove(0))
 }
 
+/// The environment variable that overrides the reader's limits: `name=value` pairs separated
+/// by commas, e.g. `MEMLINT_LIMITS=max_layer_bytes=128G,max_path_len=8192`.
+pub const LIMITS_ENV: &str = "MEMLINT_LIMITS";
+
 /// Reads the image a reference names; with `options.all_platforms`, every platform it offers.
+/// `MEMLINT_LIMITS`, when set, overrides `options.limits`.
 pub fn open_all(reference_text: &str, reference: &Reference, options: &Options) -> Result<Vec<Image>> {
+    match std::env::var(LIMITS_ENV) {
+        Ok(spec) if !spec.trim().is_empty() => {
+            let mut limits = options.limits.clone();
+            limits
+                .apply(&spec)
+                .map_err(|reason| Error::BadLimits { reason })?;
+            let options = Options {
+                limits,
+                ..options.clone()
+            };
+            open_all_with(reference_text, reference, &options)
+        }
+        _ => open_all_with(reference_text, reference, options),
+    }
+}
+
+/// The error for a limit of [`Limits`] that was hit, with its value shown for people.
+pub(crate) fn limit_error(
+    name: &str,
+    value: u64,
+    what: impl Into<String>,
+    location: impl Into<String>,
+) -> Error {
+    let bytes = name.contains("_bytes") || name == "max_path_len";
+    let show = |v: u64| {
+        if !bytes {
+            return v.to_string();
+        }
+        for (unit, size) in [
+            ("TiB", 1u64 << 40),
+            ("GiB", 1 << 30),
+            ("MiB", 1 << 20),
+            ("KiB", 1 << 10),
+        ] {
+            if v >= size && v % size == 0 {
+                return format!("{} {unit}", v / size);
+            }
+        }
+        format!("{v} bytes")
+    };
+    let suggested = value.saturating_mul(4).max(1);
+    let suggested_text = match show(suggested).split_once(' ') {
+        Some((n, "bytes")) => n.to_string(),
+        Some((n, unit)) => format!("{n}{}", &unit[..1]),
+        None => suggested.to_string(),
+    };
+    Error::LimitExceeded {
+        name: name.to_string(),
+        limit: show(value),
+        suggested: suggested_text,
+        what: what.into(),
+        location: location.into(),
+    }
+}
+
+/// A limit hit deep inside a reader (carried in an `io::Error`) as the error that names it.
+pub(crate) fn limit_in_io(e: &std::io::Error, location: &str) -> Option<Error> {
+    let hit = e.get_ref()?.downcast_ref::<crate::tree::layer::LimitHit>()?;
+    Some(limit_error(hit.name, hit.limit, hit.what, location))
+}
+
+fn open_all_with(reference_text: &str, reference: &Reference, options: &Options) -> Result<Vec<Image>> {
     match reference {
         Reference::OciDir { path, selector } => {
             require_dir(path)?;
-            let store: Arc<dyn Store> = Arc::new(store::DirStore::new(path));
+            let store: Arc<dyn Store> =
+                Arc::new(store::DirStore::new(path).with_max_json(options.limits.max_json_bytes));
             load(
                 reference_text,
                 "oci-dir",
@@ -152,7 +220,7 @@ pub fn open_all(reference_text: &str, reference: &Reference, options: &Options) 
         Reference::Path { path } => {
             if path.is_dir() {
                 if path.join("oci-layout").is_file() || path.join("index.json").is_file() {
-                    open_all(
+                    open_all_with(
                         reference_text,
                         &Reference::OciDir {
                             path: path.clone(),
@@ -236,7 +304,7 @@ fn open_archive_file(
             return load(reference_text, source, Arc::new(store), format, selector, options);
         }
     }
-    let store = store::TarStore::open(path)?;
+    let store = store::TarStore::open(path, &options.limits)?;
     let source = match (source, format) {
         ("archive", _) if store.has("manifest.json") => "docker-archive",
         ("archive", _) if store.has("index.json") => "oci-archive",
@@ -407,6 +475,17 @@ fn read_layers(
         match *e.kind {
             BuildErrorKind::Rejected(err) => *err,
             BuildErrorKind::Read(err) => {
+                if let crate::tree::layer::LayerError::Limit { name, limit, what } = &err {
+                    return limit_error(name, *limit, format!("layer {layer}: {what}"), location.clone());
+                }
+                if let crate::tree::layer::LayerError::PathTooLong { name, limit, start } = &err {
+                    return limit_error(
+                        name,
+                        *limit as u64,
+                        format!("layer {layer}: the path of entry `{start}…`"),
+                        location.clone(),
+                    );
+                }
                 let truncated = matches!(&err, crate::tree::layer::LayerError::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof)
                     || err.to_string().contains("unexpected end");
                 Error::Layer {
@@ -420,6 +499,21 @@ fn read_layers(
                     },
                 }
             }
+            BuildErrorKind::Merge(crate::tree::merge::MergeError::Loop { path, limit }) => limit_error(
+                "max_link_depth",
+                limit as u64,
+                format!("layer {layer}: the symbolic links in the folders of `/{path}`"),
+                location.clone(),
+            ),
+            BuildErrorKind::Merge(crate::tree::merge::MergeError::PathTooLong { path, limit }) => limit_error(
+                "max_path_len",
+                limit as u64,
+                format!(
+                    "layer {layer}: the path that entry `/{}…` lands at once its links are followed",
+                    path.chars().take(64).collect::<String>()
+                ),
+                location.clone(),
+            ),
             BuildErrorKind::Merge(err) => Error::Layer {
                 layer,
                 location: location.clone(),

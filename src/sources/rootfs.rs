@@ -33,12 +33,12 @@ pub fn open(reference_text: &str, root: &Path, options: &Options) -> Result<Imag
         children.sort_by_key(|e| e.file_name());
         for child in children {
             if entries.len() as u64 >= options.limits.max_entries_per_layer {
-                return Err(Error::TooLarge {
-                    what: "number of files".to_string(),
-                    location: root.display().to_string(),
-                    size: entries.len() as u64,
-                    limit: options.limits.max_entries_per_layer,
-                });
+                return Err(super::limit_error(
+                    "max_entries_per_layer",
+                    options.limits.max_entries_per_layer,
+                    "the number of files",
+                    root.display().to_string(),
+                ));
             }
             let name = child.file_name().to_string_lossy().into_owned();
             let host = child.path();
@@ -69,12 +69,12 @@ pub fn open(reference_text: &str, root: &Path, options: &Options) -> Result<Imag
             } else if ft.is_file() {
                 entry.kind = EntryKind::File;
                 let parts_ref: Vec<&str> = entry.path.iter().map(String::as_str).collect();
-                let budget = options.limits.max_kept_bytes_per_layer.saturating_sub(kept_total);
-                let cap = options.interests.keep_cap(&parts_ref).map(|c| c.min(budget));
+                let per_file = |c: u64| c.min(options.limits.max_kept_bytes_per_file);
+                let cap = options.interests.keep_cap(&parts_ref).map(per_file);
                 let script_cap = options
                     .interests
                     .wants_script(&parts_ref)
-                    .then_some(SCRIPT_CAP.min(budget));
+                    .then_some(per_file(SCRIPT_CAP));
                 if m.len() > 0 {
                     // An unreadable file keeps its metadata; its contents stay unknown.
                     if let Ok(mut f) = fs::File::open(&host) {
@@ -82,6 +82,23 @@ pub fn open(reference_text: &str, root: &Path, options: &Options) -> Result<Imag
                             probe_file(&mut f, m.len(), cap, script_cap, &options.interests, &mut buf)
                         {
                             kept_total += content.as_ref().map_or(0, |c| c.bytes.len() as u64);
+                            let cap = options
+                                .limits
+                                .max_kept_bytes_per_layer
+                                .min(options.limits.max_kept_bytes_total);
+                            if kept_total > cap {
+                                let name = if cap == options.limits.max_kept_bytes_total {
+                                    "max_kept_bytes_total"
+                                } else {
+                                    "max_kept_bytes_per_layer"
+                                };
+                                return Err(super::limit_error(
+                                    name,
+                                    cap,
+                                    "kept file contents",
+                                    root.display().to_string(),
+                                ));
+                            }
                             entry.content = content;
                             entry.elf = elf;
                         }
@@ -93,7 +110,7 @@ pub fn open(reference_text: &str, root: &Path, options: &Options) -> Result<Imag
             entries.push(entry);
         }
     }
-    let mut tree = FileTree::new();
+    let mut tree = FileTree::with_limits(&options.limits);
     let diff = LayerDiff {
         entries,
         blob_digest: Digest::of(b""),
@@ -102,10 +119,18 @@ pub fn open(reference_text: &str, root: &Path, options: &Options) -> Result<Imag
         uncompressed_size: 0,
         compression: Compression::None,
     };
-    tree.apply(diff, 0).map_err(|e| Error::NotAnImage {
-        location: root.display().to_string(),
-        reason: e.to_string(),
-        help: "the folder changed while it was read; try again".to_string(),
+    tree.apply(diff, 0).map_err(|e| match e {
+        crate::tree::merge::MergeError::PathTooLong { limit, .. } => super::limit_error(
+            "max_path_len",
+            limit as u64,
+            "the path of a file",
+            root.display().to_string(),
+        ),
+        e => Error::NotAnImage {
+            location: root.display().to_string(),
+            reason: e.to_string(),
+            help: "the folder changed while it was read; try again".to_string(),
+        },
     })?;
     for id in tree.walk().collect::<Vec<_>>() {
         tree.node_mut(id).layer = None;

@@ -9,7 +9,8 @@ use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-/// JSON documents (index, manifests, configs) larger than this are refused.
+/// JSON documents (index, manifests, configs) larger than this are refused unless the store
+/// was given another `max_json_bytes` limit.
 pub const MAX_JSON: u64 = 16 * 1024 * 1024;
 
 /// Where the members of an image live.
@@ -24,6 +25,10 @@ pub trait Store: Send + Sync {
     fn take_read_layer(&self, _member: &str) -> Option<LayerDiff> {
         None
     }
+    /// The largest JSON document read whole (the `max_json_bytes` limit).
+    fn max_json(&self) -> u64 {
+        MAX_JSON
+    }
 }
 
 /// Reads a small member whole (JSON documents), refusing absurd sizes.
@@ -33,19 +38,29 @@ pub fn read_small(store: &dyn Store, member: &str, what: &str) -> Result<Vec<u8>
         member: member.to_string(),
         location: store.location(),
     })?;
-    if size > MAX_JSON {
-        return Err(Error::TooLarge {
-            what: format!("{what} {member}"),
-            location: store.location(),
-            size,
-            limit: MAX_JSON,
-        });
+    let max = store.max_json();
+    if size > max {
+        return Err(super::limit_error(
+            "max_json_bytes",
+            max,
+            format!("{what} {member} ({size} bytes)"),
+            store.location(),
+        ));
     }
-    let mut out = Vec::with_capacity(size as usize);
+    let mut out = Vec::with_capacity(usize::try_from(size).unwrap_or(0).min(1 << 20));
     store
         .open(member)
-        .and_then(|r| r.take(MAX_JSON + 1).read_to_end(&mut out))
+        .and_then(|r| r.take(max.saturating_add(1)).read_to_end(&mut out))
         .map_err(|e| Error::io(format!("{member} in {}", store.location()), e))?;
+    if out.len() as u64 > max {
+        // The member grew while it was read (a file on disk being rewritten).
+        return Err(super::limit_error(
+            "max_json_bytes",
+            max,
+            format!("{what} {member}"),
+            store.location(),
+        ));
+    }
     Ok(out)
 }
 
@@ -60,13 +75,21 @@ fn safe_member(member: &str) -> bool {
 /// An OCI layout folder.
 pub struct DirStore {
     root: PathBuf,
+    max_json: u64,
 }
 
 impl DirStore {
     pub fn new(root: &Path) -> DirStore {
         DirStore {
             root: root.to_path_buf(),
+            max_json: MAX_JSON,
         }
+    }
+
+    /// Sets the `max_json_bytes` limit.
+    pub fn with_max_json(mut self, max: u64) -> DirStore {
+        self.max_json = max;
+        self
     }
 }
 
@@ -91,6 +114,10 @@ impl Store for DirStore {
         }
         Ok(Box::new(File::open(self.root.join(member))?))
     }
+
+    fn max_json(&self) -> u64 {
+        self.max_json
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -103,23 +130,60 @@ struct Span {
 pub struct TarStore {
     path: PathBuf,
     members: HashMap<String, Span>,
+    max_json: u64,
 }
 
 impl TarStore {
-    /// Indexes the archive: one pass over the headers, seeking past member data.
-    pub fn open(path: &Path) -> Result<TarStore> {
+    /// Indexes the archive: one pass over the headers, seeking past member data. Member names
+    /// and their count are bounded by `max_path_len` and `max_entries_per_layer`, extended
+    /// headers by `max_extended_header_bytes`.
+    pub fn open(path: &Path, limits: &crate::tree::Limits) -> Result<TarStore> {
+        use crate::tree::layer::{stored_size, Guard};
         let file = File::open(path).map_err(|e| Error::io(path.display(), e))?;
-        let mut archive = tar::Archive::new(file);
-        let not_tar = |e: io::Error| Error::NotAnImage {
-            location: path.display().to_string(),
-            reason: format!("it is not a readable tar archive ({e})"),
-            help: "give a `docker save` or OCI archive (.tar), or an OCI layout folder".to_string(),
+        let location = format!("archive {}", path.display());
+        let guard = Guard::new(limits.max_extended_header_bytes);
+        let mut archive = tar::Archive::new(guard.reader(file));
+        let not_tar = |e: io::Error| {
+            super::limit_in_io(&e, &location).unwrap_or_else(|| Error::NotAnImage {
+                location: path.display().to_string(),
+                reason: format!("it is not a readable tar archive ({e})"),
+                help: "give a `docker save` or OCI archive (.tar), or an OCI layout folder".to_string(),
+            })
         };
         let mut members = HashMap::new();
         let mut links: Vec<(String, String)> = Vec::new();
-        for entry in archive.entries_with_seek().map_err(not_tar)? {
-            let entry = entry.map_err(not_tar)?;
-            let name = member_name(&entry.path_bytes());
+        let mut count = 0u64;
+        let mut iter = archive.entries_with_seek().map_err(not_tar)?;
+        loop {
+            let next = iter.next();
+            guard.disarm();
+            let Some(entry) = next else { break };
+            let mut entry = entry.map_err(not_tar)?;
+            guard.arm_after(guard.end_of(stored_size(&mut entry)));
+            count += 1;
+            if count > limits.max_entries_per_layer {
+                return Err(super::limit_error(
+                    "max_entries_per_layer",
+                    limits.max_entries_per_layer,
+                    "the number of members",
+                    location.clone(),
+                ));
+            }
+            let raw = entry.path_bytes();
+            let link = entry.link_name_bytes();
+            if raw.len() > limits.max_path_len || link.as_ref().is_some_and(|l| l.len() > limits.max_path_len)
+            {
+                return Err(super::limit_error(
+                    "max_path_len",
+                    limits.max_path_len as u64,
+                    format!(
+                        "the name of member `{}…`",
+                        String::from_utf8_lossy(&raw[..raw.len().min(64)])
+                    ),
+                    location.clone(),
+                ));
+            }
+            let name = member_name(&raw);
             let etype = entry.header().entry_type();
             if etype.is_file() || etype.is_contiguous() {
                 members.insert(
@@ -130,11 +194,11 @@ impl TarStore {
                     },
                 );
             } else if etype.is_hard_link() {
-                if let Some(target) = entry.link_name_bytes() {
+                if let Some(target) = link {
                     links.push((name, member_name(&target)));
                 }
             } else if etype.is_symlink() {
-                if let Some(target) = entry.link_name_bytes() {
+                if let Some(target) = link {
                     // A symlink member is relative to its own folder (test_link.tar in
                     // go-containerregistry shares layers this way).
                     let dir = name.rsplit_once('/').map(|(d, _)| d).unwrap_or("");
@@ -165,6 +229,7 @@ impl TarStore {
         Ok(TarStore {
             path: path.to_path_buf(),
             members,
+            max_json: limits.max_json_bytes,
         })
     }
 
@@ -200,6 +265,10 @@ impl Store for TarStore {
             left: span.size,
         }))
     }
+
+    fn max_json(&self) -> u64 {
+        self.max_json
+    }
 }
 
 /// Fails with UnexpectedEof when the archive ends before the member does (a truncated file).
@@ -229,6 +298,7 @@ impl<R: Read> Read for ExactReader<R> {
 /// read as they pass and kept as their [`LayerDiff`].
 pub struct StreamStore {
     pub(crate) label: String,
+    pub(crate) max_json: u64,
     pub(crate) small: HashMap<String, Vec<u8>>,
     pub(crate) layers: Mutex<HashMap<String, LayerDiff>>,
     pub(crate) layer_sizes: HashMap<String, u64>,
@@ -260,5 +330,9 @@ impl Store for StreamStore {
         let layers = self.layers.lock().unwrap_or_else(|e| e.into_inner());
         // A layer listed twice (shared by two images) must be readable twice.
         layers.get(member).cloned()
+    }
+
+    fn max_json(&self) -> u64 {
+        self.max_json
     }
 }

@@ -2,34 +2,70 @@
 //! the stream keeps the small JSON members and reads every layer as it passes, since the
 //! manifest often comes last. Nothing is written to disk.
 
-use super::store::{member_name, StreamStore, MAX_JSON};
-use super::Options;
+use super::store::{member_name, StreamStore};
+use super::{limit_error, limit_in_io, Options};
 use crate::error::{Error, Result};
-use crate::tree::layer::read_layer;
-use crate::tree::Compression;
+use crate::tree::layer::{read_layer_in, stored_size, Guard, LayerError};
+use crate::tree::{Budget, Compression};
 use std::collections::HashMap;
 use std::io::{self, Read};
 use std::path::Path;
 use std::sync::Mutex;
 
 pub fn read(input: impl Read, label: &str, options: &Options) -> Result<StreamStore> {
-    let mut archive = tar::Archive::new(input);
+    let limits = &options.limits;
+    let guard = Guard::new(limits.max_extended_header_bytes);
+    let mut archive = tar::Archive::new(guard.reader(input));
     let mut small = HashMap::new();
     let mut layers = HashMap::new();
     let mut layer_sizes = HashMap::new();
     let mut links: Vec<(String, String)> = Vec::new();
+    // Every layer of the archive is held until the manifest (often last) says which are
+    // needed, so the image-wide limits hold for the whole stream.
+    let budget = Budget::new();
     let location = label.to_string();
-    let broken = |e: io::Error| Error::NotAnImage {
-        location: location.clone(),
-        reason: format!("it is not a readable tar archive ({e})"),
-        help: "pipe `docker save IMAGE` into memlint, or give the archive's path".to_string(),
+    let broken = |e: io::Error| {
+        limit_in_io(&e, &location).unwrap_or_else(|| Error::NotAnImage {
+            location: location.clone(),
+            reason: format!("it is not a readable tar archive ({e})"),
+            help: "pipe `docker save IMAGE` into memlint, or give the archive's path".to_string(),
+        })
     };
-    for entry in archive.entries().map_err(broken)? {
+    let mut count = 0u64;
+    let mut iter = archive.entries().map_err(broken)?;
+    loop {
+        let next = iter.next();
+        guard.disarm();
+        let Some(entry) = next else { break };
         let mut entry = entry.map_err(broken)?;
-        let name = member_name(&entry.path_bytes());
+        let data_end = guard.end_of(stored_size(&mut entry));
+        count += 1;
+        if count > limits.max_entries_per_layer {
+            return Err(limit_error(
+                "max_entries_per_layer",
+                limits.max_entries_per_layer,
+                "the number of members",
+                label,
+            ));
+        }
+        let raw = entry.path_bytes();
+        let link = entry.link_name_bytes();
+        if raw.len() > limits.max_path_len || link.as_ref().is_some_and(|l| l.len() > limits.max_path_len) {
+            return Err(limit_error(
+                "max_path_len",
+                limits.max_path_len as u64,
+                format!(
+                    "the name of member `{}…`",
+                    String::from_utf8_lossy(&raw[..raw.len().min(64)])
+                ),
+                label,
+            ));
+        }
+        let name = member_name(&raw);
+        let link = link.map(|l| l.into_owned());
         let etype = entry.header().entry_type();
         if etype.is_symlink() || etype.is_hard_link() {
-            if let Some(target) = entry.link_name_bytes() {
+            if let Some(target) = link {
                 let target = if etype.is_symlink() && !target.starts_with(b"/") {
                     let dir = name.rsplit_once('/').map(|(d, _)| d).unwrap_or("");
                     member_name(&[dir.as_bytes(), b"/", &target].concat())
@@ -38,9 +74,11 @@ pub fn read(input: impl Read, label: &str, options: &Options) -> Result<StreamSt
                 };
                 links.push((name, target));
             }
+            guard.arm_after(data_end);
             continue;
         }
         if !etype.is_file() {
+            guard.arm_after(data_end);
             continue;
         }
         let size = entry.size();
@@ -54,34 +92,62 @@ pub fn read(input: impl Read, label: &str, options: &Options) -> Result<StreamSt
             .find(|b| !b.is_ascii_whitespace())
             .is_some_and(|&b| b == b'{' || b == b'[');
         if is_json || name == "oci-layout" || name == "repositories" {
-            if size > MAX_JSON {
-                return Err(Error::TooLarge {
-                    what: name,
-                    location: label.to_string(),
-                    size,
-                    limit: MAX_JSON,
-                });
+            if size > limits.max_json_bytes {
+                return Err(limit_error(
+                    "max_json_bytes",
+                    limits.max_json_bytes,
+                    format!("member {name} ({size} bytes)"),
+                    label,
+                ));
             }
+            budget.take_kept(size, limits.max_kept_bytes_total).map_err(|_| {
+                limit_error(
+                    "max_kept_bytes_total",
+                    limits.max_kept_bytes_total,
+                    "the JSON documents and kept file contents of the archive",
+                    label,
+                )
+            })?;
             let mut bytes = head;
-            entry
+            (&mut entry)
+                .take(limits.max_json_bytes)
                 .read_to_end(&mut bytes)
                 .map_err(|e| Error::io(format!("{name} in {label}"), e))?;
             small.insert(name, bytes);
         } else if Compression::sniff(&head).is_some() {
-            let diff = read_layer(
+            let diff = read_layer_in(
                 io::Cursor::new(head).chain(&mut entry),
                 &options.interests,
-                &options.limits,
+                limits,
+                &budget,
             )
-            .map_err(|e| Error::Layer {
-                layer: name.clone(),
-                location: label.to_string(),
-                reason: e.to_string(),
-                help: "the stream was cut short or is damaged; save the image again".to_string(),
+            .map_err(|e| match e {
+                LayerError::Limit {
+                    name: limit,
+                    limit: value,
+                    what,
+                } => limit_error(limit, value, format!("layer {name}: {what}"), label),
+                LayerError::PathTooLong {
+                    name: limit,
+                    limit: value,
+                    start,
+                } => limit_error(
+                    limit,
+                    value as u64,
+                    format!("layer {name}: the path of entry `{start}…`"),
+                    label,
+                ),
+                e => Error::Layer {
+                    layer: name.clone(),
+                    location: label.to_string(),
+                    reason: e.to_string(),
+                    help: "the stream was cut short or is damaged; save the image again".to_string(),
+                },
             })?;
             layer_sizes.insert(name.clone(), diff.blob_size);
             layers.insert(name, diff);
         }
+        guard.arm_after(data_end);
     }
     for (name, target) in links {
         if let Some(bytes) = small.get(&target).cloned() {
@@ -93,6 +159,7 @@ pub fn read(input: impl Read, label: &str, options: &Options) -> Result<StreamSt
     }
     Ok(StreamStore {
         label: label.to_string(),
+        max_json: limits.max_json_bytes,
         small,
         layers: Mutex::new(layers),
         layer_sizes,

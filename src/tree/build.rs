@@ -3,7 +3,7 @@
 //! layers' entries at once.
 
 use super::interest::Interests;
-use super::layer::{read_layer, LayerDiff, LayerError, Limits};
+use super::layer::{read_layer_in, Budget, LayerDiff, LayerError, Limits};
 use super::FileTree;
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -65,11 +65,13 @@ where
     let failed = AtomicBool::new(false);
     let merged = (Mutex::new(0usize), Condvar::new());
     let (tx, rx) = mpsc::channel::<(usize, Result<LayerDiff, BuildErrorKind>)>();
+    let budget = Budget::new();
 
     std::thread::scope(|scope| {
         for _ in 0..workers {
             let tx = tx.clone();
-            let (slots, next, failed, merged, check) = (&slots, &next, &failed, &merged, &check);
+            let (slots, next, failed, merged, check, budget) =
+                (&slots, &next, &failed, &merged, &check, &budget);
             scope.spawn(move || loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 if i >= total || failed.load(Ordering::SeqCst) {
@@ -87,7 +89,9 @@ where
                     Some(LayerInput::Read(diff)) => Ok(*diff),
                     Some(LayerInput::Blob(open)) => open()
                         .map_err(|e| BuildErrorKind::Read(LayerError::Io(e)))
-                        .and_then(|r| read_layer(r, interests, limits).map_err(BuildErrorKind::Read)),
+                        .and_then(|r| {
+                            read_layer_in(r, interests, limits, budget).map_err(BuildErrorKind::Read)
+                        }),
                     None => break,
                 };
                 let result = result.and_then(|d| match check(i, &d) {
@@ -105,7 +109,7 @@ where
         }
         drop(tx);
 
-        let mut tree = FileTree::new();
+        let mut tree = FileTree::with_limits(limits);
         let mut stats = Vec::with_capacity(total);
         let mut pending: BTreeMap<usize, LayerDiff> = BTreeMap::new();
         let mut first_error: Option<BuildError> = None;

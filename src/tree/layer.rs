@@ -1,21 +1,59 @@
 //! One layer, read once as a stream: the compressed bytes are hashed (the blob digest), then
 //! decompressed (gzip, zstd or none, told by magic bytes) and hashed again (the diff_id), and
 //! each tar entry becomes a [`LayerEntry`] with the contents an interest asked for.
+//!
+//! Every input is untrusted: the [`Limits`] bound the memory and time one layer (and one image,
+//! through a shared [`Budget`]) may take, and a limit that is hit is named in the error.
 
 use super::interest::{Interests, SCRIPT_CAP};
 use crate::digest::{Digest, HashingReader};
 use crate::elf::{ElfHead, ElfInfo, ElfScanner, HEAD_LEN};
+use std::cell::Cell;
 use std::io::{self, BufReader, Read};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Caps that keep memory bounded whatever the layer holds.
-#[derive(Clone, Debug)]
+const KIB: u64 = 1024;
+const MIB: u64 = 1024 * KIB;
+const GIB: u64 = 1024 * MIB;
+
+/// A layer is only refused for its compression ratio once it has unpacked this much, so that
+/// small layers of zeros (an empty file system image, a sparse database file) always pass.
+pub const RATIO_GRACE: u64 = GIB;
+
+/// Caps that keep memory and time bounded whatever the image holds. Each has a name (the field
+/// name) that the error names when it is hit; `MEMLINT_LIMITS=name=value,...` or
+/// [`Limits::set`] change them.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Limits {
     /// Tar entries in one layer.
     pub max_entries_per_layer: u64,
-    /// Bytes of one path.
+    /// Bytes of one entry's path, and of one link target.
     pub max_path_len: usize,
-    /// Kept file contents in one layer, all files together.
+    /// Bytes of the extended headers (PAX, GNU long name and long link) of one tar entry. Go's
+    /// archive/tar, which containerd and Docker use, refuses more than 1 MiB too.
+    pub max_extended_header_bytes: u64,
+    /// Unpacked (uncompressed tar) bytes of one layer.
+    pub max_layer_bytes: u64,
+    /// Unpacked bytes per stored byte of one layer, checked once the layer has unpacked more
+    /// than [`RATIO_GRACE`] (1 GiB); 0 turns the check off. Stops compression bombs early: real
+    /// layers compress 2:1 to 20:1, gzip cannot pass about 1,030:1 even on zeros, zstd can go
+    /// far beyond; only a layer that is nearly all zeros passes 500:1.
+    pub max_compression_ratio: u64,
+    /// Kept contents of one file; a longer file is kept truncated (and marked so), as when it
+    /// is longer than what its check asked for.
+    pub max_kept_bytes_per_file: u64,
+    /// Kept file contents of one layer, all files together.
     pub max_kept_bytes_per_layer: u64,
+    /// Kept file contents (and JSON documents of a streamed archive) of one image.
+    pub max_kept_bytes_total: u64,
+    /// Estimated memory for the paths, links and ELF facts of every entry of one image (or of
+    /// a whole streamed archive), before they are merged into the tree.
+    pub max_metadata_bytes: u64,
+    /// Symbolic links followed in one path lookup (Linux's MAXSYMLINKS is 40).
+    pub max_link_depth: u32,
+    /// Bytes of one JSON document: index, manifest, config, `manifest.json`.
+    pub max_json_bytes: u64,
 }
 
 impl Default for Limits {
@@ -23,9 +61,146 @@ impl Default for Limits {
         Limits {
             max_entries_per_layer: 2_000_000,
             max_path_len: 4096,
-            max_kept_bytes_per_layer: 256 * 1024 * 1024,
+            max_extended_header_bytes: MIB,
+            max_layer_bytes: 64 * GIB,
+            max_compression_ratio: 500,
+            max_kept_bytes_per_file: 16 * MIB,
+            max_kept_bytes_per_layer: 256 * MIB,
+            max_kept_bytes_total: 512 * MIB,
+            max_metadata_bytes: 2 * GIB,
+            max_link_depth: 40,
+            max_json_bytes: 16 * MIB,
         }
     }
+}
+
+impl Limits {
+    /// The names [`Limits::set`] accepts, in the order of the fields.
+    pub const NAMES: &'static [&'static str] = &[
+        "max_entries_per_layer",
+        "max_path_len",
+        "max_extended_header_bytes",
+        "max_layer_bytes",
+        "max_compression_ratio",
+        "max_kept_bytes_per_file",
+        "max_kept_bytes_per_layer",
+        "max_kept_bytes_total",
+        "max_metadata_bytes",
+        "max_link_depth",
+        "max_json_bytes",
+    ];
+
+    /// Sets one limit by name from text: a number, optionally with a `K`, `M`, `G` or `T`
+    /// suffix (powers of 1024, `KiB`/`KB` accepted too).
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
+        let v = parse_size(value).ok_or_else(|| {
+            format!("`{value}` is not a size for {name} (write a number such as 4096, 64M or 2G)")
+        })?;
+        let small = |v: u64| usize::try_from(v).map_err(|_| format!("{value} is too large for {name}"));
+        match name {
+            "max_entries_per_layer" => self.max_entries_per_layer = v,
+            "max_path_len" => self.max_path_len = small(v)?,
+            "max_extended_header_bytes" => self.max_extended_header_bytes = v,
+            "max_layer_bytes" => self.max_layer_bytes = v,
+            "max_compression_ratio" => self.max_compression_ratio = v,
+            "max_kept_bytes_per_file" => self.max_kept_bytes_per_file = v,
+            "max_kept_bytes_per_layer" => self.max_kept_bytes_per_layer = v,
+            "max_kept_bytes_total" => self.max_kept_bytes_total = v,
+            "max_metadata_bytes" => self.max_metadata_bytes = v,
+            "max_link_depth" => {
+                self.max_link_depth =
+                    u32::try_from(v).map_err(|_| format!("{value} is too large for {name}"))?
+            }
+            "max_json_bytes" => self.max_json_bytes = v,
+            _ => {
+                return Err(format!(
+                    "there is no limit `{name}`; the limits are {}",
+                    Self::NAMES.join(", ")
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies `name=value` pairs separated by commas or white space (the form of the
+    /// `MEMLINT_LIMITS` environment variable).
+    pub fn apply(&mut self, spec: &str) -> Result<(), String> {
+        for pair in spec
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|p| !p.is_empty())
+        {
+            let (name, value) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("`{pair}` is not of the form name=value"))?;
+            self.set(name.trim(), value.trim())?;
+        }
+        Ok(())
+    }
+}
+
+fn parse_size(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+    let n: u64 = t[..digits].parse().ok()?;
+    let unit = match t[digits..].trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => KIB,
+        "m" | "mb" | "mib" => MIB,
+        "g" | "gb" | "gib" => GIB,
+        "t" | "tb" | "tib" => 1024 * GIB,
+        _ => return None,
+    };
+    n.checked_mul(unit)
+}
+
+/// What the layers of one image (or of one streamed archive) have taken so far, shared by the
+/// threads that read them, so that the image-wide limits hold however the work is split.
+#[derive(Debug, Default)]
+pub struct Budget {
+    kept: AtomicU64,
+    metadata: AtomicU64,
+}
+
+impl Budget {
+    pub fn new() -> Budget {
+        Budget::default()
+    }
+
+    /// Bytes of kept contents so far.
+    pub fn kept(&self) -> u64 {
+        self.kept.load(Ordering::Relaxed)
+    }
+
+    /// Estimated bytes of entry metadata so far.
+    pub fn metadata(&self) -> u64 {
+        self.metadata.load(Ordering::Relaxed)
+    }
+
+    /// Takes `n` kept bytes; fails (taking nothing) when that would pass `cap`.
+    pub fn take_kept(&self, n: u64, cap: u64) -> Result<(), LayerError> {
+        take(&self.kept, n, cap).map_err(|_| LayerError::Limit {
+            name: "max_kept_bytes_total",
+            limit: cap,
+            what: "kept file contents of the image",
+        })
+    }
+
+    fn take_metadata(&self, n: u64, cap: u64) -> Result<(), LayerError> {
+        take(&self.metadata, n, cap).map_err(|_| LayerError::Limit {
+            name: "max_metadata_bytes",
+            limit: cap,
+            what: "paths, links and ELF facts of the image's entries (estimated memory)",
+        })
+    }
+}
+
+fn take(counter: &AtomicU64, n: u64, cap: u64) -> Result<(), ()> {
+    counter
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |have| {
+            have.checked_add(n).filter(|&total| total <= cap)
+        })
+        .map(|_| ())
+        .map_err(|_| ())
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -111,6 +286,32 @@ pub struct LayerEntry {
     pub elf: Option<ElfInfo>,
 }
 
+impl LayerEntry {
+    /// Roughly the heap and inline bytes this entry holds, kept contents excluded.
+    pub fn metadata_bytes(&self) -> u64 {
+        let string = std::mem::size_of::<String>() as u64;
+        let path: u64 = self.path.iter().map(|c| string + c.len() as u64).sum();
+        let link = match &self.kind {
+            EntryKind::Symlink(t) | EntryKind::Hardlink(t) => t.len() as u64,
+            _ => 0,
+        };
+        let elf = self.elf.as_ref().map_or(0, |e| {
+            let h = e.head.interpreter.as_ref().map_or(0, |i| i.len() as u64);
+            let d = e.scan.dynamic.as_ref().map_or(0, |d| {
+                d.needed
+                    .iter()
+                    .chain(&d.rpath)
+                    .chain(&d.runpath)
+                    .chain(&d.soname)
+                    .map(|s| string + s.len() as u64)
+                    .sum()
+            });
+            h + d
+        });
+        std::mem::size_of::<LayerEntry>() as u64 + path + link + elf
+    }
+}
+
 /// A layer's contribution to the image: its entries in archive order and its digests.
 #[derive(Clone, Debug)]
 pub struct LayerDiff {
@@ -133,38 +334,187 @@ pub enum LayerError {
     Io(#[from] io::Error),
     #[error("entry `{path}`: {source}")]
     Entry { path: String, source: io::Error },
-    #[error("it has more than {0} entries")]
-    TooManyEntries(u64),
-    #[error("entry path is longer than {limit} bytes: `{start}…`")]
-    PathTooLong { limit: usize, start: String },
+    /// A limit of [`Limits`] was hit; `name` is its field name.
+    #[error("{what} passed the {name} limit ({limit})")]
+    Limit {
+        name: &'static str,
+        limit: u64,
+        what: &'static str,
+    },
+    #[error("entry `{start}…` passed the {name} limit ({limit} bytes)")]
+    PathTooLong {
+        name: &'static str,
+        limit: usize,
+        start: String,
+    },
+}
+
+impl LayerError {
+    /// The name of the limit that stopped the read, when one did.
+    pub fn limit_name(&self) -> Option<&'static str> {
+        match self {
+            LayerError::Limit { name, .. } | LayerError::PathTooLong { name, .. } => Some(name),
+            LayerError::Io(e) | LayerError::Entry { source: e, .. } => e
+                .get_ref()
+                .and_then(|inner| inner.downcast_ref::<LimitHit>())
+                .map(|hit| hit.name),
+            LayerError::NotATar => None,
+        }
+    }
+
+    /// `Io` errors that carry a [`LimitHit`] (raised deep inside a decoder or the tar reader)
+    /// become `Limit` errors.
+    fn lift(self) -> LayerError {
+        let hit = match &self {
+            LayerError::Io(e) | LayerError::Entry { source: e, .. } => e
+                .get_ref()
+                .and_then(|inner| inner.downcast_ref::<LimitHit>())
+                .cloned(),
+            _ => None,
+        };
+        match hit {
+            Some(h) => LayerError::Limit {
+                name: h.name,
+                limit: h.limit,
+                what: h.what,
+            },
+            None => self,
+        }
+    }
+}
+
+/// A limit hit inside a reader, carried through `io::Error` to [`LayerError::lift`].
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("{what} passed the {name} limit ({limit})")]
+pub struct LimitHit {
+    pub name: &'static str,
+    pub limit: u64,
+    pub what: &'static str,
+}
+
+impl From<LimitHit> for io::Error {
+    fn from(hit: LimitHit) -> io::Error {
+        io::Error::other(hit)
+    }
 }
 
 const BUF: usize = 256 * 1024;
 
-/// Reads a whole layer blob.
+/// Counts the stored bytes read, for the compression ratio check.
+struct Counting<'a, R> {
+    inner: R,
+    count: &'a Cell<u64>,
+}
+
+impl<R: Read> Read for Counting<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.set(self.count.get() + n as u64);
+        Ok(n)
+    }
+}
+
+/// Stops a layer that unpacks to more than `max_layer_bytes`, or more than
+/// `max_compression_ratio` times its stored size.
+struct Unpacked<'a, R> {
+    inner: R,
+    stored: &'a Cell<u64>,
+    unpacked: u64,
+    max_bytes: u64,
+    max_ratio: u64,
+}
+
+impl<'a, R> Unpacked<'a, R> {
+    fn new(inner: R, stored: &'a Cell<u64>, limits: &Limits) -> Self {
+        Unpacked {
+            inner,
+            stored,
+            unpacked: 0,
+            max_bytes: limits.max_layer_bytes,
+            max_ratio: limits.max_compression_ratio,
+        }
+    }
+}
+
+impl<R: Read> Read for Unpacked<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.unpacked += n as u64;
+        if self.unpacked > self.max_bytes {
+            return Err(LimitHit {
+                name: "max_layer_bytes",
+                limit: self.max_bytes,
+                what: "the unpacked size of the layer",
+            }
+            .into());
+        }
+        if self.max_ratio > 0
+            && self.unpacked > RATIO_GRACE
+            && self.unpacked / self.stored.get().max(1) > self.max_ratio
+        {
+            return Err(LimitHit {
+                name: "max_compression_ratio",
+                limit: self.max_ratio,
+                what: "the layer's unpacked-to-stored size ratio (a compression bomb?)",
+            }
+            .into());
+        }
+        Ok(n)
+    }
+}
+
+/// Reads a whole layer blob, with a budget of its own.
 pub fn read_layer(blob: impl Read, interests: &Interests, limits: &Limits) -> Result<LayerDiff, LayerError> {
-    let mut outer = HashingReader::new(blob);
+    read_layer_in(blob, interests, limits, &Budget::new())
+}
+
+/// Reads a whole layer blob, taking image-wide resources from `budget`.
+pub fn read_layer_in(
+    blob: impl Read,
+    interests: &Interests,
+    limits: &Limits,
+    budget: &Budget,
+) -> Result<LayerDiff, LayerError> {
+    read_layer_inner(blob, interests, limits, budget).map_err(LayerError::lift)
+}
+
+fn read_layer_inner(
+    blob: impl Read,
+    interests: &Interests,
+    limits: &Limits,
+    budget: &Budget,
+) -> Result<LayerDiff, LayerError> {
+    let stored = Cell::new(0u64);
+    let mut outer = HashingReader::new(Counting {
+        inner: blob,
+        count: &stored,
+    });
     let mut head = Vec::with_capacity(512);
     (&mut outer).take(512).read_to_end(&mut head)?;
     let compression = Compression::sniff(&head).ok_or(LayerError::NotATar)?;
     let raw = BufReader::with_capacity(BUF, io::Cursor::new(head).chain(outer));
     let (entries, inner, raw) = match compression {
         Compression::Gzip => {
-            let dec = flate2::bufread::MultiGzDecoder::new(raw);
-            let (entries, inner) = read_entries(HashingReader::new(dec), interests, limits)?;
+            let dec = Unpacked::new(flate2::bufread::MultiGzDecoder::new(raw), &stored, limits);
+            let (entries, inner) = read_entries(HashingReader::new(dec), interests, limits, budget)?;
             let (diff, n, dec) = finish(inner)?;
-            (entries, (diff, n), dec.into_inner())
+            (entries, (diff, n), dec.inner.into_inner())
         }
         Compression::Zstd => {
-            let dec = zstd::stream::read::Decoder::with_buffer(raw)?;
-            let (entries, inner) = read_entries(HashingReader::new(dec), interests, limits)?;
+            let dec = Unpacked::new(zstd::stream::read::Decoder::with_buffer(raw)?, &stored, limits);
+            let (entries, inner) = read_entries(HashingReader::new(dec), interests, limits, budget)?;
             let (diff, n, dec) = finish(inner)?;
-            (entries, (diff, n), dec.finish())
+            (entries, (diff, n), dec.inner.finish())
         }
         Compression::None => {
-            let (entries, inner) = read_entries(HashingReader::new(raw), interests, limits)?;
+            let (entries, inner) = read_entries(
+                HashingReader::new(Unpacked::new(raw, &stored, limits)),
+                interests,
+                limits,
+                budget,
+            )?;
             let (diff, n, raw) = finish(inner)?;
-            (entries, (diff, n), raw)
+            (entries, (diff, n), raw.inner)
         }
     };
     // The blob digest covers every stored byte, trailing garbage after the stream included.
@@ -220,30 +570,149 @@ impl<R: Read> Read for EndPadding<R> {
     }
 }
 
+/// Bounds what the tar reader reads by itself between two entries. It reads PAX and GNU long
+/// name headers whole into memory, whatever size they claim; while it looks for the next entry
+/// it may read no further than an absolute position in the stream, set by [`Guard::arm_after`].
+pub(crate) struct Guard {
+    pos: Cell<u64>,
+    limit: Cell<Option<u64>>,
+    max: u64,
+}
+
+/// Slack for the fixed-size blocks read between two entries besides extended header data: the
+/// previous entry's padding, headers, GNU sparse extension blocks.
+const HEADER_SLACK: u64 = 64 * 1024;
+
+impl Guard {
+    /// A guard for `max_extended_header_bytes` = `max`, armed for the first entry.
+    pub(crate) fn new(max: u64) -> Guard {
+        Guard {
+            pos: Cell::new(0),
+            limit: Cell::new(Some(max.saturating_add(HEADER_SLACK))),
+            max,
+        }
+    }
+
+    /// Wraps the reader the tar reader reads.
+    pub(crate) fn reader<R>(&self, inner: R) -> HeaderGuard<'_, R> {
+        HeaderGuard { inner, guard: self }
+    }
+
+    /// An entry was returned: its data is the caller's to read, without bound.
+    pub(crate) fn disarm(&self) {
+        self.limit.set(None);
+    }
+
+    /// Before asking for the next entry: the tar reader may read up to `data_end` (the end of
+    /// the current entry's data) and the extended headers of the next one.
+    pub(crate) fn arm_after(&self, data_end: u64) {
+        self.limit.set(Some(
+            data_end.saturating_add(self.max).saturating_add(HEADER_SLACK),
+        ));
+    }
+
+    /// [`Guard::arm_after`] for an entry just returned, whose stored data is `stored_size`.
+    pub(crate) fn end_of(&self, stored_size: u64) -> u64 {
+        self.pos.get().saturating_add(round_up_512(stored_size))
+    }
+}
+
+pub(crate) struct HeaderGuard<'a, R> {
+    inner: R,
+    guard: &'a Guard,
+}
+
+impl<R: Read> Read for HeaderGuard<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let pos = self.guard.pos.get();
+        let want = match self.guard.limit.get() {
+            Some(limit) if pos >= limit => {
+                return Err(LimitHit {
+                    name: "max_extended_header_bytes",
+                    limit: self.guard.max,
+                    what: "the extended headers (PAX, GNU long name or long link) of a tar entry",
+                }
+                .into())
+            }
+            Some(limit) => buf.len().min(usize::try_from(limit - pos).unwrap_or(usize::MAX)),
+            None => buf.len(),
+        };
+        let n = self.inner.read(&mut buf[..want])?;
+        self.guard.pos.set(pos + n as u64);
+        Ok(n)
+    }
+}
+
+impl<R: io::Seek> io::Seek for HeaderGuard<'_, R> {
+    fn seek(&mut self, to: io::SeekFrom) -> io::Result<u64> {
+        let p = self.inner.seek(to)?;
+        self.guard.pos.set(p);
+        Ok(p)
+    }
+}
+
+fn round_up_512(n: u64) -> u64 {
+    n.saturating_add(511) & !511
+}
+
+/// The bytes an entry's data takes in the stream. For a GNU sparse file that is its data
+/// blocks, not its holes: the PAX `size` when there is one, else the header's.
+pub(crate) fn stored_size<R: Read>(entry: &mut tar::Entry<'_, R>) -> u64 {
+    if !entry.header().entry_type().is_gnu_sparse() {
+        return entry.size();
+    }
+    let from_pax = entry.pax_extensions().ok().flatten().and_then(|mut exts| {
+        exts.find_map(|e| {
+            let e = e.ok()?;
+            (e.key_bytes() == b"size")
+                .then(|| std::str::from_utf8(e.value_bytes()).ok()?.parse::<u64>().ok())
+                .flatten()
+        })
+    });
+    from_pax.or_else(|| entry.header().entry_size().ok()).unwrap_or(0)
+}
+
 fn read_entries<R: Read>(
     reader: HashingReader<R>,
     interests: &Interests,
     limits: &Limits,
+    budget: &Budget,
 ) -> Result<(Vec<LayerEntry>, HashingReader<R>), LayerError> {
-    let mut archive = tar::Archive::new(EndPadding {
+    let guard = Guard::new(limits.max_extended_header_bytes);
+    let mut archive = tar::Archive::new(guard.reader(EndPadding {
         inner: reader,
         pos: 0,
         pad: None,
-    });
+    }));
     let mut entries = Vec::new();
     let mut kept_total = 0u64;
     let mut buf = vec![0u8; 64 * 1024];
-    for entry in archive.entries()? {
+    let no_scan = Interests {
+        elf_scan: false,
+        ..interests.clone()
+    };
+    let mut iter = archive.entries()?;
+    loop {
+        let next = iter.next();
+        // Whatever the entry's data needs is the caller's to read: only the search for the next
+        // header is bounded.
+        guard.disarm();
+        let Some(entry) = next else { break };
         let mut entry = entry?;
+        // Where the tar reader will look for the next header: after this entry's stored data.
+        let sparse = entry.header().entry_type().is_gnu_sparse();
+        let data_end = guard.end_of(stored_size(&mut entry));
+        let arm = || guard.arm_after(data_end);
         if entries.len() as u64 >= limits.max_entries_per_layer {
-            return Err(LayerError::TooManyEntries(limits.max_entries_per_layer));
+            return Err(LayerError::Limit {
+                name: "max_entries_per_layer",
+                limit: limits.max_entries_per_layer,
+                what: "the number of entries in the layer",
+            });
         }
         let raw_path = entry.path_bytes().into_owned();
         if raw_path.len() > limits.max_path_len {
-            return Err(LayerError::PathTooLong {
-                limit: limits.max_path_len,
-                start: String::from_utf8_lossy(&raw_path[..64]).into_owned(),
-            });
+            return Err(path_too_long(&raw_path, limits));
         }
         let shown = || String::from_utf8_lossy(&raw_path).into_owned();
         let mut path = normalize(&raw_path);
@@ -254,23 +723,30 @@ fn read_entries<R: Read>(
         let size = entry.size();
         let etype = header.entry_type();
 
+        let link_name = || -> Result<Vec<u8>, LayerError> {
+            let t = entry
+                .link_name_bytes()
+                .map(|t| t.into_owned())
+                .unwrap_or_default();
+            if t.len() > limits.max_path_len {
+                return Err(path_too_long(&t, limits));
+            }
+            Ok(t)
+        };
         let mut kind = if etype.is_dir() {
             EntryKind::Dir
         } else if etype.is_symlink() {
-            let target = entry
-                .link_name_bytes()
-                .map(|t| String::from_utf8_lossy(&t).into_owned());
-            EntryKind::Symlink(target.unwrap_or_default())
+            EntryKind::Symlink(String::from_utf8_lossy(&link_name()?).into_owned())
         } else if etype.is_hard_link() {
-            let target = entry.link_name_bytes().map(|t| normalize(&t)).unwrap_or_default();
-            EntryKind::Hardlink(target.join("/"))
+            EntryKind::Hardlink(normalize(&link_name()?).join("/"))
         } else if etype.is_file() || etype.is_contiguous() || etype.is_gnu_sparse() {
             EntryKind::File
         } else if etype.is_character_special() || etype.is_block_special() || etype.is_fifo() {
             EntryKind::Special
         } else {
             // PAX and GNU extension headers are consumed by the tar reader; anything else
-            // (unknown types) is not part of the file system.
+            // (global PAX headers, unknown types) is not part of the file system.
+            arm();
             continue;
         };
 
@@ -280,6 +756,7 @@ fn read_entries<R: Read>(
                 kind = EntryKind::OpaqueWhiteout;
             } else if name.starts_with(".wh..wh.") {
                 // aufs bookkeeping (.wh..wh.plnk, .wh..wh.aufs): not part of the image.
+                arm();
                 continue;
             } else if let Some(hidden) = name.strip_prefix(".wh.") {
                 let hidden = hidden.to_string();
@@ -293,21 +770,32 @@ fn read_entries<R: Read>(
         let mut elf = None;
         if kind == EntryKind::File && size > 0 {
             let parts: Vec<&str> = path.iter().map(String::as_str).collect();
-            let budget = limits.max_kept_bytes_per_layer.saturating_sub(kept_total);
-            let cap = interests.keep_cap(&parts).map(|c| c.min(budget));
-            let script_cap = interests.wants_script(&parts).then_some(SCRIPT_CAP.min(budget));
-            (content, elf) =
-                probe_file(&mut entry, size, cap, script_cap, interests, &mut buf).map_err(|e| {
-                    LayerError::Entry {
-                        path: shown(),
-                        source: e,
-                    }
-                })?;
-            kept_total += content
+            let per_file = |c: u64| c.min(limits.max_kept_bytes_per_file);
+            let cap = interests.keep_cap(&parts).map(per_file);
+            let script_cap = interests.wants_script(&parts).then_some(per_file(SCRIPT_CAP));
+            // A sparse file's holes are not in the stream: reading it to its end to scan it
+            // could mean terabytes of zeros, so only its head is looked at.
+            let wants = if sparse { &no_scan } else { interests };
+            (content, elf) = probe_file(&mut entry, size, cap, script_cap, wants, &mut buf).map_err(|e| {
+                LayerError::Entry {
+                    path: shown(),
+                    source: e,
+                }
+            })?;
+            let kept = content
                 .as_ref()
                 .map_or(0, |c: &super::Content| c.bytes.len() as u64);
+            kept_total += kept;
+            if kept_total > limits.max_kept_bytes_per_layer {
+                return Err(LayerError::Limit {
+                    name: "max_kept_bytes_per_layer",
+                    limit: limits.max_kept_bytes_per_layer,
+                    what: "kept file contents of the layer",
+                });
+            }
+            budget.take_kept(kept, limits.max_kept_bytes_total)?;
         }
-        entries.push(LayerEntry {
+        let entry = LayerEntry {
             path,
             kind,
             mode,
@@ -316,9 +804,20 @@ fn read_entries<R: Read>(
             size,
             content,
             elf,
-        });
+        };
+        budget.take_metadata(entry.metadata_bytes(), limits.max_metadata_bytes)?;
+        entries.push(entry);
+        arm();
     }
-    Ok((entries, archive.into_inner().inner))
+    Ok((entries, archive.into_inner().inner.inner))
+}
+
+fn path_too_long(raw: &[u8], limits: &Limits) -> LayerError {
+    LayerError::PathTooLong {
+        name: "max_path_len",
+        limit: limits.max_path_len,
+        start: String::from_utf8_lossy(&raw[..raw.len().min(64)]).into_owned(),
+    }
 }
 
 /// Reads what the interests want of one regular file: its first bytes (is it ELF?), the
@@ -413,6 +912,156 @@ mod tests {
         assert_eq!(normalize(b"../../etc/passwd"), vec!["etc", "passwd"]);
         assert_eq!(normalize(b"/a/../../b"), vec!["b"]);
         assert!(normalize(b"./").is_empty());
+    }
+
+    /// A 512-byte ustar header with a valid checksum.
+    fn header(name: &[u8], typ: u8, size: u64) -> Vec<u8> {
+        let mut h = vec![0u8; 512];
+        h[..name.len()].copy_from_slice(name);
+        h[100..108].copy_from_slice(b"0000644\0");
+        h[108..116].copy_from_slice(b"0000000\0");
+        h[116..124].copy_from_slice(b"0000000\0");
+        if size < 1 << 33 {
+            h[124..136].copy_from_slice(format!("{size:011o}\0").as_bytes());
+        } else {
+            // GNU base-256 for sizes octal cannot hold.
+            h[124] = 0x80;
+            h[128..136].copy_from_slice(&size.to_be_bytes());
+        }
+        h[136..148].copy_from_slice(b"00000000000\0");
+        h[156] = typ;
+        h[257..263].copy_from_slice(b"ustar\0");
+        h[263..265].copy_from_slice(b"00");
+        h[148..156].fill(b' ');
+        let sum: u32 = h.iter().map(|&b| b as u32).sum();
+        h[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+        h
+    }
+
+    fn file(name: &[u8], data: &[u8]) -> Vec<u8> {
+        let mut out = header(name, b'0', data.len() as u64);
+        out.extend_from_slice(data);
+        out.resize(out.len().div_ceil(512) * 512, 0);
+        out
+    }
+
+    #[test]
+    fn limits_parse_and_name_themselves() {
+        let mut l = Limits::default();
+        l.apply("max_layer_bytes=2G, max_path_len=8K max_link_depth=8")
+            .unwrap();
+        assert_eq!(l.max_layer_bytes, 2 << 30);
+        assert_eq!(l.max_path_len, 8192);
+        assert_eq!(l.max_link_depth, 8);
+        l.set("max_json_bytes", "3MiB").unwrap();
+        assert_eq!(l.max_json_bytes, 3 << 20);
+        assert!(l.set("max_nothing", "1").unwrap_err().contains("max_layer_bytes"));
+        assert!(l.set("max_layer_bytes", "-1").is_err());
+        assert!(l.set("max_layer_bytes", "99999999999T").is_err());
+        assert!(l.set("max_link_depth", "5000000000").is_err());
+        assert!(l.apply("max_layer_bytes").is_err());
+        for name in Limits::NAMES {
+            Limits::default().set(name, "1").unwrap();
+        }
+        // The names are the serialised field names, so a config file can hold them too.
+        let json = serde_json::to_value(Limits::default()).unwrap();
+        let keys: Vec<&str> = json.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut names = Limits::NAMES.to_vec();
+        names.sort_unstable();
+        let mut keys = keys;
+        keys.sort_unstable();
+        assert_eq!(keys, names);
+    }
+
+    #[test]
+    fn gnu_long_name_claiming_gigabytes_is_cut_at_the_limit() {
+        // Found by review: the tar reader reads a long name whole into memory, whatever size
+        // its header claims. 8 GiB claimed, 3 MiB there.
+        let mut tar = header(b"././@LongLink", b'L', 8 << 30);
+        tar.resize(tar.len() + (3 << 20), b'a');
+        let err = read_layer(&tar[..], &Interests::default(), &Limits::default()).unwrap_err();
+        assert_eq!(err.limit_name(), Some("max_extended_header_bytes"), "{err}");
+        assert!(err.to_string().contains("max_extended_header_bytes"), "{err}");
+        // A long name within the limit, after a large file, still reads.
+        let mut ok = file(b"big", &vec![1u8; 3 << 20]);
+        let name = [b"d/".repeat(1000), b"f".to_vec(), vec![0]].concat();
+        ok.extend_from_slice(&header(b"././@LongLink", b'L', name.len() as u64));
+        ok.extend_from_slice(&name);
+        ok.resize(ok.len().div_ceil(512) * 512, 0);
+        ok.extend_from_slice(&file(b"short", b"x"));
+        ok.extend_from_slice(&[0u8; 1024]);
+        let diff = read_layer(&ok[..], &Interests::default(), &Limits::default()).unwrap();
+        assert_eq!(diff.entries.len(), 2);
+        assert_eq!(diff.entries[1].path.len(), 1001);
+    }
+
+    #[test]
+    fn unpacked_size_and_ratio_limits() {
+        let mut tar = file(b"zeros", &vec![0u8; 3 << 20]);
+        tar.extend_from_slice(&[0u8; 1024]);
+        let limits = Limits {
+            max_layer_bytes: 1 << 20,
+            ..Limits::default()
+        };
+        let err = read_layer(&tar[..], &Interests::default(), &limits).unwrap_err();
+        assert_eq!(err.limit_name(), Some("max_layer_bytes"));
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        std::io::Write::write_all(&mut gz, &tar).unwrap();
+        let gz = gz.finish().unwrap();
+        // 3 MiB of zeros is far below the 1 GiB grace: the ratio is not checked yet.
+        read_layer(&gz[..], &Interests::default(), &Limits::default()).unwrap();
+    }
+
+    #[test]
+    fn kept_bytes_per_file_layer_and_image() {
+        let mut tar = file(b"etc/os-release", &vec![b'a'; 5000]);
+        tar.extend_from_slice(&file(b"etc/ld.so.conf", &vec![b'b'; 5000]));
+        tar.extend_from_slice(&[0u8; 1024]);
+        let interests = Interests::for_facts();
+        let per_file = Limits {
+            max_kept_bytes_per_file: 100,
+            ..Limits::default()
+        };
+        let diff = read_layer(&tar[..], &interests, &per_file).unwrap();
+        let kept: Vec<_> = diff.entries.iter().filter_map(|e| e.content.as_ref()).collect();
+        assert_eq!(kept.len(), 2);
+        assert!(kept.iter().all(|c| c.bytes.len() == 100 && c.truncated));
+        let per_layer = Limits {
+            max_kept_bytes_per_layer: 6000,
+            ..Limits::default()
+        };
+        let err = read_layer(&tar[..], &interests, &per_layer).unwrap_err();
+        assert_eq!(err.limit_name(), Some("max_kept_bytes_per_layer"));
+        // The image-wide budget is shared by every layer read with it.
+        let total = Limits {
+            max_kept_bytes_total: 15_000,
+            ..Limits::default()
+        };
+        let budget = Budget::new();
+        read_layer_in(&tar[..], &interests, &total, &budget).unwrap();
+        assert_eq!(budget.kept(), 10_000);
+        let err = read_layer_in(&tar[..], &interests, &total, &budget).unwrap_err();
+        assert_eq!(err.limit_name(), Some("max_kept_bytes_total"));
+        let tight = Limits {
+            max_metadata_bytes: 100,
+            ..Limits::default()
+        };
+        let err = read_layer(&tar[..], &interests, &tight).unwrap_err();
+        assert_eq!(err.limit_name(), Some("max_metadata_bytes"));
+    }
+
+    #[test]
+    fn path_limit_shorter_than_the_shown_start() {
+        // Found by review: the error showed the first 64 bytes of the path, which panicked
+        // when max_path_len was set below 64.
+        let mut tar = file(b"a/b/c", b"x");
+        tar.extend_from_slice(&[0u8; 1024]);
+        let limits = Limits {
+            max_path_len: 2,
+            ..Limits::default()
+        };
+        let err = read_layer(&tar[..], &Interests::default(), &limits).unwrap_err();
+        assert_eq!(err.limit_name(), Some("max_path_len"));
     }
 
     #[test]

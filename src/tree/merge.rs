@@ -4,7 +4,7 @@
 //! root), so `/lib -> usr/lib` plus an entry `lib/x` writes `/usr/lib/x`.
 
 use super::layer::{EntryKind, LayerDiff, LayerEntry};
-use super::resolve::{split, MAX_LINKS};
+use super::resolve::split;
 use super::{FileTree, Node, NodeId, NodeKind, ROOT};
 
 #[derive(Debug, thiserror::Error)]
@@ -13,8 +13,13 @@ pub enum MergeError {
     HardlinkMissing { path: String, target: String },
     #[error("hard link `/{path}` points at folder `/{target}`")]
     HardlinkToDir { path: String, target: String },
-    #[error("too many levels of symbolic links in the folders of `/{path}`")]
-    Loop { path: String },
+    #[error("too many levels of symbolic links (more than {limit}, the max_link_depth limit) in the folders of `/{path}`")]
+    Loop { path: String, limit: u32 },
+    /// The path an entry lands at, once the links in its folders are followed, is longer than
+    /// `max_path_len`: container runtimes fail with ENAMETOOLONG there too. Without this, links
+    /// to links could stack folders 80,000 deep, and every listing of them would be quadratic.
+    #[error("entry `/{path}` lands at a path longer than {limit} bytes (the max_path_len limit) once the links in its folders are followed")]
+    PathTooLong { path: String, limit: usize },
 }
 
 impl FileTree {
@@ -68,7 +73,13 @@ impl FileTree {
             }
             return Ok(());
         };
-        let dir = self.make_dirs(parents, index)?;
+        let (dir, dir_len) = self.make_dirs(parents, index)?;
+        if dir_len + 1 + name.len() > self.max_path_len() {
+            return Err(MergeError::PathTooLong {
+                path: e.path.join("/"),
+                limit: self.max_path_len(),
+            });
+        }
         let mut node = Node::dir(name, dir);
         node.mode = e.mode;
         node.uid = e.uid;
@@ -84,9 +95,10 @@ impl FileTree {
             EntryKind::Special => NodeKind::Special,
             EntryKind::Hardlink(target) => {
                 let path = e.path.join("/");
-                let found = self
-                    .lookup_nofollow(&target)
-                    .map_err(|_| MergeError::Loop { path: path.clone() })?;
+                let found = self.lookup_nofollow(&target).map_err(|_| MergeError::Loop {
+                    path: path.clone(),
+                    limit: self.max_links(),
+                })?;
                 let Some(src) = found else {
                     return Err(MergeError::HardlinkMissing { path, target });
                 };
@@ -114,18 +126,33 @@ impl FileTree {
         match self.lookup(&path) {
             Ok(Some(id)) if self.node(id).is_dir() => Ok(Some(id)),
             Ok(_) => Ok(None),
-            Err(_) => Err(MergeError::Loop { path }),
+            Err(_) => Err(MergeError::Loop {
+                path,
+                limit: self.max_links(),
+            }),
         }
     }
 
     /// Walks to the folder `parents`, following symlinks inside the root and creating missing
-    /// folders, as `mkdir -p` would when a tar entry's parents are not in the archive.
-    fn make_dirs(&mut self, parents: &[String], index: u32) -> Result<NodeId, MergeError> {
+    /// folders, as `mkdir -p` would when a tar entry's parents are not in the archive. Returns
+    /// the folder and the length of its path.
+    fn make_dirs(&mut self, parents: &[String], index: u32) -> Result<(NodeId, usize), MergeError> {
         let mut cur = ROOT;
+        // The length of `cur`'s path, `/` separators included.
+        let mut len = 0usize;
         let mut pending: std::collections::VecDeque<String> = parents.iter().cloned().collect();
         let mut links = 0;
         while let Some(comp) = pending.pop_front() {
+            if len > self.max_path_len() {
+                return Err(MergeError::PathTooLong {
+                    path: parents.join("/"),
+                    limit: self.max_path_len(),
+                });
+            }
             if comp == ".." {
+                if cur != ROOT {
+                    len = len.saturating_sub(1 + self.node(cur).name().len());
+                }
                 cur = self.parent(cur);
                 continue;
             }
@@ -134,16 +161,21 @@ impl FileTree {
             }
             match self.child(cur, &comp) {
                 Some(child) => match &self.node(child).kind {
-                    NodeKind::Dir(_) => cur = child,
+                    NodeKind::Dir(_) => {
+                        cur = child;
+                        len += 1 + comp.len();
+                    }
                     NodeKind::Symlink(target) => {
                         links += 1;
-                        if links > MAX_LINKS {
+                        if links > self.max_links() {
                             return Err(MergeError::Loop {
                                 path: parents.join("/"),
+                                limit: self.max_links(),
                             });
                         }
                         if target.starts_with('/') {
                             cur = ROOT;
+                            len = 0;
                         }
                         let parts: Vec<String> = split(target).map(str::to_string).collect();
                         for p in parts.into_iter().rev() {
@@ -156,15 +188,23 @@ impl FileTree {
                         let mut d = Node::dir(&comp, cur);
                         d.layer = Some(index);
                         cur = self.insert(cur, &comp, d);
+                        len += 1 + comp.len();
                     }
                 },
                 None => {
                     let d = Node::dir(&comp, cur);
                     cur = self.insert(cur, &comp, d);
+                    len += 1 + comp.len();
                 }
             }
         }
-        Ok(cur)
+        if len > self.max_path_len() {
+            return Err(MergeError::PathTooLong {
+                path: parents.join("/"),
+                limit: self.max_path_len(),
+            });
+        }
+        Ok((cur, len))
     }
 }
 
@@ -233,6 +273,43 @@ mod tests {
         assert_eq!(paths(&t), vec!["/a", "/a/new", "/c"]);
         assert!(t.node(t.lookup("/c").unwrap().unwrap()).is_dir());
         assert_eq!(t.counts().count, 3);
+    }
+
+    /// Found by review: links to links stacked folders 40 × 2,000 deep from one 4 KB entry, and
+    /// listing them took memory quadratic in that depth.
+    #[test]
+    fn links_cannot_stack_paths_past_max_path_len() {
+        let deep = "d/".repeat(2000);
+        let mut entries = vec![entry(&format!("{deep}x"), EntryKind::File)];
+        entries.push(entry(
+            "a0",
+            EntryKind::Symlink(deep.trim_end_matches('/').to_string()),
+        ));
+        for i in 1..40 {
+            entries.push(entry(
+                &format!("a{i}"),
+                EntryKind::Symlink(format!("a{}/{deep}", i - 1)),
+            ));
+        }
+        entries.push(entry("a39/boom", EntryKind::File));
+        let mut t = FileTree::new();
+        let err = t.apply(layer(entries), 0).unwrap_err();
+        assert!(
+            matches!(err, MergeError::PathTooLong { limit: 4096, .. }),
+            "{err}"
+        );
+        // Within the limit, a link that lengthens the path is fine.
+        let mut t = FileTree::new();
+        t.apply(
+            layer(vec![
+                entry("usr/lib/x86_64-linux-gnu", EntryKind::Dir),
+                entry("lib", EntryKind::Symlink("usr/lib/x86_64-linux-gnu".into())),
+                entry("lib/libc.so.6", EntryKind::File),
+            ]),
+            0,
+        )
+        .unwrap();
+        assert!(t.lookup("/usr/lib/x86_64-linux-gnu/libc.so.6").unwrap().is_some());
     }
 
     #[test]

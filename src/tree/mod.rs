@@ -5,11 +5,11 @@
 pub mod build;
 pub mod interest;
 pub mod layer;
-mod merge;
+pub mod merge;
 mod resolve;
 
 pub use interest::Interests;
-pub use layer::{Compression, EntryKind, LayerDiff, LayerEntry, Limits};
+pub use layer::{Budget, Compression, EntryKind, LayerDiff, LayerEntry, Limits};
 pub use resolve::ResolveError;
 
 use crate::elf::ElfInfo;
@@ -125,6 +125,10 @@ pub struct FileTree {
     /// Paths a whiteout removed, with the layer that removed them (explicit whiteouts and
     /// opaque folders only; what a layer merely overwrote is not listed).
     removed: BTreeMap<String, u32>,
+    /// Symbolic links one lookup may follow ([`Limits::max_link_depth`]).
+    max_links: u32,
+    /// Bytes of the path an entry may land at ([`Limits::max_path_len`]).
+    max_path_len: usize,
 }
 
 pub const ROOT: NodeId = 0;
@@ -141,7 +145,28 @@ impl FileTree {
             nodes: vec![Node::dir("", ROOT)],
             free: Vec::new(),
             removed: BTreeMap::new(),
+            max_links: resolve::MAX_LINKS,
+            max_path_len: Limits::default().max_path_len,
         }
+    }
+
+    /// An empty tree whose lookups follow at most `limits.max_link_depth` links.
+    pub fn with_limits(limits: &Limits) -> FileTree {
+        FileTree {
+            max_links: limits.max_link_depth,
+            max_path_len: limits.max_path_len,
+            ..FileTree::new()
+        }
+    }
+
+    /// Symbolic links one lookup may follow.
+    pub fn max_links(&self) -> u32 {
+        self.max_links
+    }
+
+    /// Bytes of the path an entry may land at.
+    pub fn max_path_len(&self) -> usize {
+        self.max_path_len
     }
 
     pub fn node(&self, id: NodeId) -> &Node {

@@ -1,17 +1,20 @@
 //! Path lookup the way the kernel does it inside a chroot: absolute link targets start at the
-//! image root, `..` never climbs above the root, and a chain of more than 40 links is a loop
-//! (Linux's MAXSYMLINKS).
+//! image root, `..` never climbs above the root, and a chain of more than 40 links (Linux's
+//! MAXSYMLINKS; the tree's `max_link_depth` limit) is a loop.
 
 use super::{FileTree, NodeId, NodeKind, ROOT};
 use std::collections::VecDeque;
 
-/// Linux gives up with ELOOP after this many links in one lookup.
+/// Linux gives up with ELOOP after this many links in one lookup; the default of
+/// `max_link_depth`.
 pub const MAX_LINKS: u32 = 40;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ResolveError {
-    #[error("too many levels of symbolic links (more than {MAX_LINKS}) while resolving {path}")]
-    Loop { path: String },
+    #[error(
+        "too many levels of symbolic links (more than {limit}, the max_link_depth limit) while resolving {path}"
+    )]
+    Loop { path: String, limit: u32 },
 }
 
 pub(super) fn resolve(
@@ -38,9 +41,10 @@ pub(super) fn resolve(
         match &tree.node(child).kind {
             NodeKind::Symlink(target) if follow_final || !pending.is_empty() => {
                 links += 1;
-                if links > MAX_LINKS {
+                if links > tree.max_links() {
                     return Err(ResolveError::Loop {
                         path: path.to_string(),
+                        limit: tree.max_links(),
                     });
                 }
                 if target.starts_with('/') {

@@ -1,0 +1,20 @@
+//! A file's bytes through the ELF head parser and the streaming scanner, fed in chunks of a size
+//! the input chooses, as the layer reader feeds it.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use memlint::elf::{ElfHead, ElfScanner, HEAD_LEN};
+
+fuzz_target!(|data: &[u8]| {
+    let head = &data[..data.len().min(HEAD_LEN)];
+    let Some(parsed) = ElfHead::parse(head) else {
+        return;
+    };
+    let mut scanner = ElfScanner::new(head, &parsed);
+    // Chunks of 64 bytes to 16 KiB: markers and the dynamic section cut at every kind of place.
+    let step = 64 + data.last().copied().unwrap_or(0) as usize * 64;
+    for chunk in data.chunks(step) {
+        scanner.feed(chunk);
+    }
+    let _ = scanner.finish();
+});

@@ -1063,11 +1063,11 @@ fn join(dir: &str, name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::digest::Digest;
+
     use crate::facts::libc::{Libc, LibcFamily};
     use crate::facts::platform::PlatformFacts;
     use crate::platform::Platform;
-    use crate::tree::{Compression, EntryKind, LayerDiff, LayerEntry};
+    use crate::tree::{EntryKind, LayerEntry};
 
     const WEBAPI_DEPS: &[u8] = include_bytes!("../../testdata/dotnet/WebApi.deps.json");
     const WEBAPI_RUNTIMECONFIG: &[u8] = include_bytes!("../../testdata/dotnet/WebApi.runtimeconfig.json");
@@ -1117,20 +1117,7 @@ mod tests {
                 F::Link(p, t) => entry(p, EntryKind::Symlink(t.to_string()), None),
             })
             .collect();
-        let mut t = FileTree::new();
-        t.apply(
-            LayerDiff {
-                entries,
-                blob_digest: Digest::of(b""),
-                blob_size: 0,
-                diff_id: Digest::of(b""),
-                uncompressed_size: 0,
-                compression: Compression::None,
-            },
-            0,
-        )
-        .unwrap();
-        t
+        FileTree::from_entries(entries).unwrap()
     }
 
     fn facts(files: &[F], env: &[&str]) -> DotnetFacts {

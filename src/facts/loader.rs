@@ -597,11 +597,11 @@ fn glob_match(glob: &str, name: &str) -> bool {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::digest::Digest;
+
     use crate::elf::{ElfDynamic, ElfHead, ElfScan};
     use crate::facts::{entrypoint, libc, os, platform};
     use crate::platform::Platform;
-    use crate::tree::layer::{Compression, EntryKind, LayerDiff, LayerEntry};
+    use crate::tree::layer::{EntryKind, LayerEntry};
     use crate::tree::Content;
 
     /// A shared object (or program) for tests: machine 62 unless given.
@@ -674,20 +674,7 @@ pub(crate) mod tests {
                 }
             })
             .collect();
-        let mut t = FileTree::new();
-        t.apply(
-            LayerDiff {
-                entries,
-                blob_digest: Digest::of(b""),
-                blob_size: 0,
-                diff_id: Digest::of(b""),
-                uncompressed_size: 0,
-                compression: Compression::None,
-            },
-            0,
-        )
-        .unwrap();
-        t
+        FileTree::from_entries(entries).unwrap()
     }
 
     pub(crate) fn with_loader<R>(

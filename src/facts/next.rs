@@ -483,9 +483,8 @@ fn resolve_next(tree: &FileTree, dir: NodeId) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::digest::Digest;
-    use crate::tree::layer::Compression;
-    use crate::tree::{Content, EntryKind, LayerDiff, LayerEntry};
+
+    use crate::tree::{Content, EntryKind, LayerEntry};
 
     const RSF_15: &str = include_str!("../../testdata/node/next-15.5.14-required-server-files.json");
     const RSF_16: &str = include_str!("../../testdata/node/next-16.1.7-required-server-files.json");
@@ -515,20 +514,7 @@ mod tests {
     }
 
     fn tree(entries: Vec<LayerEntry>) -> FileTree {
-        let mut t = FileTree::new();
-        t.apply(
-            LayerDiff {
-                entries,
-                blob_digest: Digest::of(b""),
-                blob_size: 0,
-                diff_id: Digest::of(b""),
-                uncompressed_size: 0,
-                compression: Compression::None,
-            },
-            0,
-        )
-        .unwrap();
-        t
+        FileTree::from_entries(entries).unwrap()
     }
 
     fn next_pkg(version: &str) -> String {

@@ -437,10 +437,10 @@ fn semi_space_in_node_options(version: Option<&Version>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::digest::Digest;
+
     use crate::elf::{ElfClass, ElfHead, ElfInfo, ElfScan, ElfType};
-    use crate::tree::layer::Compression;
-    use crate::tree::{Content, EntryKind, LayerDiff, LayerEntry};
+
+    use crate::tree::{Content, EntryKind, LayerEntry};
 
     const NODE_VERSION_H: &str = include_str!("../../testdata/node/node_version.h");
 
@@ -492,20 +492,7 @@ mod tests {
     }
 
     fn tree(entries: Vec<LayerEntry>) -> FileTree {
-        let mut t = FileTree::new();
-        t.apply(
-            LayerDiff {
-                entries,
-                blob_digest: Digest::of(b""),
-                blob_size: 0,
-                diff_id: Digest::of(b""),
-                uncompressed_size: 0,
-                compression: Compression::None,
-            },
-            0,
-        )
-        .unwrap();
-        t
+        FileTree::from_entries(entries).unwrap()
     }
 
     fn argv(words: &[&str]) -> Vec<String> {

@@ -493,13 +493,13 @@ fn addon(loader: &Loader, candidate: Candidate, runtime: &Runtime) -> SharpAddon
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::digest::Digest;
+
     use crate::elf::{ElfDynamic, ElfHead, ElfScan, ElfType};
     use crate::facts::platform::PlatformFacts;
     use crate::facts::Env;
     use crate::platform::Platform;
-    use crate::tree::layer::Compression;
-    use crate::tree::{Content, EntryKind, LayerDiff, LayerEntry};
+
+    use crate::tree::{Content, EntryKind, LayerEntry};
 
     const SHARP_0345: &str = include_str!("../../testdata/node/sharp/sharp-0.34.5.package.json");
     const SHARP_0355: &str = include_str!("../../testdata/node/sharp/sharp-0.35.5.package.json");
@@ -647,20 +647,7 @@ mod tests {
     }
 
     fn tree(entries: Vec<LayerEntry>) -> FileTree {
-        let mut t = FileTree::new();
-        t.apply(
-            LayerDiff {
-                entries,
-                blob_digest: Digest::of(b""),
-                blob_size: 0,
-                diff_id: Digest::of(b""),
-                uncompressed_size: 0,
-                compression: Compression::None,
-            },
-            0,
-        )
-        .unwrap();
-        t
+        FileTree::from_entries(entries).unwrap()
     }
 
     fn libc(family: LibcFamily) -> Libc {

@@ -2,13 +2,12 @@
 //! read as links and never followed on the host.
 
 use super::{Image, Options};
-use crate::digest::Digest;
 use crate::elf::machine_arch;
 use crate::error::{Error, Result};
 use crate::platform::Platform;
 use crate::tree::interest::SCRIPT_CAP;
 use crate::tree::layer::{probe_file, EntryKind, LayerDiff, LayerEntry};
-use crate::tree::{Compression, FileTree};
+use crate::tree::FileTree;
 use std::collections::HashMap;
 use std::fs;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -111,14 +110,7 @@ pub fn open(reference_text: &str, root: &Path, options: &Options) -> Result<Imag
         }
     }
     let mut tree = FileTree::with_limits(&options.limits);
-    let diff = LayerDiff {
-        entries,
-        blob_digest: Digest::of(b""),
-        blob_size: 0,
-        diff_id: Digest::of(b""),
-        uncompressed_size: 0,
-        compression: Compression::None,
-    };
+    let diff = LayerDiff::unhashed(entries);
     tree.apply(diff, 0).map_err(|e| match e {
         crate::tree::merge::MergeError::PathTooLong { limit, .. } => super::limit_error(
             "max_path_len",

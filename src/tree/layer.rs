@@ -325,6 +325,20 @@ pub struct LayerDiff {
     pub compression: Compression,
 }
 
+impl LayerDiff {
+    /// Entries that were not read from a blob (a root folder on disk, tests): no digests.
+    pub fn unhashed(entries: Vec<LayerEntry>) -> LayerDiff {
+        LayerDiff {
+            entries,
+            blob_digest: Digest::of(b""),
+            blob_size: 0,
+            diff_id: Digest::of(b""),
+            uncompressed_size: 0,
+            compression: Compression::None,
+        }
+    }
+}
+
 /// Why a layer could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum LayerError {

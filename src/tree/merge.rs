@@ -24,6 +24,13 @@ pub enum MergeError {
 
 impl FileTree {
     /// Applies one layer; `index` is recorded on every node it writes.
+    /// A tree holding just these entries, as one layer (a root folder on disk, tests).
+    pub fn from_entries(entries: Vec<LayerEntry>) -> Result<FileTree, MergeError> {
+        let mut t = FileTree::new();
+        t.apply(LayerDiff::unhashed(entries), 0)?;
+        Ok(t)
+    }
+
     pub fn apply(&mut self, layer: LayerDiff, index: u32) -> Result<(), MergeError> {
         let (whiteouts, entries): (Vec<_>, Vec<_>) = layer
             .entries
@@ -211,8 +218,6 @@ impl FileTree {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::digest::Digest;
-    use crate::tree::layer::Compression;
 
     fn entry(path: &str, kind: EntryKind) -> LayerEntry {
         LayerEntry {
@@ -232,14 +237,7 @@ mod tests {
     }
 
     fn layer(entries: Vec<LayerEntry>) -> LayerDiff {
-        LayerDiff {
-            entries,
-            blob_digest: Digest::of(b""),
-            blob_size: 0,
-            diff_id: Digest::of(b""),
-            uncompressed_size: 0,
-            compression: Compression::None,
-        }
+        LayerDiff::unhashed(entries)
     }
 
     fn paths(t: &FileTree) -> Vec<String> {

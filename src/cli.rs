@@ -12,7 +12,7 @@ use std::path::PathBuf;
 docker-save archive, or an unpacked root file system), streams its layers, and reports what \
 makes memory climb and never come down: glibc malloc arenas under sharp/libvips or .NET, an \
 LD_PRELOAD that silently fails, Npgsql without Kerberos, Node.js semi-space sizing.",
-    after_help = "IMAGE references:\n  oci-dir:PATH[:NAME]        an OCI image layout folder\n  oci-archive:PATH[:NAME]    a tar of an OCI image layout\n  docker-archive:PATH[:NAME|:@N]  `docker save` output (docker-archive:- reads stdin)\n  dir:PATH                   an unpacked root file system\n  registry:REF, docker:REF, podman:REF  (not supported yet)\n  PATH                       an existing path, recognised by its content"
+    after_help = "IMAGE references:\n  registry:REF               an image in a registry (node:24-slim, ghcr.io/o/app@sha256:...)\n  docker:REF                 an image in the local Docker Engine (DOCKER_HOST)\n  podman:REF                 an image in the local Podman store\n  oci-dir:PATH[:NAME]        an OCI image layout folder\n  oci-archive:PATH[:NAME]    a tar of an OCI image layout\n  docker-archive:PATH[:NAME|:@N]  `docker save` output (docker-archive:- reads stdin)\n  dir:PATH                   an unpacked root file system\n  PATH                       an existing path, recognised by its content\n  REF                        anything else is a registry reference"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -136,6 +136,48 @@ pub struct LintArgs {
     /// Layers read at once (default: the number of CPUs)
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
+
+    #[command(flatten)]
+    pub source: SourceArgs,
+}
+
+/// How images are fetched and cached; shared by `lint` and `inspect`.
+#[derive(Debug, Default, clap::Args)]
+pub struct SourceArgs {
+    /// The layer analysis cache folder [default: $XDG_CACHE_HOME/memlint, else ~/.cache/memlint]
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "MEMLINT_CACHE_DIR",
+        conflicts_with = "no_cache"
+    )]
+    pub cache_dir: Option<PathBuf>,
+
+    /// Neither read nor write the layer analysis cache
+    #[arg(long)]
+    pub no_cache: bool,
+
+    /// Talk plain HTTP (or HTTPS without verification) to this registry host[:port]
+    /// (repeatable); localhost and 127.0.0.1 need no flag
+    #[arg(long, value_name = "HOST")]
+    pub insecure_registry: Vec<String>,
+
+    /// Also trust the CA certificates in this PEM file for registries (repeatable)
+    #[arg(long, value_name = "FILE")]
+    pub registry_ca: Vec<PathBuf>,
+
+    /// User name for the registry of the image reference (with MEMLINT_PASSWORD or
+    /// --password-stdin); sent to no other registry
+    #[arg(long, value_name = "USER", env = "MEMLINT_USERNAME")]
+    pub username: Option<String>,
+
+    /// Read the registry password (or token) from standard input
+    #[arg(long)]
+    pub password_stdin: bool,
+
+    /// Show progress bars on standard error even when it is not a terminal
+    #[arg(long)]
+    pub progress: bool,
 }
 
 /// Formats of `lint`.
@@ -206,6 +248,13 @@ pub struct InspectArgs {
     /// Layers read at once (default: the number of CPUs)
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
+
+    /// No progress bars
+    #[arg(short, long)]
+    pub quiet: bool,
+
+    #[command(flatten)]
+    pub source: SourceArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -124,6 +124,14 @@ fn run_hook(a: HookRunArgs) -> Result<ExitCode> {
         quiet: false,
         verbose: false,
         jobs: None,
+        // The hook has no flags of its own: the environment is how users set these.
+        source: crate::cli::SourceArgs {
+            cache_dir: std::env::var_os("MEMLINT_CACHE_DIR")
+                .filter(|v| !v.is_empty())
+                .map(std::path::PathBuf::from),
+            username: std::env::var("MEMLINT_USERNAME").ok().filter(|v| !v.is_empty()),
+            ..Default::default()
+        },
     };
     let code = super::lint::run(args)?;
     if code != ExitCode::SUCCESS {

@@ -5,7 +5,7 @@ use crate::error::Result;
 use crate::facts::Facts;
 use crate::platform::Platform;
 use crate::reference::Reference;
-use crate::sources::{self, Image, Layer, Options};
+use crate::sources::{self, Image, Layer};
 use crate::tree::{FileTree, TreeCounts};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -14,12 +14,10 @@ use std::process::ExitCode;
 
 pub fn run(args: InspectArgs) -> Result<ExitCode> {
     let reference = Reference::parse(&args.image)?;
-    let mut options = Options::default();
+    let stdin_needed = args.image == "docker-archive:-";
+    let mut options = super::source_options(&args.source, args.jobs, args.quiet, stdin_needed)?;
     if let Some(p) = &args.platform {
         options.platform = Some(Platform::parse(p)?);
-    }
-    if let Some(j) = args.jobs {
-        options.workers = j.max(1);
     }
     let image = sources::open(&args.image, &reference, &options)?;
     let facts = crate::facts::derive(&image);

@@ -15,7 +15,7 @@ use crate::report::sarif::{self, SarifOptions};
 use crate::report::text::{self, TextOptions};
 use crate::rules;
 use crate::settings::{Date, Settings};
-use crate::sources::{self, Image, Options};
+use crate::sources::{self, Image};
 use clap::ValueEnum;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -75,14 +75,12 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
                 .and_then(|f| FailOn::from_str(f, true).ok())
         })
         .unwrap_or(FailOn::Warning);
-    let mut options = Options::default();
+    let stdin_needed = args.images.iter().any(|i| i == "docker-archive:-");
+    let mut options = super::source_options(&args.source, args.jobs, args.quiet, stdin_needed)?;
     match args.platform.as_deref() {
         Some("all") => options.all_platforms = true,
         Some(p) => options.platform = Some(Platform::parse(p)?),
         None => {}
-    }
-    if let Some(j) = args.jobs {
-        options.workers = j.max(1);
     }
     let color = args.output.is_none()
         && !args.no_color

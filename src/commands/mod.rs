@@ -41,3 +41,61 @@ pub(crate) fn emit(output: Option<&Path>, text: &str) -> Result<()> {
         }
     }
 }
+
+/// The reader options that `--jobs`, `--platform` and the source flags give.
+pub(crate) fn source_options(
+    source: &crate::cli::SourceArgs,
+    jobs: Option<usize>,
+    quiet: bool,
+    stdin_needed: bool,
+) -> Result<crate::sources::Options> {
+    use crate::sources::{registry::RegistryOptions, Options};
+    use std::io::IsTerminal;
+    let mut options = Options::default();
+    if let Some(j) = jobs {
+        options.workers = j.max(1);
+    }
+    options.cache = if source.no_cache {
+        None
+    } else {
+        source
+            .cache_dir
+            .clone()
+            .or_else(crate::cache::LayerCache::default_dir)
+            .map(|dir| std::sync::Arc::new(crate::cache::LayerCache::open(&dir)))
+    };
+    let password = if source.password_stdin {
+        if stdin_needed {
+            return Err(Error::BadArgument {
+                what: "--password-stdin".to_string(),
+                help: "standard input already carries an image (docker-archive:-); give the password in MEMLINT_PASSWORD instead".to_string(),
+            });
+        }
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text)
+            .map_err(|e| Error::io("standard input", e))?;
+        Some(text.trim_end_matches(['\r', '\n']).to_string())
+    } else {
+        std::env::var("MEMLINT_PASSWORD").ok().filter(|p| !p.is_empty())
+    };
+    let username = source.username.clone().filter(|u| !u.is_empty());
+    if password.is_some() != username.is_some() {
+        return Err(Error::BadArgument {
+            what: if username.is_some() {
+                "--username (MEMLINT_USERNAME) without a password".to_string()
+            } else {
+                "a registry password without a user name".to_string()
+            },
+            help: "give both: --username (or MEMLINT_USERNAME) and MEMLINT_PASSWORD (or --password-stdin)"
+                .to_string(),
+        });
+    }
+    options.registry = RegistryOptions {
+        insecure: source.insecure_registry.clone(),
+        ca_files: source.registry_ca.clone(),
+        username,
+        password,
+    };
+    options.progress = !quiet && (source.progress || std::io::stderr().is_terminal());
+    Ok(options)
+}

@@ -4,6 +4,7 @@
 
 mod docker;
 mod oci;
+pub mod registry;
 mod rootfs;
 mod select;
 mod store;
@@ -34,6 +35,12 @@ pub struct Options {
     pub workers: usize,
     /// Read every platform of a multi-platform image (`--platform all`).
     pub all_platforms: bool,
+    /// The layer analysis cache; `None` with `--no-cache`.
+    pub cache: Option<Arc<crate::cache::LayerCache>>,
+    /// Credentials, CAs and insecure hosts for `registry:` references.
+    pub registry: registry::RegistryOptions,
+    /// Draw progress bars on standard error.
+    pub progress: bool,
 }
 
 impl Default for Options {
@@ -44,6 +51,9 @@ impl Default for Options {
             limits: Limits::default(),
             workers: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
             all_platforms: false,
+            cache: None,
+            registry: registry::RegistryOptions::default(),
+            progress: false,
         }
     }
 }

@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-tools=(skopeo umoci dpkg-deb)
+# podman (local-store tests), docker-registry, htpasswd and openssl (registry tests).
+tools=(skopeo umoci dpkg-deb podman docker-registry htpasswd openssl)
 missing=()
 for t in "${tools[@]}"; do
   command -v "$t" >/dev/null || missing+=("$t")
@@ -15,6 +16,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   for t in "${missing[@]}"; do
     case $t in
       dpkg-deb) pkgs+=(dpkg) ;;
+      htpasswd) pkgs+=(apache2-utils) ;;
       *) pkgs+=("$t") ;;
     esac
   done

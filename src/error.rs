@@ -27,6 +27,16 @@ pub enum Error {
     )]
     NotSupportedYet { scheme: String },
 
+    #[error("cannot pull {what} from registry {registry} (repository {repository}): {reason}")]
+    #[diagnostic(code(memlint::registry), help("{help}"))]
+    Registry {
+        registry: String,
+        repository: String,
+        what: String,
+        reason: String,
+        help: String,
+    },
+
     #[error("cannot read {path}: {source}")]
     #[diagnostic(code(memlint::io), help("{help}"))]
     Io {

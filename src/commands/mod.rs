@@ -95,6 +95,7 @@ pub(crate) fn source_options(
         ca_files: source.registry_ca.clone(),
         username,
         password,
+        ..Default::default()
     };
     options.progress = !quiet && (source.progress || std::io::stderr().is_terminal());
     Ok(options)

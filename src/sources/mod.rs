@@ -2,6 +2,7 @@
 //! and verifies the config, and streams the layers into a [`FileTree`]; it knows nothing of
 //! facts or rules.
 
+mod credentials;
 mod docker;
 mod oci;
 pub mod registry;
@@ -245,7 +246,8 @@ fn open_all_with(reference_text: &str, reference: &Reference, options: &Options)
                 open_archive_file(reference_text, "archive", path, Format::Detect, None, options)
             }
         }
-        Reference::Registry(_) | Reference::Docker(_) | Reference::Podman(_) => Err(Error::NotSupportedYet {
+        Reference::Registry(name) => registry::open(reference_text, name, options),
+        Reference::Docker(_) | Reference::Podman(_) => Err(Error::NotSupportedYet {
             scheme: reference.scheme().to_string(),
         }),
     }

@@ -1,17 +1,713 @@
-//! `registry:REF`: images pulled from an OCI distribution registry with oci-client, layers
-//! streamed straight into the layer reader.
+//! `registry:REF`: images pulled from an OCI distribution registry with oci-client. The
+//! registry is presented to the OCI layout reader as a [`Store`]: `index.json` names the
+//! manifest the reference resolves to, and `blobs/sha256/…` members are fetched on demand,
+//! manifests from the manifests endpoint and everything else streamed from the blobs
+//! endpoint straight into the layer reader, never written to disk.
 
+use super::credentials::{self, Origin};
+use super::store::Store;
+use super::{Format, Image, Options};
+use crate::error::{Error, Result};
+use bytes::Bytes;
+use futures_util::StreamExt;
+use oci_client::client::{BlobResponse, Certificate, CertificateEncoding, ClientConfig, ClientProtocol};
+use oci_client::errors::{OciDistributionError, OciErrorCode};
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, Reference};
+use std::collections::HashMap;
+use std::io::{self, Read};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 /// How to reach registries: what `--insecure-registry`, `--registry-ca`, `--username` and the
 /// password give.
 #[derive(Clone, Debug, Default)]
 pub struct RegistryOptions {
-    /// Hosts (host or host:port) spoken to over plain HTTP, or HTTPS without verification.
+    /// Hosts (host or host:port) spoken to over HTTPS without verification, or plain HTTP.
     pub insecure: Vec<String>,
     /// PEM files of extra CAs to trust.
     pub ca_files: Vec<PathBuf>,
     /// Explicit credentials; they go only to the registry of the reference.
     pub username: Option<String>,
     pub password: Option<String>,
+    /// The registry the explicit credentials belong to: the first one a reference names.
+    pub explicit_registry: Arc<OnceLock<String>>,
+}
+
+const MANIFEST_TYPES: &[&str] = &[
+    "application/vnd.oci.image.index.v1+json",
+    "application/vnd.oci.image.manifest.v1+json",
+    "application/vnd.docker.distribution.manifest.list.v2+json",
+    "application/vnd.docker.distribution.manifest.v2+json",
+];
+
+/// Attempts for one request when the registry answers 5xx, resets or times out.
+const ATTEMPTS: u32 = 5;
+
+/// Reads the image a registry reference names.
+pub(super) fn open(reference_text: &str, name: &str, options: &Options) -> Result<Vec<Image>> {
+    let reference = parse_reference(name)?;
+    let store = RegistryStore::connect(reference, options)?;
+    super::load(
+        reference_text,
+        "registry",
+        Arc::new(store),
+        Format::Oci,
+        None,
+        options,
+    )
+}
+
+/// Docker's normalisation: `node:24-slim` is docker.io/library/node:24-slim.
+pub fn parse_reference(name: &str) -> Result<Reference> {
+    name.parse::<Reference>().map_err(|e| Error::BadReference {
+        input: name.to_string(),
+        reason: format!("it is not a registry reference ({e})"),
+    })
+}
+
+/// Registries docker talks to without TLS verification unless told otherwise: loopback.
+fn is_loopback(registry: &str) -> bool {
+    let host = match registry.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(rest),
+        None => registry.rsplit_once(':').map_or(registry, |(h, _)| h),
+    };
+    host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+fn named_insecure(registry: &str, insecure: &[String]) -> bool {
+    insecure.iter().any(|h| {
+        let h = h
+            .trim()
+            .trim_start_matches("https://")
+            .trim_start_matches("http://")
+            .trim_end_matches('/');
+        h == registry || registry.rsplit_once(':').is_some_and(|(host, _)| host == h)
+    })
+}
+
+/// The registry side of a store: the client, the credentials and the runtime they run on.
+struct Remote {
+    runtime: tokio::runtime::Runtime,
+    client: Client,
+    reference: Reference,
+    auth: RegistryAuth,
+    origin: Origin,
+}
+
+impl Remote {
+    fn registry(&self) -> &str {
+        self.reference.registry()
+    }
+
+    fn repository(&self) -> &str {
+        self.reference.repository()
+    }
+
+    /// The manifest (or index) with this digest, or the one the reference names.
+    async fn manifest(
+        &self,
+        digest: Option<&str>,
+    ) -> std::result::Result<(Bytes, String), OciDistributionError> {
+        let reference = match digest {
+            Some(d) => self.reference.clone_with_digest(d.to_string()),
+            None => self.reference.clone(),
+        };
+        retry(|| {
+            self.client
+                .pull_manifest_raw(&reference, &self.auth, MANIFEST_TYPES)
+        })
+        .await
+    }
+}
+
+/// Runs a request again, with backoff, while the failure looks transient.
+async fn retry<T, F, Fut>(mut request: F) -> std::result::Result<T, OciDistributionError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = std::result::Result<T, OciDistributionError>>,
+{
+    let mut attempt = 0;
+    loop {
+        match request().await {
+            Err(e) if attempt + 1 < ATTEMPTS && transient(&e) => {
+                tokio::time::sleep(backoff(attempt)).await;
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
+fn backoff(attempt: u32) -> Duration {
+    Duration::from_millis(250u64 << attempt.min(5))
+}
+
+fn transient(e: &OciDistributionError) -> bool {
+    match e {
+        OciDistributionError::ServerError { code, .. } => *code >= 500,
+        OciDistributionError::RequestError(r) => !r.is_connect() && !r.is_builder() && !r.is_status(),
+        OciDistributionError::IoError(_) => true,
+        _ => false,
+    }
+}
+
+/// Whether an error happened below HTTP: no connection, or TLS refused.
+fn transport_failure(e: &OciDistributionError) -> bool {
+    matches!(e, OciDistributionError::RequestError(r) if r.is_connect() || r.is_request())
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let s_text = s.to_string();
+        if !text.contains(&s_text) {
+            text.push_str(": ");
+            text.push_str(&s_text);
+        }
+        source = s.source();
+    }
+    text
+}
+
+fn certificate_problem(e: &OciDistributionError) -> bool {
+    let text = error_chain(e).to_ascii_lowercase();
+    text.contains("certificate") || text.contains("unknownissuer") || text.contains("invalid peer")
+}
+
+/// The HTTP status an error stands for, when it stands for one.
+fn status_of(e: &OciDistributionError) -> Option<u16> {
+    match e {
+        OciDistributionError::UnauthorizedError { .. } | OciDistributionError::AuthenticationFailure(_) => {
+            Some(401)
+        }
+        OciDistributionError::ServerError { code, .. } => Some(*code),
+        OciDistributionError::ImageManifestNotFoundError(_) => Some(404),
+        OciDistributionError::RegistryError { envelope, .. } => {
+            envelope.errors.iter().find_map(|err| match err.code {
+                OciErrorCode::Unauthorized => Some(401),
+                OciErrorCode::Denied => Some(403),
+                OciErrorCode::ManifestUnknown
+                | OciErrorCode::NameUnknown
+                | OciErrorCode::BlobUnknown
+                | OciErrorCode::NotFound
+                | OciErrorCode::ManifestBlobUnknown => Some(404),
+                OciErrorCode::Toomanyrequests => Some(429),
+                _ => None,
+            })
+        }
+        OciDistributionError::RequestError(r) => r.status().map(|s| s.as_u16()),
+        _ => None,
+    }
+}
+
+/// A registry failure as a diagnostic that names the registry, the repository and what to do.
+fn registry_error(
+    remote_registry: &str,
+    repository: &str,
+    what: &str,
+    origin: &Origin,
+    e: &OciDistributionError,
+) -> Error {
+    let login = if remote_registry == "docker.io" {
+        "docker login".to_string()
+    } else {
+        format!("docker login {remote_registry}")
+    };
+    let (reason, help) = match status_of(e) {
+        Some(401) => (
+            format!("the registry refused {origin} (401 Unauthorized)"),
+            format!(
+                "`{login}`, or set MEMLINT_USERNAME and MEMLINT_PASSWORD (or --password-stdin) to an account that can pull {repository}"
+            ),
+        ),
+        Some(403) => (
+            format!("{origin} may not pull {repository} (403 Forbidden)"),
+            format!("ask for pull access to {repository}, or log in as another account (`{login}`)"),
+        ),
+        Some(404) => (
+            "it is not there (404 Not Found)".to_string(),
+            match origin {
+                Origin::Anonymous => format!(
+                    "check the repository and tag (`skopeo list-tags docker://{remote_registry}/{repository}`); a private repository also answers 404 to a client without credentials: `{login}`, or set MEMLINT_USERNAME and MEMLINT_PASSWORD"
+                ),
+                _ => format!(
+                    "check the repository and tag (`skopeo list-tags docker://{remote_registry}/{repository}`); a private repository also answers 404 to an account that may not see it"
+                ),
+            },
+        ),
+        Some(429) => (
+            "the registry is rate limiting this client (429 Too Many Requests)".to_string(),
+            format!("wait and try again, or log in (`{login}`): registries allow more pulls to logged-in users"),
+        ),
+        Some(code) if code >= 500 => (
+            format!("the registry failed {ATTEMPTS} times with {code}: {e}"),
+            "the registry is having trouble; try again later".to_string(),
+        ),
+        _ if certificate_problem(e) => (
+            format!("the registry's TLS certificate is not trusted ({})", error_chain(e)),
+            format!(
+                "give the registry's CA with --registry-ca FILE, or, for a test registry, --insecure-registry {remote_registry}"
+            ),
+        ),
+        _ if transport_failure(e) => (
+            format!("the registry does not answer ({})", error_chain(e)),
+            if is_loopback(remote_registry) {
+                "check the port and that the registry runs".to_string()
+            } else {
+                format!(
+                    "check the address and that the registry runs; a registry without TLS needs --insecure-registry {remote_registry}"
+                )
+            },
+        ),
+        _ => (error_chain(e), "check the reference; run again with a working network".to_string()),
+    };
+    Error::Registry {
+        registry: remote_registry.to_string(),
+        repository: repository.to_string(),
+        what: what.to_string(),
+        reason,
+        help,
+    }
+}
+
+fn read_certificates(files: &[PathBuf]) -> Result<Vec<Certificate>> {
+    files
+        .iter()
+        .map(|path| {
+            let data = std::fs::read(path).map_err(|e| Error::io(path.display(), e))?;
+            if !data.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----") {
+                return Err(Error::BadArgument {
+                    what: format!("--registry-ca {}", path.display()),
+                    help: "give a PEM file with `-----BEGIN CERTIFICATE-----` blocks (the CA that signed the registry's certificate)".to_string(),
+                });
+            }
+            Ok(Certificate {
+                encoding: CertificateEncoding::Pem,
+                data,
+            })
+        })
+        .collect()
+}
+
+fn client(protocol: ClientProtocol, skip_verify: bool, certificates: &[Certificate]) -> Client {
+    Client::new(ClientConfig {
+        protocol,
+        accept_invalid_certificates: skip_verify,
+        extra_root_certificates: certificates.to_vec(),
+        platform_resolver: None,
+        connect_timeout: Some(Duration::from_secs(15)),
+        read_timeout: Some(Duration::from_secs(60)),
+        user_agent: concat!("memlint/", env!("CARGO_PKG_VERSION")),
+        ..ClientConfig::default()
+    })
+}
+
+/// A registry seen as an OCI layout.
+pub struct RegistryStore {
+    remote: Arc<Remote>,
+    /// JSON documents fetched so far, by member name (`index.json`, `blobs/sha256/…`).
+    documents: Mutex<HashMap<String, Bytes>>,
+    /// Descriptors named by the documents served so far: member → (media type, size).
+    descriptors: Mutex<HashMap<String, (String, u64)>>,
+    max_json: u64,
+}
+
+impl RegistryStore {
+    fn connect(reference: Reference, options: &Options) -> Result<RegistryStore> {
+        let registry = reference.registry().to_string();
+        let repository = reference.repository().to_string();
+        let settings = &options.registry;
+        let certificates = read_certificates(&settings.ca_files)?;
+        let mut warnings = Vec::new();
+        let explicit = settings
+            .username
+            .clone()
+            .zip(settings.password.clone())
+            .filter(|_| settings.explicit_registry.get_or_init(|| registry.clone()) == &registry);
+        let (auth, origin) = match explicit {
+            Some((u, p)) => (RegistryAuth::Basic(u, p), Origin::Explicit),
+            None => credentials::from_docker_config(&registry, &mut |w| warnings.push(w)),
+        };
+        for w in warnings {
+            eprintln!("memlint: warning: {w}");
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(|e| Error::io("the network runtime", e))?;
+        let named = named_insecure(&registry, &settings.insecure);
+        let may_fall_back = named || is_loopback(&registry);
+        let https = client(ClientProtocol::Https, named, &certificates);
+        let mut remote = Remote {
+            runtime,
+            client: https,
+            reference,
+            auth,
+            origin,
+        };
+        let wanted = match (remote.reference.digest(), remote.reference.tag()) {
+            (Some(d), _) => format!("manifest {d}"),
+            (None, t) => format!("the manifest of tag {}", t.unwrap_or("latest")),
+        };
+        let first = remote.runtime.block_on(remote.manifest(None));
+        let (bytes, digest) = match first {
+            Ok(found) => found,
+            // Like docker: a loopback or --insecure-registry host that does not speak TLS is
+            // spoken to in plain HTTP. A certificate it presents but that is not trusted is
+            // an error, not a reason to drop TLS.
+            Err(e) if may_fall_back && transport_failure(&e) && (named || !certificate_problem(&e)) => {
+                remote.client = client(ClientProtocol::Http, false, &certificates);
+                remote
+                    .runtime
+                    .block_on(remote.manifest(None))
+                    .map_err(|e| registry_error(&registry, &repository, &wanted, &remote.origin, &e))?
+            }
+            Err(e) => {
+                return Err(registry_error(
+                    &registry,
+                    &repository,
+                    &wanted,
+                    &remote.origin,
+                    &e,
+                ))
+            }
+        };
+        let media_type = document_media_type(&bytes).ok_or_else(|| Error::NotAnImage {
+            location: format!("registry {registry}, repository {repository}"),
+            reason: "the reference resolves to something that is neither an image manifest nor an index".to_string(),
+            help: "check the reference: it may name an artifact (a Helm chart, a signature) rather than an image".to_string(),
+        })?;
+        let name = remote.reference.whole();
+        let index = serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.index.v1+json",
+            "manifests": [{
+                "mediaType": media_type,
+                "digest": digest,
+                "size": bytes.len(),
+                "annotations": { "org.opencontainers.image.ref.name": name },
+            }],
+        });
+        let store = RegistryStore {
+            remote: Arc::new(remote),
+            documents: Mutex::new(HashMap::new()),
+            descriptors: Mutex::new(HashMap::new()),
+            max_json: options.limits.max_json_bytes,
+        };
+        let index_bytes = Bytes::from(serde_json::to_vec(&index).unwrap_or_default());
+        store.remember("index.json", index_bytes);
+        if let Some(d) = crate::digest::Digest::parse(&digest) {
+            store.remember(&super::oci::blob_member(&d), bytes);
+        }
+        Ok(store)
+    }
+
+    /// Keeps a document and the descriptors it names, so that `size` can answer for them.
+    fn remember(&self, member: &str, bytes: Bytes) {
+        if let Ok(value) = serde_json::from_slice::<serde_json::Value>(&bytes) {
+            let mut descriptors = lock(&self.descriptors);
+            let listed = ["manifests", "layers"]
+                .iter()
+                .filter_map(|k| value.get(*k).and_then(|v| v.as_array()))
+                .flatten()
+                .chain(value.get("config"));
+            for d in listed {
+                let (Some(digest), Some(size)) = (
+                    d.get("digest")
+                        .and_then(|v| v.as_str())
+                        .and_then(crate::digest::Digest::parse),
+                    d.get("size").and_then(|v| v.as_u64()),
+                ) else {
+                    continue;
+                };
+                let media_type = d.get("mediaType").and_then(|v| v.as_str()).unwrap_or_default();
+                descriptors.insert(super::oci::blob_member(&digest), (media_type.to_string(), size));
+            }
+        }
+        lock(&self.documents).insert(member.to_string(), bytes);
+    }
+
+    fn digest_of(member: &str) -> Option<String> {
+        let hex = member.strip_prefix("blobs/sha256/")?;
+        Some(format!("sha256:{hex}"))
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn document_media_type(bytes: &[u8]) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    if let Some(mt) = value.get("mediaType").and_then(|v| v.as_str()) {
+        return Some(mt.to_string());
+    }
+    if value.get("manifests").is_some() {
+        Some(MANIFEST_TYPES[0].to_string())
+    } else if value.get("layers").is_some() && value.get("config").is_some() {
+        Some(MANIFEST_TYPES[1].to_string())
+    } else {
+        None
+    }
+}
+
+impl Store for RegistryStore {
+    fn location(&self) -> String {
+        format!(
+            "registry {}, repository {}",
+            self.remote.registry(),
+            self.remote.repository()
+        )
+    }
+
+    fn size(&self, member: &str) -> Option<u64> {
+        if let Some(b) = lock(&self.documents).get(member) {
+            return Some(b.len() as u64);
+        }
+        lock(&self.descriptors).get(member).map(|(_, size)| *size)
+    }
+
+    fn open(&self, member: &str) -> io::Result<Box<dyn Read + Send>> {
+        if let Some(b) = lock(&self.documents).get(member) {
+            return Ok(Box::new(io::Cursor::new(b.clone())));
+        }
+        let (media_type, size) = lock(&self.descriptors).get(member).cloned().ok_or_else(|| {
+            io::Error::new(io::ErrorKind::NotFound, format!("no descriptor names {member}"))
+        })?;
+        let digest = Self::digest_of(member).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::NotFound, format!("{member} is not a sha256 blob"))
+        })?;
+        let remote = &self.remote;
+        if MANIFEST_TYPES.contains(&media_type.as_str()) {
+            let (bytes, _) = remote
+                .runtime
+                .block_on(remote.manifest(Some(&digest)))
+                .map_err(|e| {
+                    io::Error::other(registry_error(
+                        remote.registry(),
+                        remote.repository(),
+                        &format!("manifest {digest}"),
+                        &remote.origin,
+                        &e,
+                    ))
+                })?;
+            if bytes.len() as u64 > self.max_json {
+                return Err(io::Error::other(format!(
+                    "manifest {digest} is {} bytes, over max_json_bytes",
+                    bytes.len()
+                )));
+            }
+            self.remember(member, bytes.clone());
+            return Ok(Box::new(io::Cursor::new(bytes)));
+        }
+        Ok(Box::new(BlobReader::start(self.remote.clone(), digest, size)))
+    }
+
+    fn max_json(&self) -> u64 {
+        self.max_json
+    }
+}
+
+/// A blob streamed from the registry: a task on the runtime fetches it (resuming with a
+/// range request after a reset) and hands chunks over a small bounded channel, so at most a
+/// few chunks wait in memory whatever the blob's size.
+struct BlobReader {
+    chunks: tokio::sync::mpsc::Receiver<io::Result<Bytes>>,
+    current: Bytes,
+    done: bool,
+}
+
+impl BlobReader {
+    fn start(remote: Arc<Remote>, digest: String, size: u64) -> BlobReader {
+        let (tx, rx) = tokio::sync::mpsc::channel(8);
+        let task_remote = remote.clone();
+        remote.runtime.spawn(async move {
+            if let Err(e) = fetch(&task_remote, &digest, size, &tx).await {
+                let _ = tx.send(Err(e)).await;
+            }
+        });
+        BlobReader {
+            chunks: rx,
+            current: Bytes::new(),
+            done: false,
+        }
+    }
+}
+
+async fn fetch(
+    remote: &Remote,
+    digest: &str,
+    size: u64,
+    tx: &tokio::sync::mpsc::Sender<io::Result<Bytes>>,
+) -> io::Result<()> {
+    let fail = |e: &OciDistributionError| {
+        io::Error::other(registry_error(
+            remote.registry(),
+            remote.repository(),
+            &format!("blob {digest}"),
+            &remote.origin,
+            e,
+        ))
+    };
+    let mut offset = 0u64;
+    let mut attempt = 0u32;
+    loop {
+        let response = if offset == 0 {
+            remote
+                .client
+                .pull_blob_stream(&remote.reference, digest)
+                .await
+                .map(|s| (s, 0u64))
+        } else {
+            remote
+                .client
+                .pull_blob_stream_partial(&remote.reference, digest, offset, None)
+                .await
+                .map(|r| match r {
+                    // The registry ignored the range: skip what was already passed on.
+                    BlobResponse::Full(s) => (s, offset),
+                    BlobResponse::Partial(s) => (s, 0),
+                })
+        };
+        let (stream, mut skip) = match response {
+            Ok(r) => r,
+            Err(e) if attempt + 1 < ATTEMPTS && transient(&e) => {
+                tokio::time::sleep(backoff(attempt)).await;
+                attempt += 1;
+                continue;
+            }
+            Err(e) => return Err(fail(&e)),
+        };
+        let mut stream = stream.stream;
+        let mut broken = None;
+        while let Some(chunk) = stream.next().await {
+            match chunk {
+                Ok(mut bytes) => {
+                    if skip > 0 {
+                        let n = skip.min(bytes.len() as u64);
+                        skip -= n;
+                        bytes = bytes.slice(n as usize..);
+                        if bytes.is_empty() {
+                            continue;
+                        }
+                    }
+                    offset += bytes.len() as u64;
+                    if tx.send(Ok(bytes)).await.is_err() {
+                        // The reader stopped (an error elsewhere): nothing more is wanted.
+                        return Ok(());
+                    }
+                }
+                Err(e) => {
+                    broken = Some(e);
+                    break;
+                }
+            }
+        }
+        match broken {
+            None if offset >= size || size == 0 => return Ok(()),
+            // The body ended early without an error: a dropped connection. Resume.
+            None | Some(_) if attempt + 1 < ATTEMPTS => {
+                tokio::time::sleep(backoff(attempt)).await;
+                attempt += 1;
+            }
+            Some(e) => {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("blob {digest} from {}: {e}", remote.registry()),
+                ))
+            }
+            None => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!(
+                        "blob {digest} from {} ended after {offset} of {size} bytes",
+                        remote.registry()
+                    ),
+                ))
+            }
+        }
+    }
+}
+
+impl Read for BlobReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.current.is_empty() {
+            if self.done {
+                return Ok(0);
+            }
+            match self.chunks.blocking_recv() {
+                Some(Ok(bytes)) => self.current = bytes,
+                Some(Err(e)) => {
+                    self.done = true;
+                    return Err(e);
+                }
+                None => {
+                    self.done = true;
+                    return Ok(0);
+                }
+            }
+        }
+        let n = buf.len().min(self.current.len());
+        buf[..n].copy_from_slice(&self.current[..n]);
+        self.current = self.current.slice(n..);
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn docker_hub_names_are_normalised() {
+        let r = parse_reference("node:24-slim").map_err(|e| e.to_string());
+        let r = r.as_ref().map(|r| (r.registry(), r.repository(), r.tag()));
+        assert_eq!(r, Ok(("docker.io", "library/node", Some("24-slim"))));
+        let r = parse_reference("127.0.0.1:5000/app:1").map_err(|e| e.to_string());
+        let r = r.as_ref().map(|r| (r.registry(), r.repository(), r.tag()));
+        assert_eq!(r, Ok(("127.0.0.1:5000", "app", Some("1"))));
+    }
+
+    #[test]
+    fn loopback_hosts_are_recognised() {
+        for h in [
+            "localhost:5000",
+            "127.0.0.1:5000",
+            "127.0.0.1",
+            "[::1]:5000",
+            "localhost",
+        ] {
+            assert!(is_loopback(h), "{h}");
+        }
+        for h in ["ghcr.io", "docker.io", "10.0.0.1:5000", "localhost.example.com"] {
+            assert!(!is_loopback(h), "{h}");
+        }
+    }
+
+    #[test]
+    fn insecure_hosts_match_with_or_without_port() {
+        let list = vec!["registry.lan".to_string(), "https://other.lan:5000/".to_string()];
+        assert!(named_insecure("registry.lan:5000", &list));
+        assert!(named_insecure("registry.lan", &list));
+        assert!(named_insecure("other.lan:5000", &list));
+        assert!(!named_insecure("other.lan:5001", &list));
+        assert!(!named_insecure("ghcr.io", &list));
+    }
+
+    #[test]
+    fn document_types_are_read_or_inferred() {
+        assert_eq!(
+            document_media_type(br#"{"schemaVersion":2,"manifests":[]}"#).as_deref(),
+            Some(MANIFEST_TYPES[0])
+        );
+        assert_eq!(
+            document_media_type(br#"{"schemaVersion":2,"config":{},"layers":[]}"#).as_deref(),
+            Some(MANIFEST_TYPES[1])
+        );
+        assert_eq!(document_media_type(br#"{"schemaVersion":1}"#), None);
+    }
 }

@@ -1,0 +1,328 @@
+//! Registry credentials the way the docker CLI finds them: explicit ones first (only for the
+//! registry they were given for), then `credHelpers`, `credsStore` and `auths` of
+//! `$DOCKER_CONFIG/config.json` (default `~/.docker/config.json`), else anonymous.
+
+use base64::Engine as _;
+use oci_client::secrets::RegistryAuth;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+/// Where the credentials for a registry came from, for messages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    Anonymous,
+    /// `--username` / `MEMLINT_USERNAME` with `MEMLINT_PASSWORD` or `--password-stdin`.
+    Explicit,
+    /// An `auths` entry of the docker config file.
+    ConfigFile(PathBuf),
+    /// A `docker-credential-NAME` program.
+    Helper(String),
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Anonymous => f.write_str("no credentials"),
+            Origin::Explicit => {
+                f.write_str("the credentials from --username and MEMLINT_PASSWORD/--password-stdin")
+            }
+            Origin::ConfigFile(p) => write!(f, "the credentials in {}", p.display()),
+            Origin::Helper(h) => write!(f, "the credentials from docker-credential-{h}"),
+        }
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct DockerConfig {
+    #[serde(default)]
+    auths: BTreeMap<String, AuthEntry>,
+    #[serde(default, rename = "credsStore")]
+    creds_store: Option<String>,
+    #[serde(default, rename = "credHelpers")]
+    cred_helpers: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct AuthEntry {
+    #[serde(default)]
+    auth: Option<String>,
+    #[serde(default)]
+    username: Option<String>,
+    #[serde(default)]
+    password: Option<String>,
+    #[serde(default, rename = "identitytoken")]
+    identity_token: Option<String>,
+    #[serde(default, rename = "registrytoken")]
+    registry_token: Option<String>,
+}
+
+/// What `docker-credential-NAME get` prints.
+#[derive(Debug, Deserialize)]
+struct HelperAnswer {
+    #[serde(rename = "Username", default)]
+    username: String,
+    #[serde(rename = "Secret", default)]
+    secret: String,
+}
+
+/// The host docker files a registry's credentials under: Docker Hub's is its old v1 URL.
+pub fn config_key(registry: &str) -> String {
+    if is_docker_hub(registry) {
+        "https://index.docker.io/v1/".to_string()
+    } else {
+        registry.to_string()
+    }
+}
+
+fn is_docker_hub(registry: &str) -> bool {
+    matches!(
+        registry,
+        "docker.io" | "index.docker.io" | "registry-1.docker.io" | "registry.hub.docker.com"
+    )
+}
+
+/// `https://ghcr.io/v2/` and `ghcr.io` name the same registry in `auths` (docker's
+/// `ConvertToHostname`).
+fn hostname_of(key: &str) -> &str {
+    let k = key
+        .strip_prefix("https://")
+        .or_else(|| key.strip_prefix("http://"))
+        .unwrap_or(key);
+    k.split('/').next().unwrap_or(k)
+}
+
+fn config_path() -> Option<PathBuf> {
+    let dir = match std::env::var_os("DOCKER_CONFIG").filter(|v| !v.is_empty()) {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?).join(".docker"),
+    };
+    Some(dir.join("config.json"))
+}
+
+/// Credentials for `registry` from the docker config, or anonymous. Problems with the config
+/// or a helper are warnings, not errors: the registry may not need credentials at all.
+pub fn from_docker_config(registry: &str, warn: &mut dyn FnMut(String)) -> (RegistryAuth, Origin) {
+    let Some(path) = config_path() else {
+        return (RegistryAuth::Anonymous, Origin::Anonymous);
+    };
+    let text = match std::fs::read(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return (RegistryAuth::Anonymous, Origin::Anonymous)
+        }
+        Err(e) => {
+            warn(format!(
+                "cannot read {}: {e}; pulling anonymously",
+                path.display()
+            ));
+            return (RegistryAuth::Anonymous, Origin::Anonymous);
+        }
+    };
+    // A docker config is a few KB; a huge one is not worth parsing.
+    if text.len() > 4 << 20 {
+        warn(format!("{} is over 4 MiB; not read", path.display()));
+        return (RegistryAuth::Anonymous, Origin::Anonymous);
+    }
+    let config: DockerConfig = match serde_json::from_slice(&text) {
+        Ok(c) => c,
+        Err(e) => {
+            warn(format!(
+                "{} is not valid JSON ({e}); pulling anonymously",
+                path.display()
+            ));
+            return (RegistryAuth::Anonymous, Origin::Anonymous);
+        }
+    };
+    lookup(&config, &path, registry, warn)
+}
+
+fn lookup(
+    config: &DockerConfig,
+    path: &std::path::Path,
+    registry: &str,
+    warn: &mut dyn FnMut(String),
+) -> (RegistryAuth, Origin) {
+    let key = config_key(registry);
+    let helper = config
+        .cred_helpers
+        .iter()
+        .find(|(k, _)| hostname_of(k) == hostname_of(&key) || k.as_str() == registry)
+        .map(|(_, h)| h.clone())
+        .or_else(|| config.creds_store.clone())
+        .filter(|h| !h.is_empty());
+    if let Some(helper) = helper {
+        match run_helper(&helper, &key) {
+            Ok(Some(auth)) => return (auth, Origin::Helper(helper)),
+            Ok(None) => {}
+            Err(e) => warn(format!("docker-credential-{helper}: {e}")),
+        }
+    }
+    let entry = config
+        .auths
+        .iter()
+        .find(|(k, _)| hostname_of(k) == hostname_of(&key))
+        .or_else(|| {
+            is_docker_hub(registry)
+                .then(|| config.auths.iter().find(|(k, _)| is_docker_hub(hostname_of(k))))
+                .flatten()
+        })
+        .map(|(_, e)| e);
+    let Some(entry) = entry else {
+        return (RegistryAuth::Anonymous, Origin::Anonymous);
+    };
+    if let Some(token) = entry.registry_token.as_ref().filter(|t| !t.is_empty()) {
+        return (
+            RegistryAuth::Bearer(token.clone()),
+            Origin::ConfigFile(path.to_path_buf()),
+        );
+    }
+    if let (Some(u), Some(p)) = (&entry.username, &entry.password) {
+        if !u.is_empty() {
+            return (
+                RegistryAuth::Basic(u.clone(), p.clone()),
+                Origin::ConfigFile(path.to_path_buf()),
+            );
+        }
+    }
+    if let Some(encoded) = entry.auth.as_ref().filter(|a| !a.is_empty()) {
+        match decode_auth(encoded) {
+            Some((u, p)) => return (RegistryAuth::Basic(u, p), Origin::ConfigFile(path.to_path_buf())),
+            None => warn(format!(
+                "the `auth` of {registry} in {} is not base64 of USER:PASSWORD; pulling anonymously",
+                path.display()
+            )),
+        }
+    }
+    if entry.identity_token.as_ref().is_some_and(|t| !t.is_empty()) {
+        warn(format!(
+            "{} holds an identity token for {registry}, which memlint cannot exchange; pulling anonymously (set MEMLINT_USERNAME and MEMLINT_PASSWORD instead)",
+            path.display()
+        ));
+    }
+    (RegistryAuth::Anonymous, Origin::Anonymous)
+}
+
+fn decode_auth(encoded: &str) -> Option<(String, String)> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .ok()?;
+    let text = String::from_utf8(bytes).ok()?;
+    let (u, p) = text.split_once(':')?;
+    (!u.is_empty()).then(|| (u.to_string(), p.to_string()))
+}
+
+/// Asks `docker-credential-NAME get` for the credentials of `server`; `Ok(None)` when it has
+/// none.
+fn run_helper(name: &str, server: &str) -> Result<Option<RegistryAuth>, String> {
+    if name.contains('/') || name.contains('\0') {
+        return Err("the helper name must not contain `/`".to_string());
+    }
+    let program = format!("docker-credential-{name}");
+    let mut child = Command::new(&program)
+        .arg("get")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run {program}: {e}"))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        // A helper that exits without reading its input is answered by its exit status.
+        let _ = stdin.write_all(server.as_bytes());
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("{program} failed: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        // The protocol's "not found" answer is on stdout.
+        if stdout.contains("credentials not found") {
+            return Ok(None);
+        }
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let said = if stdout.trim().is_empty() {
+            stderr.trim()
+        } else {
+            stdout.trim()
+        };
+        return Err(format!("{} ({said})", out.status));
+    }
+    let answer: HelperAnswer = serde_json::from_str(stdout.trim())
+        .map_err(|e| format!("its answer is not the JSON of the credential helper protocol ({e})"))?;
+    if answer.secret.is_empty() {
+        return Ok(None);
+    }
+    if answer.username == "<token>" {
+        // An identity (refresh) token needs an OAuth exchange that oci-client does not do.
+        return Err("it gave an identity token, which memlint cannot exchange; set MEMLINT_USERNAME and MEMLINT_PASSWORD instead".to_string());
+    }
+    Ok(Some(RegistryAuth::Basic(answer.username, answer.secret)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> DockerConfig {
+        serde_json::from_str(text).unwrap_or_default()
+    }
+
+    fn found(config: &DockerConfig, registry: &str) -> RegistryAuth {
+        lookup(config, std::path::Path::new("config.json"), registry, &mut |_| {}).0
+    }
+
+    #[test]
+    fn auths_match_by_host_whatever_the_key_spelling() {
+        let c = parse(
+            r#"{"auths":{"https://ghcr.io/v2/":{"auth":"dTpw"},"127.0.0.1:5000":{"username":"a","password":"b"}}}"#,
+        );
+        assert_eq!(found(&c, "ghcr.io"), RegistryAuth::Basic("u".into(), "p".into()));
+        assert_eq!(
+            found(&c, "127.0.0.1:5000"),
+            RegistryAuth::Basic("a".into(), "b".into())
+        );
+        assert_eq!(found(&c, "127.0.0.1:5001"), RegistryAuth::Anonymous);
+    }
+
+    #[test]
+    fn docker_hub_uses_the_v1_key() {
+        let c = parse(r#"{"auths":{"https://index.docker.io/v1/":{"auth":"aHViOnNlY3JldA=="}}}"#);
+        assert_eq!(
+            found(&c, "docker.io"),
+            RegistryAuth::Basic("hub".into(), "secret".into())
+        );
+        assert_eq!(
+            found(&c, "index.docker.io"),
+            RegistryAuth::Basic("hub".into(), "secret".into())
+        );
+    }
+
+    #[test]
+    fn bad_auth_is_anonymous_with_a_warning() {
+        let c = parse(r#"{"auths":{"r.example":{"auth":"%%%"}}}"#);
+        let mut warnings = Vec::new();
+        let (auth, _) = lookup(&c, std::path::Path::new("c.json"), "r.example", &mut |w| {
+            warnings.push(w)
+        });
+        assert_eq!(auth, RegistryAuth::Anonymous);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+    }
+
+    #[test]
+    fn a_missing_helper_is_a_warning_and_auths_still_count() {
+        let c = parse(
+            r#"{"credHelpers":{"r.example":"memlint-no-such-helper"},"auths":{"r.example":{"auth":"dTpw"}}}"#,
+        );
+        let mut warnings = Vec::new();
+        let (auth, _) = lookup(&c, std::path::Path::new("c.json"), "r.example", &mut |w| {
+            warnings.push(w)
+        });
+        assert_eq!(auth, RegistryAuth::Basic("u".into(), "p".into()));
+        assert!(
+            warnings[0].contains("docker-credential-memlint-no-such-helper"),
+            "{warnings:?}"
+        );
+    }
+}

@@ -1,0 +1,641 @@
+//! `registry:` references against Debian's docker-registry (the CNCF distribution registry)
+//! started on 127.0.0.1: anonymous, htpasswd basic auth, and TLS with a CA made here. Images
+//! are pushed with skopeo; linting by reference must give what linting the oci-dir gives.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::fs;
+use std::io::Write;
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const USER: &str = "memlint";
+const PASSWORD: &str = "s3cret-pass";
+
+/// A registry process on a free loopback port, stopped when dropped.
+struct Registry {
+    child: Child,
+    port: u16,
+    dir: tempfile::TempDir,
+    tls: bool,
+    basic_auth: bool,
+}
+
+#[derive(Default)]
+struct Setup {
+    basic_auth: bool,
+    tls: bool,
+}
+
+impl Registry {
+    fn start(setup: Setup) -> Registry {
+        require_tool("docker-registry");
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut config = format!(
+            "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\n",
+            dir.path().join("data").display()
+        );
+        if setup.tls {
+            make_certificates(dir.path());
+            config.push_str(&format!(
+                "  tls:\n    certificate: {}\n    key: {}\n",
+                dir.path().join("server.crt").display(),
+                dir.path().join("server.key").display()
+            ));
+        }
+        if setup.basic_auth {
+            require_tool("htpasswd");
+            let out = run(Command::new("htpasswd").args(["-Bbn", USER, PASSWORD]));
+            fs::write(dir.path().join("htpasswd"), out.stdout).unwrap();
+            config.push_str(&format!(
+                "auth:\n  htpasswd:\n    realm: memlint-test\n    path: {}\n",
+                dir.path().join("htpasswd").display()
+            ));
+        }
+        fs::write(dir.path().join("config.yml"), config).unwrap();
+        let log = fs::File::create(dir.path().join("registry.log")).unwrap();
+        let child = Command::new("docker-registry")
+            .arg("serve")
+            .arg(dir.path().join("config.yml"))
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("docker-registry starts");
+        let registry = Registry {
+            child,
+            port,
+            dir,
+            tls: setup.tls,
+            basic_auth: setup.basic_auth,
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "docker-registry did not listen on {port}: {}",
+                fs::read_to_string(registry.dir.path().join("registry.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        registry
+    }
+
+    fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    fn ca(&self) -> PathBuf {
+        self.dir.path().join("ca.crt")
+    }
+
+    /// Pushes an OCI layout (or one image of it) with skopeo.
+    fn push(&self, source: &str, name: &str, extra: &[&str]) {
+        require_tool("skopeo");
+        let mut cmd = Command::new("skopeo");
+        cmd.args(["copy", "--quiet", "--dest-tls-verify=false"]);
+        if self.basic_auth {
+            cmd.arg(format!("--dest-creds={USER}:{PASSWORD}"));
+        }
+        cmd.args(extra)
+            .arg(source)
+            .arg(format!("docker://{}/{name}", self.host()));
+        run(&mut cmd);
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A CA and a server certificate for 127.0.0.1 signed by it.
+fn make_certificates(dir: &Path) {
+    require_tool("openssl");
+    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
+    run(Command::new("openssl")
+        .args(["req", "-x509"])
+        .args(ec)
+        .args([
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=memlint test CA",
+        ])
+        .args([
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign",
+        ])
+        .current_dir(dir));
+    run(Command::new("openssl")
+        .arg("req")
+        .args(ec)
+        .args([
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ])
+        .current_dir(dir));
+    fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    run(Command::new("openssl")
+        .args([
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+        ])
+        .args([
+            "-CAcreateserial",
+            "-out",
+            "server.crt",
+            "-days",
+            "2",
+            "-extfile",
+            "server.ext",
+        ])
+        .current_dir(dir));
+}
+
+/// memlint with an empty docker config, no cache and the given environment.
+fn memlint_env(args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> Output {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_memlint"));
+    cmd.args(args)
+        .env("NO_COLOR", "1")
+        .env("HOME", home.path())
+        .env("DOCKER_CONFIG", home.path().join("docker"))
+        .env_remove("MEMLINT_USERNAME")
+        .env_remove("MEMLINT_PASSWORD")
+        .env_remove("MEMLINT_CACHE_DIR")
+        .env("XDG_CACHE_HOME", home.path().join("cache"));
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("memlint runs");
+    if let Some(text) = stdin {
+        child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// The findings of `lint --format json`, without the fields that name the image.
+fn findings(out: &Output) -> Vec<Value> {
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "lint failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let reports = match v.get("reports") {
+        Some(r) => r.as_array().unwrap().clone(),
+        None => vec![v],
+    };
+    let mut all = Vec::new();
+    for image in &reports {
+        for f in image["findings"].as_array().unwrap() {
+            all.push(serde_json::json!({
+                "rule": f["rule"], "severity": f["severity"], "message": f["message"],
+                "evidence": f["evidence"], "fix": f["fix"],
+            }));
+        }
+    }
+    all
+}
+
+fn lint_json(reference: &str, extra: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut args = vec!["lint", "--format", "json", "--no-cache"];
+    args.extend_from_slice(extra);
+    args.push(reference);
+    memlint_env(&args, env, None)
+}
+
+fn facts_of(reference: &str, extra: &[&str], env: &[(&str, &str)]) -> Value {
+    let mut args = vec!["inspect", "--format", "json", "--no-cache"];
+    args.extend_from_slice(extra);
+    args.push(reference);
+    let out = memlint_env(&args, env, None);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["facts"].clone()
+}
+
+fn oci_path(reference: &str) -> &str {
+    reference
+        .trim_start_matches("oci-dir:")
+        .trim_end_matches(":latest")
+}
+
+#[test]
+fn anonymous_registry_gives_what_the_oci_dir_gives() {
+    let image = build_image("node-sharp");
+    let registry = Registry::start(Setup::default());
+    registry.push(&format!("oci:{}", oci_path(&image)), "app:1", &[]);
+    let reference = format!("registry:{}/app:1", registry.host());
+    let by_ref = findings(&lint_json(&reference, &[], &[]));
+    let by_dir = findings(&lint_json(&image, &[], &[]));
+    assert!(!by_dir.is_empty(), "the node-sharp image has findings");
+    assert_eq!(by_ref, by_dir);
+    assert_eq!(facts_of(&reference, &[], &[]), facts_of(&image, &[], &[]));
+    // A bare reference is a registry reference too, and a digest pins the same image.
+    let v: Value = serde_json::from_slice(
+        &memlint_env(
+            &["inspect", "--format", "json", "--no-cache", &reference],
+            &[],
+            None,
+        )
+        .stdout,
+    )
+    .unwrap();
+    let digest = v["image"]["manifest_digest"].as_str().unwrap().to_string();
+    let pinned = format!("{}/app@{digest}", registry.host());
+    assert_eq!(findings(&lint_json(&pinned, &[], &[])), by_dir);
+}
+
+#[test]
+fn basic_auth_from_every_source_of_credentials() {
+    let image = build_image("glibc-jemalloc-removed");
+    let registry = Registry::start(Setup {
+        basic_auth: true,
+        ..Setup::default()
+    });
+    registry.push(&format!("oci:{}", oci_path(&image)), "team/app:1", &[]);
+    let reference = format!("registry:{}/team/app:1", registry.host());
+    let expected = findings(&lint_json(&image, &[], &[]));
+
+    // No credentials: a 401 that names the registry, the repository and what to do.
+    let out = lint_json(&reference, &[], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let text = error_text(&out);
+    for needle in [registry.host().as_str(), "team/app", "401", "MEMLINT_USERNAME"] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+
+    // MEMLINT_USERNAME / MEMLINT_PASSWORD.
+    let env = [("MEMLINT_USERNAME", USER), ("MEMLINT_PASSWORD", PASSWORD)];
+    assert_eq!(findings(&lint_json(&reference, &[], &env)), expected);
+    // A wrong password is refused.
+    let out = lint_json(
+        &reference,
+        &[],
+        &[("MEMLINT_USERNAME", USER), ("MEMLINT_PASSWORD", "nope")],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(error_text(&out).contains("401"), "{}", error_text(&out));
+
+    // --username with --password-stdin.
+    let out = memlint_env(
+        &[
+            "lint",
+            "--format",
+            "json",
+            "--no-cache",
+            "--username",
+            USER,
+            "--password-stdin",
+            &reference,
+        ],
+        &[],
+        Some(&format!("{PASSWORD}\n")),
+    );
+    assert_eq!(findings(&out), expected);
+
+    // The docker config: an `auths` entry, then a credential helper.
+    let home = tempfile::tempdir().unwrap();
+    let config_dir = home.path().join("docker");
+    fs::create_dir_all(&config_dir).unwrap();
+    let auth = base64_encode(format!("{USER}:{PASSWORD}").as_bytes());
+    fs::write(
+        config_dir.join("config.json"),
+        serde_json::json!({"auths": {registry.host(): {"auth": auth}}}).to_string(),
+    )
+    .unwrap();
+    let config_env = [("DOCKER_CONFIG", config_dir.to_str().unwrap())];
+    assert_eq!(findings(&lint_json(&reference, &[], &config_env)), expected);
+
+    let bin = home.path().join("bin");
+    fs::create_dir_all(&bin).unwrap();
+    let helper = bin.join("docker-credential-memlinttest");
+    fs::write(
+        &helper,
+        format!(
+            "#!/bin/sh\n[ \"$1\" = get ] || exit 1\nread server\n[ \"$server\" = \"{}\" ] || {{ echo 'credentials not found in native keychain'; exit 1; }}\necho '{{\"ServerURL\":\"'$server'\",\"Username\":\"{USER}\",\"Secret\":\"{PASSWORD}\"}}'\n",
+            registry.host()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&helper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    fs::write(
+        config_dir.join("config.json"),
+        serde_json::json!({"credHelpers": {registry.host(): "memlinttest"}}).to_string(),
+    )
+    .unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let helper_env = [
+        ("DOCKER_CONFIG", config_dir.to_str().unwrap()),
+        ("PATH", path.as_str()),
+    ];
+    assert_eq!(findings(&lint_json(&reference, &[], &helper_env)), expected);
+}
+
+#[test]
+fn explicit_credentials_go_only_to_the_registry_of_the_reference() {
+    let image = build_image("glibc-jemalloc");
+    let first = Registry::start(Setup {
+        basic_auth: true,
+        ..Setup::default()
+    });
+    let second = Registry::start(Setup::default());
+    first.push(&format!("oci:{}", oci_path(&image)), "app:1", &[]);
+    second.push(&format!("oci:{}", oci_path(&image)), "app:1", &[]);
+    // Given for the registry of the first reference, they reach it.
+    let out = memlint_env(
+        &[
+            "lint",
+            "--format",
+            "json",
+            "--no-cache",
+            &format!("registry:{}/app:1", first.host()),
+            &format!("registry:{}/app:1", second.host()),
+        ],
+        &[("MEMLINT_USERNAME", USER), ("MEMLINT_PASSWORD", PASSWORD)],
+        None,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["reports"].as_array().unwrap().len(), 2);
+
+    // Given for the anonymous registry first, they are not sent to the one that needs them.
+    let out = memlint_env(
+        &[
+            "lint",
+            "--no-cache",
+            &format!("registry:{}/app:1", second.host()),
+            &format!("registry:{}/app:1", first.host()),
+        ],
+        &[("MEMLINT_USERNAME", USER), ("MEMLINT_PASSWORD", PASSWORD)],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(error_text(&out).contains("401"), "{}", error_text(&out));
+}
+
+#[test]
+fn an_index_gives_each_platform_like_its_oci_dir() {
+    let amd64 = build_image("glibc-jemalloc");
+    let arm64 = build_image("arm64-jemalloc-amd64-path");
+    let dir = tempfile::tempdir().unwrap();
+    let layout = merge_layouts(dir.path(), &[&amd64, &arm64]);
+    let registry = Registry::start(Setup::default());
+    registry.push(
+        &format!("oci:{}:multi", layout.display()),
+        "app:multi",
+        &["--all"],
+    );
+    let reference = format!("registry:{}/app:multi", registry.host());
+    assert_eq!(
+        findings(&lint_json(&reference, &["--platform", "linux/arm64"], &[])),
+        findings(&lint_json(&arm64, &[], &[]))
+    );
+    assert_eq!(
+        findings(&lint_json(&reference, &[], &[])),
+        findings(&lint_json(&amd64, &[], &[]))
+    );
+    let out = lint_json(&reference, &["--platform", "all"], &[]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["reports"].as_array().unwrap().len(), 2, "{v}");
+    let out = lint_json(&reference, &["--platform", "linux/s390x"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(error_text(&out).contains("arm64"), "{}", error_text(&out));
+}
+
+#[test]
+fn zstd_layers_give_the_same_facts() {
+    let image = build_image("node-sharp-jemalloc");
+    let registry = Registry::start(Setup::default());
+    registry.push(
+        &format!("oci:{}", oci_path(&image)),
+        "app:zstd",
+        &["--dest-compress-format", "zstd", "--dest-compress-level", "3"],
+    );
+    let reference = format!("registry:{}/app:zstd", registry.host());
+    let out = memlint_env(
+        &["inspect", "--format", "json", "--no-cache", &reference],
+        &[],
+        None,
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        v["image"]["layers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|l| l["compression"] == "zstd"),
+        "{}",
+        v["image"]["layers"]
+    );
+    assert_eq!(v["facts"], facts_of(&image, &[], &[]));
+}
+
+#[test]
+fn tls_with_a_private_ca() {
+    let image = build_image("glibc-jemalloc");
+    let registry = Registry::start(Setup {
+        tls: true,
+        ..Setup::default()
+    });
+    assert!(registry.tls);
+    registry.push(&format!("oci:{}", oci_path(&image)), "app:1", &[]);
+    let reference = format!("registry:{}/app:1", registry.host());
+    // Loopback needs no flag for plain HTTP, but a certificate it presents must be trusted.
+    let out = lint_json(&reference, &[], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let text = error_text(&out);
+    assert!(
+        text.contains("certificate") && text.contains("--registry-ca"),
+        "{text}"
+    );
+    let ca = registry.ca();
+    let expected = findings(&lint_json(&image, &[], &[]));
+    assert_eq!(
+        findings(&lint_json(
+            &reference,
+            &["--registry-ca", ca.to_str().unwrap()],
+            &[]
+        )),
+        expected
+    );
+    assert_eq!(
+        findings(&lint_json(
+            &reference,
+            &["--insecure-registry", &registry.host()],
+            &[]
+        )),
+        expected
+    );
+    // A file that is not a PEM certificate is refused up front.
+    let out = lint_json(&reference, &["--registry-ca", "/etc/hostname"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        error_text(&out).contains("BEGIN CERTIFICATE"),
+        "{}",
+        error_text(&out)
+    );
+}
+
+#[test]
+fn registry_errors_name_the_registry_and_what_to_do() {
+    let image = build_image("glibc");
+    let registry = Registry::start(Setup::default());
+    registry.push(&format!("oci:{}", oci_path(&image)), "app:1", &[]);
+    let out = lint_json(&format!("registry:{}/app:2", registry.host()), &[], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let text = error_text(&out);
+    for needle in [
+        registry.host().as_str(),
+        "repository app",
+        "404",
+        "skopeo list-tags",
+    ] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+    let out = lint_json(&format!("registry:{}/nothing-here:1", registry.host()), &[], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(error_text(&out).contains("404"), "{}", error_text(&out));
+
+    // Nothing listens: the port is named and nothing panics.
+    let free = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let out = lint_json(&format!("registry:127.0.0.1:{free}/app:1"), &[], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let text = error_text(&out);
+    assert!(
+        text.contains(&format!("127.0.0.1:{free}")) && text.contains("does not answer"),
+        "{text}"
+    );
+
+    // A blob that the registry lost midway is an error for that layer, not a hang.
+    let v: Value = serde_json::from_slice(
+        &memlint_env(
+            &[
+                "inspect",
+                "--format",
+                "json",
+                "--no-cache",
+                &format!("registry:{}/app:1", registry.host()),
+            ],
+            &[],
+            None,
+        )
+        .stdout,
+    )
+    .unwrap();
+    let layer = v["image"]["layers"][1]["digest"].as_str().unwrap().to_string();
+    let hex = layer.trim_start_matches("sha256:");
+    let data = registry
+        .dir
+        .path()
+        .join("data/docker/registry/v2/blobs/sha256")
+        .join(&hex[..2])
+        .join(hex)
+        .join("data");
+    fs::remove_file(&data).unwrap_or_else(|e| panic!("{}: {e}", data.display()));
+    let out = lint_json(&format!("registry:{}/app:1", registry.host()), &[], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let text = error_text(&out);
+    assert!(text.contains("layer 2") && text.contains(hex), "{text}");
+}
+
+fn base64_encode(bytes: &[u8]) -> String {
+    const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(TABLE[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// An OCI layout holding two single-platform layouts under one nested index named `multi`.
+fn merge_layouts(dir: &Path, parts: &[&str]) -> PathBuf {
+    let out = dir.join("multi");
+    fs::create_dir_all(out.join("blobs/sha256")).unwrap();
+    fs::write(out.join("oci-layout"), br#"{"imageLayoutVersion":"1.0.0"}"#).unwrap();
+    let read_json = |p: PathBuf| -> Value { serde_json::from_slice(&fs::read(p).unwrap()).unwrap() };
+    let blob = |src: &Path, digest: &str| {
+        src.join("blobs/sha256")
+            .join(digest.trim_start_matches("sha256:"))
+    };
+    let mut manifests = Vec::new();
+    for part in parts {
+        let src = Path::new(oci_path(part));
+        for e in fs::read_dir(src.join("blobs/sha256")).unwrap() {
+            let e = e.unwrap();
+            fs::copy(e.path(), out.join("blobs/sha256").join(e.file_name())).unwrap();
+        }
+        let mut d = read_json(src.join("index.json"))["manifests"][0].clone();
+        let m = read_json(blob(src, d["digest"].as_str().unwrap()));
+        let c = read_json(blob(src, m["config"]["digest"].as_str().unwrap()));
+        d["platform"] = serde_json::json!({"os": "linux", "architecture": c["architecture"]});
+        d.as_object_mut().unwrap().remove("annotations");
+        manifests.push(d);
+    }
+    let index = serde_json::json!({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": manifests});
+    let bytes = serde_json::to_vec(&index).unwrap();
+    let hex = sha256(&bytes);
+    fs::write(out.join("blobs/sha256").join(&hex), &bytes).unwrap();
+    let top = serde_json::json!({"schemaVersion": 2, "manifests": [{
+        "mediaType": "application/vnd.oci.image.index.v1+json", "digest": format!("sha256:{hex}"), "size": bytes.len(),
+        "annotations": {"org.opencontainers.image.ref.name": "multi"}}]});
+    fs::write(out.join("index.json"), serde_json::to_vec(&top).unwrap()).unwrap();
+    out
+}

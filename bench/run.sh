@@ -63,10 +63,13 @@ export GZ_LAYERS_STR="${GZ_LAYERS[*]}" ZSTD_LAYERS_STR="${ZSTD_LAYERS[*]}"
 
 for run in $(seq "$RUNS"); do
   echo "run $run of $RUNS" >&2
-  measure "memlint oci-dir, 1 core" taskset -c 0 "$MEMLINT" lint --fail-on never --jobs 1 "oci-dir:$OCI"
-  measure "memlint oci-dir, all cores" "$MEMLINT" lint --fail-on never "oci-dir:$OCI"
-  measure "memlint oci-dir zstd, all cores" "$MEMLINT" lint --fail-on never "oci-dir:$ZSTD"
-  measure "memlint docker-archive" "$MEMLINT" lint --fail-on never "docker-archive:$ARCHIVE"
+  measure "memlint oci-dir, 1 core" taskset -c 0 "$MEMLINT" lint --no-cache --fail-on never --jobs 1 "oci-dir:$OCI"
+  measure "memlint oci-dir, all cores" "$MEMLINT" lint --no-cache --fail-on never "oci-dir:$OCI"
+  measure "memlint oci-dir zstd, all cores" "$MEMLINT" lint --no-cache --fail-on never "oci-dir:$ZSTD"
+  measure "memlint docker-archive" "$MEMLINT" lint --no-cache --fail-on never "docker-archive:$ARCHIVE"
+  # Warm: every layer already analysed by an earlier run (the first run of the loop primes it).
+  "$MEMLINT" lint -q --cache-dir "$WORK/layer-cache" --fail-on never "oci-dir:$OCI" >/dev/null
+  measure "memlint oci-dir, warm cache" "$MEMLINT" lint --cache-dir "$WORK/layer-cache" --fail-on never "oci-dir:$OCI"
   measure "gzip -dc (bound)" bash -c 'for l in $GZ_LAYERS_STR; do gzip -dc "$l" >/dev/null; done'
   measure "zstd -dc (bound)" bash -c 'for l in $ZSTD_LAYERS_STR; do zstd -dcq "$l" >/dev/null; done'
   measure "openssl sha256 of the archive (bound)" openssl dgst -sha256 "$ARCHIVE"
@@ -86,7 +89,7 @@ ratio() { awk -v a="$(t "$1")" -v b="$(t "$2")" 'BEGIN { printf "%.2f", a / b }'
   echo
   echo "| what | wall | peak RSS |"
   echo "|---|---|---|"
-  for k in "memlint oci-dir, 1 core" "memlint oci-dir, all cores" "memlint oci-dir zstd, all cores" "memlint docker-archive" \
+  for k in "memlint oci-dir, 1 core" "memlint oci-dir, all cores" "memlint oci-dir zstd, all cores" "memlint docker-archive" "memlint oci-dir, warm cache" \
            "gzip -dc (bound)" "zstd -dc (bound)" "openssl sha256 of the archive (bound)" "umoci unpack" "syft docker-archive"; do
     row "$k"
   done
@@ -98,5 +101,5 @@ ratio() { awk -v a="$(t "$1")" -v b="$(t "$2")" 'BEGIN { printf "%.2f", a / b }'
   echo "| docker-archive / openssl | $(ratio "memlint docker-archive" "openssl sha256 of the archive (bound)") | ≤ 1.5 |"
   echo "| syft / docker-archive | $(ratio "syft docker-archive" "memlint docker-archive") | ≥ 5 |"
   echo "| umoci unpack / oci-dir all cores | $(ratio "umoci unpack" "memlint oci-dir, all cores") | ≥ 5 |"
-  echo "| warm / cold | n/a: the layer cache is issue #6 | ≤ 0.05 |"
+  echo "| warm / cold (oci-dir, all cores) | $(ratio "memlint oci-dir, warm cache" "memlint oci-dir, all cores") | ≤ 0.05 |"
 } | tee "$ROOT/bench/results.md"

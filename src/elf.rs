@@ -170,6 +170,11 @@ const ALLOCATOR_MARKERS: &[(&[u8], &str)] = &[
     (b"tcmalloc: large alloc", "tcmalloc"),
     (b"mimalloc: warning: ", "mimalloc"),
 ];
+/// The name [`ElfScan::embedded_allocator`] holds for an allocator called `name`, for a scan
+/// read back from the layer cache.
+pub fn known_allocator(name: &str) -> Option<&'static str> {
+    ALLOCATOR_MARKERS.iter().map(|(_, n)| *n).find(|n| *n == name)
+}
 const NODE_RELEASE: &[u8] = b"/download/release/v";
 const GLIBC_RELEASE: &[u8] = b"GNU C Library";
 const GLIBC_VERSION: &[u8] = b"stable release version ";

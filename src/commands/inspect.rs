@@ -186,13 +186,18 @@ impl<'a> InspectReport<'a> {
         for (n, l) in i.layers.iter().enumerate() {
             let _ = writeln!(
                 s,
-                "  {:>2}. {}  {:?}  {} stored, {} unpacked, {} entries",
+                "  {:>2}. {}  {:?}  {} stored, {} unpacked, {} entries{}",
                 n + 1,
                 l.digest.short(),
                 l.compression,
                 human(l.size),
                 human(l.uncompressed_size),
-                l.entries
+                l.entries,
+                if l.from_cache {
+                    "  (from the layer cache)"
+                } else {
+                    ""
+                }
             );
             if let Some(h) = &l.history {
                 let h = h.trim();

@@ -75,6 +75,8 @@ pub struct Layer {
     pub entries: u64,
     /// The `created_by` of the history entry that made this layer.
     pub history: Option<String>,
+    /// The layer came from the layer cache: its blob was not opened.
+    pub from_cache: bool,
 }
 
 /// An image read into memory: what it is, its config, its layers and its merged tree.
@@ -98,6 +100,28 @@ pub struct Image {
     pub config: Option<ImageConfiguration>,
     pub layers: Vec<Layer>,
     pub tree: FileTree,
+}
+
+impl Image {
+    /// One line for `lint -v`: how many layers were read and how many came from the layer
+    /// cache. `None` for a root file system, which has no layers to cache.
+    pub fn cache_summary(&self, cache: Option<&crate::cache::LayerCache>) -> Option<String> {
+        if self.source == "dir" {
+            return None;
+        }
+        let total = self.layers.len();
+        let cached = self.layers.iter().filter(|l| l.from_cache).count();
+        let what = format!("memlint: {} ({})", self.reference, self.platform);
+        let s = if total == 1 { "" } else { "s" };
+        Some(match cache {
+            Some(c) => format!(
+                "{what}: {total} layer{s}: {} read, {cached} from the layer cache ({})",
+                total - cached,
+                c.dir().display()
+            ),
+            None => format!("{what}: {total} layer{s} read (layer cache off)"),
+        })
+    }
 }
 
 /// Reads the image a reference names.
@@ -416,6 +440,22 @@ fn load(
     Ok(images)
 }
 
+/// The compression a layer media type names, when it names one.
+fn compression_of(media_type: &str) -> Option<Compression> {
+    if media_type.ends_with("gzip") {
+        Some(Compression::Gzip)
+    } else if media_type.ends_with("zstd") {
+        Some(Compression::Zstd)
+    } else if media_type.ends_with(".tar") {
+        Some(Compression::None)
+    } else {
+        None
+    }
+}
+
+/// Reads the chosen image's layers into a tree. With a layer cache, a layer whose diff_id has a
+/// usable entry is taken from it and its blob never opened (for a registry: never downloaded);
+/// every layer read and verified here is written to it.
 fn read_layers(
     reference_text: &str,
     source: &'static str,
@@ -423,24 +463,86 @@ fn read_layers(
     chosen: Chosen,
     options: &Options,
 ) -> Result<Image> {
+    use std::sync::atomic::{AtomicBool, Ordering};
     let location = store.location();
-    let mut inputs = Vec::with_capacity(chosen.layers.len());
-    for plan in &chosen.layers {
+    let interests = Arc::new(options.interests.for_config(Some(&chosen.config)));
+    let cache = options.cache.as_ref();
+    let count = chosen.layers.len();
+    let hits: Arc<Vec<AtomicBool>> = Arc::new((0..count).map(|_| AtomicBool::new(false)).collect());
+    // Layers a streamed archive read before the config was known, with `options.interests`.
+    let mut streamed = vec![false; count];
+    let mut inputs = Vec::with_capacity(count);
+    for (i, plan) in chosen.layers.iter().enumerate() {
         if let Some(diff) = store.take_read_layer(&plan.member) {
             inputs.push(LayerInput::Read(Box::new(diff)));
+            streamed[i] = true;
             continue;
         }
-        if store.size(&plan.member).is_none() {
+        let key = plan.diff_id.clone().filter(|d| d.is_sha256());
+        let cached = match (cache, key) {
+            (Some(c), Some(k)) if c.contains(&k) => Some((c.clone(), k)),
+            _ => None,
+        };
+        // A cached layer needs no blob (a local store may not have exported it).
+        if cached.is_none() && store.size(&plan.member).is_none() {
             return Err(Error::MissingBlob {
                 what: "layer".to_string(),
                 member: plan.member.clone(),
                 location: location.clone(),
             });
         }
-        let (store, member) = (store.clone(), plan.member.clone());
-        inputs.push(LayerInput::Blob(Box::new(move || store.open(&member))));
+        let blob: crate::tree::build::OpenBlob = {
+            let (store, member) = (store.clone(), plan.member.clone());
+            Box::new(move || {
+                store.open(&member).map_err(|e| {
+                    if e.kind() == std::io::ErrorKind::NotFound {
+                        std::io::Error::new(
+                            e.kind(),
+                            format!("the image does not hold the blob {member}, and its layer cache entry could not be used ({e})"),
+                        )
+                    } else {
+                        e
+                    }
+                })
+            })
+        };
+        let Some((cache, key)) = cached else {
+            inputs.push(LayerInput::Blob(blob));
+            continue;
+        };
+        let (store, hits, interests, limits) = (
+            store.clone(),
+            hits.clone(),
+            interests.clone(),
+            options.limits.clone(),
+        );
+        let (member, media_type, digest, size) = (
+            plan.member.clone(),
+            plan.media_type.clone(),
+            plan.digest.clone(),
+            plan.size,
+        );
+        let lookup: crate::tree::build::Lookup = Box::new(move || {
+            let mut diff = cache.load(&key, &interests, &limits)?;
+            // The entry may have been read from another blob of the same layer (gzip from a
+            // registry, plain in an archive): say what this image stores, as far as is known
+            // without opening its blob.
+            diff.compression = compression_of(&media_type).unwrap_or(diff.compression);
+            let plain = diff.compression == Compression::None;
+            diff.blob_digest = match digest {
+                Some(d) => d,
+                // An uncompressed blob is the tar the diff_id hashes.
+                None if plain => diff.diff_id.clone(),
+                None => diff.blob_digest,
+            };
+            diff.blob_size = size
+                .or_else(|| store.size(&member))
+                .unwrap_or(if plain { diff.uncompressed_size } else { diff.blob_size });
+            hits[i].store(true, Ordering::SeqCst);
+            Some(diff)
+        });
+        inputs.push(LayerInput::Cached { lookup, blob });
     }
-    let interests = options.interests.for_config(Some(&chosen.config));
     let plans = &chosen.layers;
     let check = |i: usize, diff: &LayerDiff| -> Result<()> {
         let plan = &plans[i];
@@ -451,12 +553,14 @@ fn read_layers(
             expected: expected.to_string(),
             actual: actual.to_string(),
         };
-        if let Some(expected) = plan.digest.as_ref().filter(|d| d.is_sha256()) {
+        let hit = hits[i].load(Ordering::SeqCst);
+        // A cached layer's blob was never opened: only its diff_id can be compared.
+        if let Some(expected) = plan.digest.as_ref().filter(|d| d.is_sha256() && !hit) {
             if *expected != diff.blob_digest {
                 return Err(mismatch("blob", expected, &diff.blob_digest));
             }
         }
-        if let Some(size) = plan.size {
+        if let Some(size) = plan.size.filter(|_| !hit) {
             if size != diff.blob_size {
                 return Err(Error::Layer {
                     layer: format!("{} ({})", i + 1, plan.member),
@@ -475,10 +579,24 @@ fn read_layers(
                     &diff.diff_id,
                 ));
             }
+            // Verified against the config: only now may the cache vouch for it.
+            if let (Some(cache), false) = (cache, hit) {
+                if !streamed[i] {
+                    cache.store(diff, &interests, &options.limits);
+                } else if !cache.contains(&diff.diff_id) {
+                    // Read for fewer interests than the config adds: never in place of an
+                    // entry that may hold more.
+                    cache.store(diff, &options.interests, &options.limits);
+                }
+            }
         }
         Ok(())
     };
-    let (tree, stats) = build(inputs, &interests, &options.limits, options.workers, check).map_err(|e| {
+    let built = build(inputs, &interests, &options.limits, options.workers, check);
+    if let Some(cache) = cache {
+        cache.evict();
+    }
+    let (tree, stats) = built.map_err(|e| {
         let plan = &plans[e.index];
         let layer = match &plan.digest {
             Some(d) => format!("{} ({d})", e.index + 1),
@@ -538,7 +656,8 @@ fn read_layers(
         .layers
         .into_iter()
         .zip(stats)
-        .map(|(plan, s)| Layer {
+        .zip(hits.iter())
+        .map(|((plan, s), hit)| Layer {
             digest: plan.digest.unwrap_or_else(|| s.blob_digest.clone()),
             media_type: plan.media_type,
             size: s.blob_size,
@@ -547,6 +666,7 @@ fn read_layers(
             compression: s.compression,
             entries: s.entries,
             history: plan.history,
+            from_cache: hit.load(Ordering::SeqCst),
         })
         .collect();
     Ok(Image {

@@ -13,10 +13,19 @@ use std::sync::{mpsc, Condvar, Mutex};
 /// Opens a layer's blob for reading.
 pub type OpenBlob = Box<dyn Fn() -> std::io::Result<Box<dyn Read + Send>> + Send + Sync>;
 
+/// Looks a layer up where it may have been read before (the layer cache); `None` to read it.
+pub type Lookup = Box<dyn FnOnce() -> Option<LayerDiff> + Send>;
+
 /// One layer to read: either a blob to stream, or one already read while its archive streamed.
 pub enum LayerInput {
     Blob(OpenBlob),
     Read(Box<LayerDiff>),
+    /// A layer that may be known already: the lookup runs on a worker, like a read would, and
+    /// the blob is only opened when it finds nothing usable.
+    Cached {
+        lookup: Lookup,
+        blob: OpenBlob,
+    },
 }
 
 /// A layer failed; `index` says which.
@@ -85,13 +94,24 @@ where
                     }
                 }
                 let input = slots[i].lock().unwrap_or_else(|e| e.into_inner()).take();
-                let result = match input {
-                    Some(LayerInput::Read(diff)) => Ok(*diff),
-                    Some(LayerInput::Blob(open)) => open()
+                let read_blob = |open: OpenBlob| {
+                    open()
                         .map_err(|e| BuildErrorKind::Read(LayerError::Io(e)))
                         .and_then(|r| {
                             read_layer_in(r, interests, limits, budget).map_err(BuildErrorKind::Read)
-                        }),
+                        })
+                };
+                let result = match input {
+                    Some(LayerInput::Read(diff)) => Ok(*diff),
+                    Some(LayerInput::Blob(open)) => read_blob(open),
+                    Some(LayerInput::Cached { lookup, blob }) => match lookup() {
+                        // What was not read here still counts against the image's limits.
+                        Some(diff) => budget
+                            .take_layer(&diff, limits)
+                            .map(|()| diff)
+                            .map_err(BuildErrorKind::Read),
+                        None => read_blob(blob),
+                    },
                     None => break,
                 };
                 let result = result.and_then(|d| match check(i, &d) {

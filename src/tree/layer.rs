@@ -138,7 +138,7 @@ impl Limits {
     }
 }
 
-fn parse_size(text: &str) -> Option<u64> {
+pub(crate) fn parse_size(text: &str) -> Option<u64> {
     let t = text.trim();
     let digits = t.bytes().take_while(u8::is_ascii_digit).count();
     let n: u64 = t[..digits].parse().ok()?;
@@ -183,6 +183,35 @@ impl Budget {
             limit: cap,
             what: "kept file contents of the image",
         })
+    }
+
+    /// Takes what a layer that was not read here (the layer cache) holds, with the per-layer
+    /// limits a read would have checked, so that the image-wide limits hold however each layer
+    /// was obtained.
+    pub fn take_layer(&self, diff: &LayerDiff, limits: &Limits) -> Result<(), LayerError> {
+        if diff.entries.len() as u64 > limits.max_entries_per_layer {
+            return Err(LayerError::Limit {
+                name: "max_entries_per_layer",
+                limit: limits.max_entries_per_layer,
+                what: "the number of entries in the layer",
+            });
+        }
+        let kept: u64 = diff
+            .entries
+            .iter()
+            .filter_map(|e| e.content.as_ref())
+            .map(|c| c.bytes.len() as u64)
+            .sum();
+        if kept > limits.max_kept_bytes_per_layer {
+            return Err(LayerError::Limit {
+                name: "max_kept_bytes_per_layer",
+                limit: limits.max_kept_bytes_per_layer,
+                what: "kept file contents of the layer",
+            });
+        }
+        self.take_kept(kept, limits.max_kept_bytes_total)?;
+        let metadata = diff.entries.iter().map(LayerEntry::metadata_bytes).sum();
+        self.take_metadata(metadata, limits.max_metadata_bytes)
     }
 
     fn take_metadata(&self, n: u64, cap: u64) -> Result<(), LayerError> {

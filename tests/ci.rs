@@ -19,8 +19,9 @@ fn dockerfile(name: &str) -> String {
 
 /// Runs memlint in `dir` (so that no ./Dockerfile or .memlint.toml of the repo is picked up).
 fn memlint_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_memlint"))
-        .args(args)
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_memlint"));
+    let _cache = isolate_cache(&mut cmd);
+    cmd.args(args)
         .current_dir(dir)
         .env("NO_COLOR", "1")
         .output()
@@ -470,6 +471,7 @@ fn pre_push_hook_blocks_then_allows_a_push() {
             .args(["push", "-q", "origin", "main"])
             .current_dir(work)
             .env("PATH", path_with_memlint())
+            .env("MEMLINT_CACHE_DIR", dir.path().join("memlint-cache"))
             .output()
             .unwrap()
     };
@@ -546,6 +548,7 @@ fn pre_commit_try_repo_at_the_pre_push_stage() {
             .current_dir(work)
             .env("PATH", path_with_memlint())
             .env("PRE_COMMIT_HOME", dir.path().join("pre-commit-home"))
+            .env("MEMLINT_CACHE_DIR", dir.path().join("memlint-cache"))
             .output()
             .unwrap()
     };

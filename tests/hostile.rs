@@ -220,6 +220,7 @@ impl Run {
 /// fails on a panic, on a run longer than `deadline`, and when anything is left in the folder.
 fn run_jailed(args: &[&str], env: &[(&str, &str)], stdin: Option<&Path>, deadline: Duration) -> Run {
     let jail = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
     let peak_file = jail.path().join("..").join(format!(
         "memlint-peak-{}-{}",
         std::process::id(),
@@ -239,6 +240,8 @@ fn run_jailed(args: &[&str], env: &[(&str, &str)], stdin: Option<&Path>, deadlin
         .current_dir(jail.path())
         .env("TMPDIR", jail.path())
         .env("NO_COLOR", "1")
+        // Outside the jail: the cache is the one thing memlint may write.
+        .env("MEMLINT_CACHE_DIR", cache.path())
         .env_remove("MEMLINT_LIMITS")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

@@ -147,7 +147,9 @@ fn docker_archive_from_stdin_and_gzipped() {
     let img = sample_image("amd64");
     let archive = dir.path().join("img.tar");
     write_docker_archive(&archive, &img, "app:v1");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_memlint"))
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_memlint"));
+    let _cache = isolate_cache(&mut cmd);
+    let out = cmd
         .args(["inspect", "--format", "json", "--files", "docker-archive:-"])
         .stdin(fs::File::open(&archive).unwrap())
         .output()
@@ -440,7 +442,9 @@ fn truncated_missing_and_non_json() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_memlint"))
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_memlint"));
+    let _cache = isolate_cache(&mut cmd);
+    let out = cmd
         .args(["inspect", "docker-archive:-"])
         .stdin(fs::File::open(&cut).unwrap())
         .output()

@@ -358,13 +358,35 @@ pub fn append(b: &mut tar::Builder<Vec<u8>>, path: &str, data: &[u8]) {
     b.append_data(&mut h, path, data).unwrap();
 }
 
-/// Runs the memlint binary.
+/// Runs the memlint binary, with a fresh layer cache folder of its own (see [`isolate_cache`]).
 pub fn memlint(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_memlint"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("memlint runs")
+    memlint_env(args, &[])
+}
+
+/// Runs the memlint binary with more environment variables; `MEMLINT_CACHE_DIR` among them
+/// (or `--cache-dir` / `--no-cache` in `args`) replaces the fresh cache folder.
+pub fn memlint_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_memlint"));
+    cmd.args(args).env("NO_COLOR", "1");
+    // clap counts MEMLINT_CACHE_DIR as `--cache-dir`, which `--no-cache` refuses.
+    let _cache = if args.iter().any(|a| *a == "--no-cache" || *a == "--cache-dir") {
+        cmd.env_remove("MEMLINT_CACHE_DIR");
+        None
+    } else {
+        Some(isolate_cache(&mut cmd))
+    };
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("memlint runs")
+}
+
+/// Points a memlint command at a new, empty layer cache folder, removed when the returned
+/// guard drops: tests never touch ~/.cache, and never see each other's entries.
+pub fn isolate_cache(cmd: &mut Command) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    cmd.env("MEMLINT_CACHE_DIR", dir.path());
+    dir
 }
 
 /// Runs memlint and parses its JSON output, failing the test with stderr when it fails.

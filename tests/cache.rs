@@ -1,0 +1,531 @@
+//! The layer cache, through the real binary: a second read takes every layer from the cache
+//! (and never opens a blob), images on a shared base read only their own layers whatever the
+//! source form, damaged entries are found and rebuilt, concurrent runs, eviction, and a cache
+//! folder that cannot be written.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Runs memlint with `cache` as its cache folder.
+fn run(cache: &Path, args: &[&str]) -> Output {
+    memlint_env(args, &[("MEMLINT_CACHE_DIR", cache.to_str().unwrap())])
+}
+
+/// `inspect --format json --files`, failing the test with stderr on a failure.
+fn inspect(cache: &Path, reference: &str) -> (Value, String) {
+    let out = run(cache, &["inspect", "--format", "json", "--files", reference]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success(),
+        "memlint inspect {reference} failed: {stderr}"
+    );
+    (serde_json::from_slice(&out.stdout).unwrap(), stderr)
+}
+
+/// Which layers came from the cache.
+fn from_cache(v: &Value) -> Vec<bool> {
+    v["image"]["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["from_cache"].as_bool().expect("from_cache"))
+        .collect()
+}
+
+/// The report with the cache flags taken out, to compare a cached read with a plain one.
+fn without_flags(mut v: Value) -> Value {
+    for l in v["image"]["layers"].as_array_mut().unwrap() {
+        l.as_object_mut().unwrap().remove("from_cache");
+    }
+    v
+}
+
+/// Entry files in a cache folder, temporary files included.
+fn cache_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn cache_bytes(dir: &Path) -> u64 {
+    cache_files(dir)
+        .iter()
+        .map(|p| fs::metadata(p).unwrap().len())
+        .sum()
+}
+
+/// The entry of the layer with this diff_id.
+fn entry_of(dir: &Path, diff_id: &str) -> PathBuf {
+    let hex = diff_id.strip_prefix("sha256:").unwrap();
+    cache_files(dir)
+        .into_iter()
+        .find(|p| p.file_name().unwrap() == hex)
+        .unwrap_or_else(|| panic!("no cache entry for {diff_id}"))
+}
+
+fn warnings(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with("memlint: warning:"))
+        .collect()
+}
+
+/// Three small layers: a base with a script and an ELF file, then whiteouts and links.
+fn fixture(comp: Comp) -> ImageSpec {
+    let mut elf = vec![0u8; 64];
+    elf[..4].copy_from_slice(b"\x7fELF");
+    elf[4] = 2;
+    elf[5] = 1;
+    elf[18] = 62;
+    ImageSpec::new("amd64")
+        .layer(
+            LayerSpec::new(comp)
+                .by("ADD rootfs.tar /")
+                .dir("usr/bin")
+                .symlink("bin", "usr/bin")
+                .file("etc/os-release", b"ID=debian\nVERSION_ID=\"12\"\n")
+                .exe("usr/bin/sh", &elf)
+                .exe("usr/bin/start", b"#!/bin/sh\nexec /usr/bin/sh\n")
+                .file("etc/a/x", b"x"),
+        )
+        .layer(
+            LayerSpec::new(comp)
+                .by("RUN apt-get install -y libjemalloc2")
+                .whiteout("etc/a/x")
+                .file("usr/lib/libjemalloc.so.2", b"jemalloc")
+                .hardlink("usr/bin/sh2", "usr/bin/sh"),
+        )
+        .layer(
+            LayerSpec::new(comp)
+                .by("RUN echo ID=other > /etc/os-release")
+                .file("etc/os-release", b"ID=other\n"),
+        )
+        .env("LD_PRELOAD=/usr/lib/libjemalloc.so.2")
+}
+
+/// Copies an OCI layout and gives it one more layer on top, with `edit` applied to the config
+/// (the layers below are the same blobs, so the same diff_ids).
+fn derive(base: &str, out: &Path, extra: &LayerSpec, edit: impl Fn(&mut Value)) -> String {
+    let base = Path::new(base.strip_prefix("oci-dir:").unwrap().rsplit_once(':').unwrap().0);
+    run_ok(Command::new("cp").arg("-r").arg(base).arg(out));
+    let w = OciWriter::new(out);
+    let blob = |d: &Value| {
+        let hex = d["digest"].as_str().unwrap().strip_prefix("sha256:").unwrap();
+        serde_json::from_slice::<Value>(&fs::read(out.join("blobs/sha256").join(hex)).unwrap()).unwrap()
+    };
+    let index: Value = serde_json::from_slice(&fs::read(out.join("index.json")).unwrap()).unwrap();
+    let mut manifest = blob(&index["manifests"][0]);
+    let mut config = blob(&manifest["config"]);
+    let (bytes, media_type, diff_id) = extra.blob();
+    let layer = w.blob(&bytes, media_type);
+    manifest["layers"].as_array_mut().unwrap().push(layer);
+    config["rootfs"]["diff_ids"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!(diff_id));
+    config["history"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"created_by": extra.created_by}));
+    edit(&mut config);
+    manifest["config"] = w.blob(
+        &serde_json::to_vec(&config).unwrap(),
+        "application/vnd.oci.image.config.v1+json",
+    );
+    let d = w.blob(
+        &serde_json::to_vec(&manifest).unwrap(),
+        "application/vnd.oci.image.manifest.v1+json",
+    );
+    w.write_index_json(vec![with_name(d, "latest")]);
+    format!("oci-dir:{}:latest", out.display())
+}
+
+fn run_ok(cmd: &mut Command) {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_second_run_reads_no_layer_and_gives_the_same_result() {
+    let image = build_image("demo");
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+
+    let (first, stderr) = inspect(&cache, &image);
+    assert!(warnings(&stderr).is_empty(), "{stderr}");
+    let layers = from_cache(&first);
+    assert!(layers.len() > 3 && layers.iter().all(|c| !c), "{layers:?}");
+    assert_eq!(cache_files(&cache).len(), layers.len(), "one entry per layer");
+
+    let (second, stderr) = inspect(&cache, &image);
+    assert!(warnings(&stderr).is_empty(), "{stderr}");
+    assert!(from_cache(&second).iter().all(|c| *c));
+    // Same digests, sizes, compression, tree listing and facts as a read of the blobs.
+    let (plain, _) = inspect_no_cache(&image);
+    assert_eq!(without_flags(second.clone()), without_flags(plain.clone()));
+    assert_eq!(without_flags(first), without_flags(plain));
+
+    // Same findings.
+    let lint = |extra: &[&str]| {
+        let mut args = vec!["lint", "--format", "json"];
+        args.extend_from_slice(extra);
+        args.push(&image);
+        let out = if extra.contains(&"--no-cache") {
+            memlint(&args)
+        } else {
+            run(&cache, &args)
+        };
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (out.status.code(), v["findings"].clone())
+    };
+    let cached = lint(&[]);
+    assert_eq!(cached, lint(&["--no-cache"]));
+    assert!(!cached.1.as_array().unwrap().is_empty());
+
+    // The text report says which layers came from the cache.
+    let text = String::from_utf8(run(&cache, &["inspect", &image]).stdout).unwrap();
+    assert_eq!(
+        text.matches("(from the layer cache)").count(),
+        layers.len(),
+        "{text}"
+    );
+
+    // The blobs are never opened: remove them from a copy of the image and it still reads.
+    let copy = dir.path().join("copy");
+    run_ok(Command::new("cp").arg("-r").arg(image_dir(&image)).arg(&copy));
+    for l in second["image"]["layers"].as_array().unwrap() {
+        let hex = l["digest"].as_str().unwrap().strip_prefix("sha256:").unwrap();
+        fs::remove_file(copy.join("blobs/sha256").join(hex)).unwrap();
+    }
+    let copy_ref = format!("oci-dir:{}:latest", copy.display());
+    let (v, _) = inspect(&cache, &copy_ref);
+    assert!(from_cache(&v).iter().all(|c| *c));
+    assert_eq!(v["facts"], second["facts"]);
+    // Without the cache the missing blob is an error, as before.
+    let out = memlint(&["inspect", &copy_ref]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+fn image_dir(reference: &str) -> PathBuf {
+    PathBuf::from(
+        reference
+            .strip_prefix("oci-dir:")
+            .unwrap()
+            .rsplit_once(':')
+            .unwrap()
+            .0,
+    )
+}
+
+fn inspect_no_cache(reference: &str) -> (Value, String) {
+    let out = memlint(&["inspect", "--format", "json", "--files", "--no-cache", reference]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    (
+        serde_json::from_slice(&out.stdout).unwrap(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn an_image_on_a_seen_base_reads_only_its_own_layers() {
+    let base = build_image("demo");
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let (v, _) = inspect(&cache, &base);
+    let base_layers = from_cache(&v).len();
+
+    // Another entrypoint and working folder: what the base layers keep does not change, so
+    // their entries serve this image too.
+    let extra = LayerSpec::new(Comp::Gzip)
+        .by("COPY start.sh /opt/app/")
+        .exe("opt/app/start.sh", b"#!/bin/sh\nexec /bin/sh\n");
+    let app = derive(&base, &dir.path().join("app"), &extra, |c| {
+        c["config"]["WorkingDir"] = json!("/srv");
+        c["config"]["Cmd"] = json!(["/opt/app/start.sh"]);
+    });
+    let (v, stderr) = inspect(&cache, &app);
+    assert!(warnings(&stderr).is_empty(), "{stderr}");
+    let mut expected = vec![true; base_layers];
+    expected.push(false);
+    assert_eq!(from_cache(&v), expected);
+    assert_eq!(without_flags(v), without_flags(inspect_no_cache(&app).0));
+
+    // A PATH folder that base layers hold files in: those layers were read without looking
+    // for scripts there, so they are read again; the others still come from the cache.
+    let extra = LayerSpec::new(Comp::Gzip)
+        .by("COPY start.sh /opt/app/")
+        .exe("opt/app/start.sh", b"#!/bin/sh\nexec /bin/dash\n");
+    let wide = derive(&base, &dir.path().join("wide"), &extra, |c| {
+        c["config"]["Env"].as_array_mut().unwrap().push(json!(
+            "PATH=/usr/lib/x86_64-linux-gnu:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+        ));
+    });
+    let (v, _) = inspect(&cache, &wide);
+    let layers = from_cache(&v);
+    assert!(layers[..base_layers].iter().any(|c| *c), "{layers:?}");
+    assert!(layers[..base_layers].iter().any(|c| !c), "{layers:?}");
+    assert!(!layers[base_layers]);
+    assert_eq!(without_flags(v), without_flags(inspect_no_cache(&wide).0));
+    // The rewritten entries hold what both images want.
+    let (v, _) = inspect(&cache, &wide);
+    assert!(from_cache(&v).iter().all(|c| *c));
+    let (v, _) = inspect(&cache, &base);
+    assert!(from_cache(&v).iter().all(|c| *c));
+}
+
+#[test]
+fn every_source_form_shares_the_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let gzip = fixture(Comp::Gzip);
+    let zstd = fixture(Comp::Zstd);
+    write_oci_dir(&dir.path().join("gzip"), &gzip, "v1");
+    write_oci_dir(&dir.path().join("zstd"), &zstd, "v1");
+    let archive = dir.path().join("image.tar");
+    write_docker_archive(&archive, &gzip, "app:v1");
+    let oci_gzip = format!("oci-dir:{}:v1", dir.path().join("gzip").display());
+    let oci_zstd = format!("oci-dir:{}:v1", dir.path().join("zstd").display());
+    let docker = format!("docker-archive:{}", archive.display());
+
+    // Standard input is read as it streams (no layer can be skipped), but its layers are
+    // written for the others.
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_memlint"));
+    let out = cmd
+        .args(["inspect", "--format", "json", "--files", "docker-archive:-"])
+        .env("MEMLINT_CACHE_DIR", &cache)
+        .stdin(fs::File::open(&archive).unwrap())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let streamed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(from_cache(&streamed), [false, false, false]);
+    assert_eq!(cache_files(&cache).len(), 3);
+
+    for reference in [&oci_gzip, &docker, &oci_zstd] {
+        let (v, stderr) = inspect(&cache, reference);
+        assert_eq!(from_cache(&v), [true, true, true], "{reference}: {stderr}");
+        assert_eq!(v["files"], streamed["files"], "{reference}");
+        assert_eq!(v["facts"], streamed["facts"], "{reference}");
+        // Digests, sizes and compression are what this image stores, not what the entry was
+        // first read from.
+        assert_eq!(
+            without_flags(v),
+            without_flags(inspect_no_cache(reference).0),
+            "{reference}"
+        );
+    }
+    assert_eq!(cache_files(&cache).len(), 3);
+}
+
+#[test]
+fn a_damaged_entry_is_found_warned_about_and_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    write_oci_dir(&dir.path().join("img"), &fixture(Comp::Gzip), "v1");
+    let image = format!("oci-dir:{}:v1", dir.path().join("img").display());
+    let (first, _) = inspect(&cache, &image);
+    let diff_id = first["image"]["layers"][1]["diff_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let entry = entry_of(&cache, &diff_id);
+    let good = fs::read(&entry).unwrap();
+    let version_at = 8 + 4 + 1;
+
+    let damages: Vec<(&str, Vec<u8>)> = vec![
+        ("a flipped byte", {
+            let mut b = good.clone();
+            let mid = b.len() / 2;
+            b[mid] ^= 0x40;
+            b
+        }),
+        ("cut short", good[..good.len() - 10].to_vec()),
+        ("empty", Vec::new()),
+        ("another memlint", {
+            // A consistent entry that another version wrote: its checksum is right.
+            let mut b = good.clone();
+            b[version_at] = b'9';
+            let n = b.len() - 32;
+            let sum = sha256(&b[..n]);
+            let raw: Vec<u8> = (0..32)
+                .map(|i| u8::from_str_radix(&sum[2 * i..2 * i + 2], 16).unwrap())
+                .collect();
+            b[n..].copy_from_slice(&raw);
+            b
+        }),
+        ("not an entry", b"{\"layers\": []}".to_vec()),
+    ];
+    for (what, bytes) in damages {
+        fs::write(&entry, &bytes).unwrap();
+        let (v, stderr) = inspect(&cache, &image);
+        let w = warnings(&stderr);
+        assert_eq!(w.len(), 1, "{what}: {stderr}");
+        assert!(
+            w[0].contains("is damaged") && w[0].contains(&diff_id[7..]),
+            "{what}: {}",
+            w[0]
+        );
+        if what == "another memlint" {
+            assert!(w[0].contains("written by memlint 9"), "{}", w[0]);
+        }
+        assert_eq!(from_cache(&v), [true, false, true], "{what}");
+        assert_eq!(v["files"], first["files"], "{what}");
+        assert_eq!(v["facts"], first["facts"], "{what}");
+        // Rebuilt: the next run takes it from the cache again, silently.
+        assert_eq!(fs::read(&entry).unwrap(), good, "{what}");
+        let (v, stderr) = inspect(&cache, &image);
+        assert!(warnings(&stderr).is_empty(), "{what}: {stderr}");
+        assert_eq!(from_cache(&v), [true, true, true], "{what}");
+    }
+}
+
+#[test]
+fn no_cache_writes_nothing_and_cache_dir_picks_the_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    write_oci_dir(&dir.path().join("img"), &fixture(Comp::Gzip), "v1");
+    let image = format!("oci-dir:{}:v1", dir.path().join("img").display());
+    // The default folder, under XDG_CACHE_HOME.
+    let xdg = dir.path().join("xdg");
+    let default_run = |extra: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_memlint"));
+        cmd.arg("inspect")
+            .args(extra)
+            .arg(&image)
+            .env_remove("MEMLINT_CACHE_DIR")
+            .env("XDG_CACHE_HOME", &xdg);
+        assert!(cmd.output().unwrap().status.success());
+    };
+    default_run(&["--no-cache"]);
+    assert!(!xdg.exists(), "--no-cache created {}", xdg.display());
+    default_run(&[]);
+    assert_eq!(cache_files(&xdg.join("memlint")).len(), 3);
+
+    let env_cache = dir.path().join("env-cache");
+    let flag_cache = dir.path().join("flag-cache");
+    let out = run(
+        &env_cache,
+        &["inspect", "--cache-dir", flag_cache.to_str().unwrap(), &image],
+    );
+    assert!(out.status.success());
+    assert!(!env_cache.exists());
+    assert_eq!(cache_files(&flag_cache).len(), 3);
+}
+
+#[test]
+fn concurrent_runs_on_an_empty_cache_both_succeed() {
+    let image = build_image("demo");
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let spawn = || {
+        Command::new(env!("CARGO_BIN_EXE_memlint"))
+            .args(["inspect", "--format", "json", &image])
+            .env("MEMLINT_CACHE_DIR", &cache)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let runs: Vec<_> = (0..3).map(|_| spawn()).collect();
+    for r in runs {
+        let out = r.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(warnings(&stderr).is_empty(), "{stderr}");
+    }
+    let files = cache_files(&cache);
+    assert!(
+        files
+            .iter()
+            .all(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.')),
+        "temporary files left: {files:?}"
+    );
+    let (v, stderr) = inspect(&cache, &image);
+    assert!(warnings(&stderr).is_empty(), "{stderr}");
+    assert!(from_cache(&v).iter().all(|c| *c));
+    assert_eq!(files.len(), from_cache(&v).len());
+}
+
+#[test]
+fn eviction_keeps_the_folder_under_its_bound() {
+    let image = build_image("demo");
+    let dir = tempfile::tempdir().unwrap();
+    let full = dir.path().join("full");
+    inspect(&full, &image);
+    let total = cache_bytes(&full);
+    let entries = cache_files(&full).len();
+
+    let bounded = dir.path().join("bounded");
+    // Just under what every entry takes: at least the oldest goes, never the newest.
+    let bound = total - 1;
+    let bound_text = bound.to_string();
+    let lint = |extra: &[(&str, &str)]| {
+        let mut env = vec![
+            ("MEMLINT_CACHE_DIR", bounded.to_str().unwrap()),
+            ("MEMLINT_CACHE_MAX_BYTES", bound_text.as_str()),
+        ];
+        env.extend_from_slice(extra);
+        let out = memlint_env(&["inspect", "--format", "json", &image], &env);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    lint(&[]);
+    let kept = cache_files(&bounded).len();
+    assert!(
+        cache_bytes(&bounded) <= bound,
+        "{} > {bound}",
+        cache_bytes(&bounded)
+    );
+    assert!(kept > 0 && kept < entries, "{kept} of {entries}");
+    // What is left is used; what was evicted is read and written again, and the bound holds.
+    let v = lint(&[]);
+    let layers = from_cache(&v);
+    assert_eq!(layers.iter().filter(|c| **c).count(), kept, "{layers:?}");
+    assert!(cache_bytes(&bounded) <= bound);
+    // Zero keeps nothing.
+    lint(&[("MEMLINT_CACHE_MAX_BYTES", "0")]);
+    assert_eq!(cache_bytes(&bounded), 0);
+}
+
+#[test]
+fn a_cache_that_cannot_be_written_changes_nothing_but_a_warning() {
+    let image = build_image("demo");
+    let dir = tempfile::tempdir().unwrap();
+    // A file where the folder should be: fails for root too, unlike permissions.
+    let blocked = dir.path().join("blocked");
+    fs::write(&blocked, b"not a folder").unwrap();
+    let lint = |cache_args: &[&str]| {
+        let mut args = vec!["lint", "--format", "json"];
+        args.extend_from_slice(cache_args);
+        args.push(&image);
+        memlint(&args)
+    };
+    let plain = lint(&["--no-cache"]);
+    let out = lint(&["--cache-dir", blocked.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), plain.status.code(), "{stderr}");
+    assert_eq!(out.stdout, plain.stdout);
+    let w = warnings(&stderr);
+    assert_eq!(w.len(), 1, "{stderr}");
+    assert!(w[0].contains("cannot write the layer cache"), "{}", w[0]);
+    assert_eq!(fs::read(&blocked).unwrap(), b"not a folder");
+}

@@ -178,6 +178,43 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+
+    /// No Docker or Podman engine answers where one was expected, or `podman` is missing.
+    #[error("cannot reach {what}: {reason}")]
+    #[diagnostic(code(memlint::engine_unreachable), help("{help}"))]
+    EngineUnreachable {
+        /// "the Docker Engine at unix:///var/run/docker.sock (the default; DOCKER_HOST is not set)".
+        what: String,
+        reason: String,
+        help: String,
+    },
+
+    /// DOCKER_HOST or CONTAINER_HOST names a transport memlint does not speak (TLS, ssh).
+    #[error("{variable}={value} is not supported: {reason}")]
+    #[diagnostic(code(memlint::engine_host), help("{help}"))]
+    EngineHost {
+        variable: String,
+        value: String,
+        reason: String,
+        help: String,
+    },
+
+    #[error("there is no image `{image}` in {what}")]
+    #[diagnostic(code(memlint::engine_no_image), help("{help}"))]
+    EngineNoImage {
+        image: String,
+        what: String,
+        help: String,
+    },
+
+    /// The engine answered, but not with what was asked for.
+    #[error("{what} failed: {reason}")]
+    #[diagnostic(code(memlint::engine), help("{help}"))]
+    Engine {
+        what: String,
+        reason: String,
+        help: String,
+    },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -4,6 +4,7 @@
 
 mod credentials;
 mod docker;
+mod engine;
 mod oci;
 pub mod registry;
 mod rootfs;
@@ -271,9 +272,8 @@ fn open_all_with(reference_text: &str, reference: &Reference, options: &Options)
             }
         }
         Reference::Registry(name) => registry::open(reference_text, name, options),
-        Reference::Docker(_) | Reference::Podman(_) => Err(Error::NotSupportedYet {
-            scheme: reference.scheme().to_string(),
-        }),
+        Reference::Docker(name) => engine::open_docker(reference_text, name, options),
+        Reference::Podman(name) => engine::open_podman(reference_text, name, options),
     }
 }
 

@@ -1,0 +1,654 @@
+//! Local image stores: `docker:REF` through the Docker Engine API, `podman:REF` through
+//! Podman's Docker-compatible API or, when no Podman service runs, `podman image save`. Either
+//! way the export is one `docker save` stream, read in one pass like `docker-archive:-`; the
+//! engine resolves the name (Podman turns `app:1` into `localhost/app:1` or
+//! `docker.io/library/app:1`), memlint passes it through.
+
+mod http;
+
+use super::{load, stream, Format, Image, Options};
+use crate::error::{Error, Result};
+use http::{Endpoint, RequestError, Response, Timeouts};
+use serde::Deserialize;
+use std::io::{self, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where the Docker CLI looks when DOCKER_HOST is not set.
+const DEFAULT_DOCKER_SOCKET: &str = "/var/run/docker.sock";
+/// Where rootful Podman's API socket lives (`podman.socket`).
+const ROOTFUL_PODMAN_SOCKET: &str = "/run/podman/podman.sock";
+/// Error bodies are short JSON documents; anything longer is cut.
+const MAX_ERROR_BODY: u64 = 64 * 1024;
+/// podman's stderr kept for the error message.
+const MAX_STDERR: usize = 16 * 1024;
+
+const API_TIMEOUTS: Timeouts = Timeouts {
+    connect: Duration::from_secs(10),
+    head: Duration::from_secs(120),
+    idle: Duration::from_secs(120),
+};
+
+/// Podman's compat export writes the whole archive to a temporary file before it answers, so
+/// the head of a large image's export can take minutes.
+const EXPORT_TIMEOUTS: Timeouts = Timeouts {
+    connect: Duration::from_secs(10),
+    head: Duration::from_secs(30 * 60),
+    idle: Duration::from_secs(5 * 60),
+};
+
+/// Which engine, for messages and `Image.source`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Docker,
+    Podman,
+}
+
+impl Kind {
+    fn source(self) -> &'static str {
+        match self {
+            Kind::Docker => "docker",
+            Kind::Podman => "podman",
+        }
+    }
+    fn product(self) -> &'static str {
+        match self {
+            Kind::Docker => "Docker Engine",
+            Kind::Podman => "Podman API",
+        }
+    }
+    fn cli(self) -> &'static str {
+        self.source()
+    }
+}
+
+/// An engine API endpoint and where its address came from.
+struct Engine {
+    kind: Kind,
+    endpoint: Endpoint,
+    /// "from DOCKER_HOST", "the default; DOCKER_HOST is not set", "from CONTAINER_HOST", …
+    origin: String,
+}
+
+impl Engine {
+    /// "Docker Engine at unix:///var/run/docker.sock": the image's location.
+    fn label(&self) -> String {
+        format!("{} at {}", self.kind.product(), self.endpoint)
+    }
+
+    /// The label with where the address came from, for errors about reaching it.
+    fn described(&self) -> String {
+        format!("the {} ({})", self.label(), self.origin)
+    }
+
+    fn get(&self, path: &str, timeouts: Timeouts) -> Result<Response<BufReader<http::Conn>>, RequestError> {
+        http::get(&self.endpoint, path, timeouts)
+    }
+
+    fn unreachable(&self, e: &io::Error) -> Error {
+        let socket = match &self.endpoint {
+            Endpoint::Unix(p) => Some(p.as_path()),
+            Endpoint::Tcp { .. } => None,
+        };
+        let reason = match (e.kind(), socket) {
+            (io::ErrorKind::NotFound, Some(p)) => format!("the socket {} does not exist", p.display()),
+            (io::ErrorKind::ConnectionRefused, Some(p)) => {
+                format!("nothing listens on {} (a stale socket file)", p.display())
+            }
+            (io::ErrorKind::PermissionDenied, Some(p)) => {
+                format!("permission denied on {}", p.display())
+            }
+            _ => e.to_string(),
+        };
+        let help = match (self.kind, e.kind()) {
+            (Kind::Docker, io::ErrorKind::PermissionDenied) => format!(
+                "run memlint as a user that may use {} (e.g. one in the `docker` group), or export the image yourself: \
+                 `docker save IMAGE | memlint lint docker-archive:-`",
+                self.endpoint
+            ),
+            (Kind::Docker, _) => "start the Docker daemon, or point DOCKER_HOST at one that runs \
+                 (Podman: `podman system service` and DOCKER_HOST=unix://$XDG_RUNTIME_DIR/podman/podman.sock); \
+                 or export the image yourself: `docker save IMAGE | memlint lint docker-archive:-`"
+                .to_string(),
+            (Kind::Podman, _) => format!(
+                "start the service (`podman system service --time=0 {}`), or unset CONTAINER_HOST to read local storage \
+                 with `podman image save`",
+                self.endpoint
+            ),
+        };
+        Error::EngineUnreachable {
+            what: self.described(),
+            reason,
+            help,
+        }
+    }
+
+    /// A request that connected but went wrong; `waited` is the read timeout that applied.
+    fn exchange_failed(&self, what: &str, e: &io::Error, waited: Duration) -> Error {
+        let tls_hint = matches!(self.endpoint, Endpoint::Tcp { .. })
+            && (e.to_string().contains("not HTTP") || e.to_string().contains("status line"));
+        Error::Engine {
+            what: format!("{what} from the {}", self.label()),
+            reason: describe_io(e, waited),
+            help: if tls_hint {
+                "the port answers with something other than plain HTTP (a TLS port?); memlint speaks plain HTTP only: \
+                 use a unix socket, or `docker save IMAGE | memlint lint docker-archive:-`"
+                    .to_string()
+            } else {
+                format!(
+                    "check that the {} runs and is healthy (`{} info`), then try again",
+                    self.kind.product(),
+                    self.kind.cli()
+                )
+            },
+        }
+    }
+
+    /// `GET path`; a non-2xx answer becomes an error carrying the daemon's `message`, except
+    /// 404, which is `Ok(None)`.
+    fn request(
+        &self,
+        path: &str,
+        what: &str,
+        timeouts: Timeouts,
+    ) -> Result<Option<http::Body<BufReader<http::Conn>>>> {
+        let response = match self.get(path, timeouts) {
+            Ok(r) => r,
+            Err(RequestError::Connect(e)) => return Err(self.unreachable(&e)),
+            Err(RequestError::Exchange(e)) => return Err(self.exchange_failed(what, &e, timeouts.head)),
+        };
+        let Response { head, mut body } = response;
+        if (200..300).contains(&head.status) {
+            return Ok(Some(body));
+        }
+        if head.status == 404 {
+            return Ok(None);
+        }
+        let message = error_message(&mut body);
+        Err(Error::Engine {
+            what: format!("{what} from the {}", self.label()),
+            reason: format!("it answered {} {}: {message}", head.status, head.reason),
+            help: format!(
+                "the {} refused the request; check `{} info` and its logs",
+                self.kind.product(),
+                self.kind.cli()
+            ),
+        })
+    }
+
+    fn no_image(&self, name: &str) -> Error {
+        let help = match self.kind {
+            Kind::Docker => "docker pull / docker build it first, or check the name with `docker images`",
+            Kind::Podman => "podman pull / podman build it first, or check the name with `podman images`",
+        };
+        Error::EngineNoImage {
+            image: name.to_string(),
+            what: format!("the {}", self.label()),
+            help: help.to_string(),
+        }
+    }
+
+    fn inspect(&self, name: &str, max_json: u64) -> Result<Inspect> {
+        let path = format!("/images/{}/json", http::encode_path_segment(name));
+        let what = format!("inspecting image `{name}`");
+        let mut body = self
+            .request(&path, &what, API_TIMEOUTS)?
+            .ok_or_else(|| self.no_image(name))?;
+        let bytes = body
+            .read_bounded(max_json)
+            .map_err(|e| self.exchange_failed(&what, &e, API_TIMEOUTS.idle))?;
+        super::parse_json(&bytes, &format!("the inspect answer for `{name}`"), &self.label())
+    }
+
+    fn export(&self, name: &str) -> Result<http::Body<BufReader<http::Conn>>> {
+        let path = format!("/images/{}/get", http::encode_path_segment(name));
+        // A 404 here means the image went away after it was inspected.
+        self.request(&path, &format!("exporting image `{name}`"), EXPORT_TIMEOUTS)?
+            .ok_or_else(|| self.no_image(name))
+    }
+}
+
+/// The daemon's `{"message": "..."}`, else the start of the body as text.
+fn error_message(body: &mut impl Read) -> String {
+    let mut bytes = Vec::new();
+    if body.take(MAX_ERROR_BODY).read_to_end(&mut bytes).is_err() && bytes.is_empty() {
+        return "(no message)".to_string();
+    }
+    #[derive(Deserialize)]
+    struct Message {
+        message: String,
+    }
+    match serde_json::from_slice::<Message>(&bytes) {
+        Ok(m) => m.message,
+        Err(_) => {
+            let text = String::from_utf8_lossy(&bytes);
+            let text = text.trim();
+            if text.is_empty() {
+                "(no message)".to_string()
+            } else {
+                text.chars().take(500).collect()
+            }
+        }
+    }
+}
+
+/// `GET /images/{name}/json`: asked only to know that the image is there before exporting.
+#[derive(Deserialize, Debug, Default)]
+struct Inspect {}
+
+/// Names go into a request path or onto podman's command line: refuse what could change
+/// their meaning there (`..` segments reach other endpoints, a leading `-` is an option).
+fn check_name(name: &str, scheme: &str) -> Result<()> {
+    let bad = |reason: &str| Error::BadReference {
+        input: format!("{scheme}:{name}"),
+        reason: reason.to_string(),
+    };
+    if name.starts_with('-') {
+        return Err(bad("an image name cannot start with `-`"));
+    }
+    if name.starts_with('/') {
+        return Err(bad("an image name cannot start with `/`"));
+    }
+    if name.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(bad("an image name cannot contain spaces or control characters"));
+    }
+    if name.split('/').any(|s| s.is_empty() || s == "." || s == "..") {
+        return Err(bad(
+            "an image name cannot have empty, `.` or `..` path components",
+        ));
+    }
+    Ok(())
+}
+
+/// The value of an environment variable, when set and not empty.
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// Parses a DOCKER_HOST / CONTAINER_HOST value into an endpoint memlint can talk to.
+fn parse_host(variable: &str, value: &str, kind: Kind) -> Result<Endpoint> {
+    let value = value.trim();
+    let unsupported = |reason: &str| {
+        let help = match kind {
+            Kind::Docker => "use a unix socket (DOCKER_HOST=unix:///var/run/docker.sock) or a plain tcp:// address, \
+                 or export the image yourself: `docker save IMAGE | memlint lint docker-archive:-`",
+            Kind::Podman => "use a unix socket (CONTAINER_HOST=unix:///run/podman/podman.sock), or unset \
+                 CONTAINER_HOST to read local storage with `podman image save`, or export the image yourself: \
+                 `podman save IMAGE | memlint lint docker-archive:-`",
+        };
+        Error::EngineHost {
+            variable: variable.to_string(),
+            value: value.to_string(),
+            reason: reason.to_string(),
+            help: help.to_string(),
+        }
+    };
+    let (scheme, rest) = value
+        .split_once("://")
+        .ok_or_else(|| unsupported("it is not an address of the form unix:///PATH or tcp://HOST:PORT"))?;
+    match scheme {
+        "unix" => {
+            if rest.is_empty() || !rest.starts_with('/') {
+                return Err(unsupported("a unix:// address needs an absolute socket path"));
+            }
+            Ok(Endpoint::Unix(PathBuf::from(rest)))
+        }
+        "tcp" | "http" => {
+            let hostport = rest.trim_end_matches('/');
+            if hostport.contains('/') || hostport.is_empty() {
+                return Err(unsupported("a tcp:// address is HOST[:PORT] without a path"));
+            }
+            let (host, port) =
+                split_host_port(hostport).ok_or_else(|| unsupported("the port is not a number"))?;
+            Ok(Endpoint::Tcp {
+                host,
+                port: port.unwrap_or(2375),
+            })
+        }
+        "https" => Err(unsupported("memlint does not speak TLS to the engine")),
+        "ssh" => Err(unsupported("memlint does not tunnel through ssh")),
+        "npipe" => Err(unsupported("Windows named pipes are not supported")),
+        _ => Err(unsupported(&format!(
+            "the scheme `{scheme}://` is not one memlint knows"
+        ))),
+    }
+}
+
+/// `host`, `host:port`, `[v6]`, `[v6]:port`.
+fn split_host_port(s: &str) -> Option<(String, Option<u16>)> {
+    if let Some(rest) = s.strip_prefix('[') {
+        let (host, after) = rest.split_once(']')?;
+        let port = match after.strip_prefix(':') {
+            Some(p) => Some(p.parse().ok()?),
+            None if after.is_empty() => None,
+            None => return None,
+        };
+        return Some((host.to_string(), port));
+    }
+    match s.rsplit_once(':') {
+        Some((host, port)) if !host.contains(':') => Some((host.to_string(), Some(port.parse().ok()?))),
+        Some(_) => Some((s.to_string(), None)),
+        None => Some((s.to_string(), None)),
+    }
+}
+
+/// The Docker Engine as the Docker CLI finds it: DOCKER_HOST, else the default socket.
+fn docker_engine() -> Result<Engine> {
+    if let Some(verify) = env("DOCKER_TLS_VERIFY") {
+        return Err(Error::EngineHost {
+            variable: "DOCKER_TLS_VERIFY".to_string(),
+            value: verify,
+            reason: "memlint does not speak TLS to the engine".to_string(),
+            help: "use a unix socket (unset DOCKER_TLS_VERIFY and set DOCKER_HOST=unix:///var/run/docker.sock), \
+                   or export the image yourself: `docker save IMAGE | memlint lint docker-archive:-`"
+                .to_string(),
+        });
+    }
+    match env("DOCKER_HOST") {
+        Some(host) => Ok(Engine {
+            kind: Kind::Docker,
+            endpoint: parse_host("DOCKER_HOST", &host, Kind::Docker)?,
+            origin: "from DOCKER_HOST".to_string(),
+        }),
+        None => Ok(Engine {
+            kind: Kind::Docker,
+            endpoint: Endpoint::Unix(PathBuf::from(DEFAULT_DOCKER_SOCKET)),
+            origin: "the default; DOCKER_HOST is not set".to_string(),
+        }),
+    }
+}
+
+/// Reads `docker:NAME`.
+pub(super) fn open_docker(reference_text: &str, name: &str, options: &Options) -> Result<Vec<Image>> {
+    check_name(name, "docker")?;
+    let engine = docker_engine()?;
+    open_through_api(reference_text, name, &engine, options)
+}
+
+/// Reads `podman:NAME`: the API socket when one answers, else `podman image save`.
+pub(super) fn open_podman(reference_text: &str, name: &str, options: &Options) -> Result<Vec<Image>> {
+    check_name(name, "podman")?;
+    if let Some(host) = env("CONTAINER_HOST") {
+        if host.trim().starts_with("ssh://") {
+            // podman itself knows the ssh connection (keys, known hosts); let it export.
+            return podman_save(reference_text, name, options);
+        }
+        let engine = Engine {
+            kind: Kind::Podman,
+            endpoint: parse_host("CONTAINER_HOST", &host, Kind::Podman)?,
+            origin: "from CONTAINER_HOST".to_string(),
+        };
+        // With CONTAINER_HOST set, `podman` goes to that service too, so a dead one is an
+        // error here rather than a reason to read some other storage.
+        return open_through_api(reference_text, name, &engine, options);
+    }
+    let mut sockets = Vec::new();
+    if let Some(dir) = env("XDG_RUNTIME_DIR") {
+        sockets.push((
+            Path::new(&dir).join("podman/podman.sock"),
+            "$XDG_RUNTIME_DIR/podman/podman.sock",
+        ));
+    }
+    sockets.push((PathBuf::from(ROOTFUL_PODMAN_SOCKET), "the rootful default"));
+    for (path, origin) in sockets {
+        let endpoint = Endpoint::Unix(path);
+        // A socket that accepts is a service (or systemd starting one); one that does not is
+        // left for the next place, and in the end for `podman image save`.
+        if http::Conn::connect(&endpoint, API_TIMEOUTS.connect).is_ok() {
+            let engine = Engine {
+                kind: Kind::Podman,
+                endpoint,
+                origin: origin.to_string(),
+            };
+            return open_through_api(reference_text, name, &engine, options);
+        }
+    }
+    podman_save(reference_text, name, options)
+}
+
+fn open_through_api(
+    reference_text: &str,
+    name: &str,
+    engine: &Engine,
+    options: &Options,
+) -> Result<Vec<Image>> {
+    // Inspect first: a missing image is a clear 404 here, before an export starts.
+    engine.inspect(name, options.limits.max_json_bytes)?;
+    let body = engine.export(name)?;
+    let label = engine.label();
+    let failure = Arc::new(std::sync::Mutex::new(None));
+    let watched = Watched {
+        inner: body,
+        failure: failure.clone(),
+    };
+    let store = stream::read(watched, &label, options).map_err(|e| {
+        // The archive reader would call a connection that broke "not a tar archive".
+        match failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            Some(reason) => Error::Engine {
+                what: format!("exporting image `{name}` from the {label}"),
+                reason,
+                help: format!(
+                    "the {} stopped sending the image; check that it still runs (`{} info`) and try again",
+                    engine.kind.product(),
+                    engine.kind.cli()
+                ),
+            },
+            None => e,
+        }
+    })?;
+    load(
+        reference_text,
+        engine.kind.source(),
+        Arc::new(store),
+        Format::Docker,
+        None,
+        options,
+    )
+}
+
+/// An I/O error as people read it: a read timeout says how long nothing came.
+fn describe_io(e: &io::Error, waited: Duration) -> String {
+    match e.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
+            format!("nothing came for {} seconds", waited.as_secs())
+        }
+        _ => e.to_string(),
+    }
+}
+
+/// A reader that remembers its first error, so that a broken transport can be told from a
+/// damaged archive after the archive reader has turned both into its own error.
+struct Watched<R> {
+    inner: R,
+    failure: Arc<std::sync::Mutex<Option<String>>>,
+}
+
+impl<R: Read> Read for Watched<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.read(buf).inspect_err(|e| {
+            let mut failure = self.failure.lock().unwrap_or_else(|p| p.into_inner());
+            failure.get_or_insert_with(|| describe_io(e, EXPORT_TIMEOUTS.idle));
+        })
+    }
+}
+
+/// `podman image save` into a pipe, read as it comes.
+fn podman_save(reference_text: &str, name: &str, options: &Options) -> Result<Vec<Image>> {
+    use std::process::{Command, Stdio};
+    let command = format!("podman image save --format docker-archive {name}");
+    let mut child = Command::new("podman")
+        .args(["image", "save", "--format", "docker-archive", name])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| {
+            let reason = if e.kind() == io::ErrorKind::NotFound {
+                "no Podman API socket answers ($XDG_RUNTIME_DIR/podman/podman.sock, /run/podman/podman.sock) and \
+                 `podman` is not installed"
+                    .to_string()
+            } else {
+                format!("cannot run `podman`: {e}")
+            };
+            Error::EngineUnreachable {
+                what: "Podman".to_string(),
+                reason,
+                help: "install podman, or start its API service (`podman system service --time=0`) and set \
+                       CONTAINER_HOST to its socket; or export the image yourself: \
+                       `podman save IMAGE | memlint lint docker-archive:-`"
+                    .to_string(),
+            }
+        })?;
+    // stderr is read beside stdout so podman never blocks on a full stderr pipe.
+    let stderr = child.stderr.take().map(|mut err| {
+        std::thread::spawn(move || {
+            let mut kept = Vec::new();
+            let _ = (&mut err).take(MAX_STDERR as u64).read_to_end(&mut kept);
+            let _ = io::copy(&mut err, &mut io::sink());
+            kept
+        })
+    });
+    let label = format!("`{command}`");
+    let mut killed = false;
+    let read = match child.stdout.take() {
+        Some(mut stdout) => {
+            let result = stream::read(BufReader::with_capacity(256 * 1024, &mut stdout), &label, options);
+            if result.is_ok() {
+                // The tar ends before the pipe does; podman dies of SIGPIPE if nobody reads
+                // the rest.
+                let _ = io::copy(&mut stdout, &mut io::sink());
+            } else {
+                killed = child.kill().is_ok();
+            }
+            result
+        }
+        None => Err(Error::Engine {
+            what: format!("running `{command}`"),
+            reason: "its output could not be read".to_string(),
+            help: "run the command by hand to see what it does".to_string(),
+        }),
+    };
+    let status = child.wait().map_err(|e| Error::Engine {
+        what: format!("running `{command}`"),
+        reason: e.to_string(),
+        help: "run the command by hand to see what it does".to_string(),
+    })?;
+    let stderr = stderr
+        .and_then(|t| t.join().ok())
+        .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+        .unwrap_or_default();
+    // When podman failed, the stream's own error is only a consequence of it; when memlint
+    // stopped it, the stream's error is the one that counts.
+    let stopped_by_memlint = killed && status.code().is_none();
+    if !status.success() && !stopped_by_memlint {
+        if stderr.contains("image not known") || stderr.contains("no such image") {
+            return Err(Error::EngineNoImage {
+                image: name.to_string(),
+                what: "Podman's local storage".to_string(),
+                help: "podman pull / podman build it first, or check the name with `podman images`"
+                    .to_string(),
+            });
+        }
+        return Err(Error::Engine {
+            what: format!("`{command}`"),
+            reason: if stderr.is_empty() {
+                format!("it exited with {status}")
+            } else {
+                stderr
+            },
+            help: "run the command by hand to see what it does; `podman images` lists the images it has"
+                .to_string(),
+        });
+    }
+    let store = read?;
+    load(
+        reference_text,
+        Kind::Podman.source(),
+        Arc::new(store),
+        Format::Docker,
+        None,
+        options,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts() {
+        let d = |v: &str| parse_host("DOCKER_HOST", v, Kind::Docker);
+        assert_eq!(
+            d("unix:///var/run/docker.sock").unwrap(),
+            Endpoint::Unix("/var/run/docker.sock".into())
+        );
+        assert_eq!(
+            d("tcp://127.0.0.1:2375").unwrap(),
+            Endpoint::Tcp {
+                host: "127.0.0.1".into(),
+                port: 2375
+            }
+        );
+        assert_eq!(
+            d("tcp://docker/").unwrap(),
+            Endpoint::Tcp {
+                host: "docker".into(),
+                port: 2375
+            }
+        );
+        assert_eq!(
+            d("tcp://[::1]:1234").unwrap(),
+            Endpoint::Tcp {
+                host: "::1".into(),
+                port: 1234
+            }
+        );
+        for bad in [
+            "ssh://me@host",
+            "https://host:2376",
+            "npipe:////./pipe/docker_engine",
+            "unix://relative.sock",
+            "/var/run/docker.sock",
+            "tcp://host:port",
+            "tcp://host:2375/path",
+            "fd://",
+        ] {
+            assert!(d(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn names() {
+        for good in [
+            "app:1",
+            "localhost/app:1",
+            "docker.io/library/app@sha256:abc",
+            "21ac9a7744eb",
+        ] {
+            assert!(check_name(good, "docker").is_ok(), "{good}");
+        }
+        for bad in [
+            "-x",
+            "/abs",
+            "a/../b",
+            "../../containers/json",
+            "a b",
+            "a\nb",
+            "a//b",
+            "./a",
+        ] {
+            assert!(check_name(bad, "docker").is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn error_messages() {
+        let mut body: &[u8] = br#"{"cause":"x","message":"failed to find image nope:1","response":404}"#;
+        assert_eq!(error_message(&mut body), "failed to find image nope:1");
+        let mut body: &[u8] = b"plain text\n";
+        assert_eq!(error_message(&mut body), "plain text");
+        let mut body: &[u8] = b"";
+        assert_eq!(error_message(&mut body), "(no message)");
+    }
+}

@@ -1,0 +1,461 @@
+//! `docker:` and `podman:` against a real Podman: its storage (vfs, in a temp folder) holds a
+//! real-package image loaded with `podman load`, `podman system service` serves the Docker
+//! API on a socket in the same folder, and memlint must read the same image through the API
+//! (as `docker:` and `podman:`) and through `podman image save` as from the OCI layout.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::fs;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A private Podman: storage, runtime folders and config in one temp folder, so the tests
+/// neither see nor touch the machine's images.
+struct Podman {
+    dir: tempfile::TempDir,
+}
+
+impl Podman {
+    fn new() -> Podman {
+        require_tool("podman");
+        require_tool("skopeo");
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for sub in ["graph", "run", "xdg", "tmp"] {
+            fs::create_dir_all(root.join(sub)).unwrap();
+        }
+        fs::write(
+            root.join("storage.conf"),
+            format!(
+                "[storage]\ndriver = \"vfs\"\ngraphroot = \"{}\"\nrunroot = \"{}\"\n",
+                root.join("graph").display(),
+                root.join("run").display()
+            ),
+        )
+        .unwrap();
+        // cgroupfs and a file event log: no systemd or journald in a container.
+        fs::write(
+            root.join("containers.conf"),
+            format!(
+                "[engine]\ncgroup_manager = \"cgroupfs\"\nevents_logger = \"file\"\nevents_logfile_path = \"{}\"\n",
+                root.join("events.log").display()
+            ),
+        )
+        .unwrap();
+        Podman { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn socket(&self) -> PathBuf {
+        self.path("podman.sock")
+    }
+
+    /// The environment that makes `podman` (run by the test or by memlint) use this storage,
+    /// with nothing inherited that points at another engine.
+    fn env(&self, cmd: &mut Command) {
+        cmd.env("CONTAINERS_STORAGE_CONF", self.path("storage.conf"))
+            .env("CONTAINERS_CONF", self.path("containers.conf"))
+            .env("XDG_RUNTIME_DIR", self.path("xdg"))
+            .env("TMPDIR", self.path("tmp"))
+            .env_remove("CONTAINER_HOST")
+            .env_remove("CONTAINER_CONNECTION")
+            .env_remove("DOCKER_HOST")
+            .env_remove("DOCKER_TLS_VERIFY")
+            // It would clash with --no-cache; the tests choose the cache themselves.
+            .env_remove("MEMLINT_CACHE_DIR");
+    }
+
+    fn podman(&self, args: &[&str]) -> Output {
+        let mut cmd = Command::new("podman");
+        cmd.args(args);
+        self.env(&mut cmd);
+        run(&mut cmd)
+    }
+
+    /// Loads an OCI layout as `app:1` through a docker-archive, as `docker save` output
+    /// would arrive.
+    fn load(&self, oci_reference: &str) {
+        let layout = oci_reference.strip_prefix("oci-dir:").unwrap_or(oci_reference);
+        let archive = self.path("app.tar");
+        run(Command::new("skopeo").args([
+            "copy",
+            "--quiet",
+            &format!("oci:{layout}"),
+            &format!("docker-archive:{}:app:1", archive.display()),
+        ]));
+        self.podman(&["load", "--quiet", "-i", &archive.display().to_string()]);
+        fs::remove_file(&archive).unwrap();
+    }
+
+    /// Starts `podman system service` on the socket; it is stopped when the guard drops,
+    /// also when the test panics.
+    fn serve(&self) -> Service {
+        let mut cmd = Command::new("podman");
+        cmd.args([
+            "system",
+            "service",
+            "--time=0",
+            &format!("unix://{}", self.socket().display()),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(fs::File::create(self.path("service.log")).unwrap()));
+        self.env(&mut cmd);
+        let child = cmd.spawn().expect("podman system service starts");
+        let service = Service { child };
+        let start = Instant::now();
+        while UnixStream::connect(self.socket()).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "podman system service did not open {} within a minute:\n{}",
+                self.socket().display(),
+                fs::read_to_string(self.path("service.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        service
+    }
+
+    /// Runs memlint with this Podman's environment plus `vars`.
+    fn memlint(&self, args: &[&str], vars: &[(&str, &str)]) -> Output {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_memlint"));
+        cmd.args(args).env("NO_COLOR", "1");
+        self.env(&mut cmd);
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        cmd.output().expect("memlint runs")
+    }
+
+    fn json(&self, args: &[&str], vars: &[(&str, &str)]) -> Value {
+        let out = self.memlint(args, vars);
+        assert!(
+            out.status.code() == Some(0) || out.status.code() == Some(1),
+            "memlint {args:?} with {vars:?} failed: {}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("memlint prints JSON")
+    }
+}
+
+struct Service {
+    child: Child,
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What must not depend on where the image was read from: the layers as unpacked, the
+/// config, the tree and the facts (the blob digests and sizes differ, since an engine exports
+/// uncompressed layers).
+fn same_image(v: &Value) -> Value {
+    let image = &v["image"];
+    let layers: Vec<Value> = image["layers"]
+        .as_array()
+        .expect("layers")
+        .iter()
+        .map(|l| {
+            serde_json::json!({
+                "diff_id": l["diff_id"],
+                "uncompressed_size": l["uncompressed_size"],
+                "entries": l["entries"],
+                "history": l["history"],
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "platform": image["platform"],
+        "config": image["config"],
+        "layers": layers,
+        "files": v["files"],
+        "facts": v["facts"],
+    })
+}
+
+/// Error text without spaces: miette wraps long paths at a `/`.
+fn squashed(text: &str) -> String {
+    text.replace(' ', "")
+}
+
+fn findings(v: &Value) -> Value {
+    v["findings"].clone()
+}
+
+#[test]
+fn docker_and_podman_api_read_what_the_oci_layout_holds() {
+    let reference = build_image("demo");
+    let podman = Podman::new();
+    podman.load(&reference);
+    let _service = podman.serve();
+    let docker_host = format!("unix://{}", podman.socket().display());
+    let docker = [("DOCKER_HOST", docker_host.as_str())];
+    let container = [("CONTAINER_HOST", docker_host.as_str())];
+
+    let expected = podman.json(&["inspect", "--format", "json", "--no-cache", &reference], &[]);
+    let via_docker = podman.json(
+        &["inspect", "--format", "json", "--no-cache", "docker:app:1"],
+        &docker,
+    );
+    assert_eq!(same_image(&via_docker), same_image(&expected));
+    assert_eq!(via_docker["image"]["source"], "docker");
+    assert_eq!(
+        via_docker["image"]["location"],
+        format!("Docker Engine at {docker_host}")
+    );
+    assert_eq!(
+        via_docker["image"]["config_digest"], expected["image"]["config_digest"],
+        "the engine exports the config as it was loaded"
+    );
+
+    let via_podman = podman.json(
+        &["inspect", "--format", "json", "--no-cache", "podman:app:1"],
+        &container,
+    );
+    assert_eq!(same_image(&via_podman), same_image(&expected));
+    assert_eq!(via_podman["image"]["source"], "podman");
+    assert_eq!(
+        via_podman["image"]["location"],
+        format!("Podman API at {docker_host}")
+    );
+
+    // The service found where rootless Podman puts it, without CONTAINER_HOST.
+    let xdg = podman.path("xdg-with-socket");
+    fs::create_dir_all(xdg.join("podman")).unwrap();
+    std::os::unix::fs::symlink(podman.socket(), xdg.join("podman/podman.sock")).unwrap();
+    let via_xdg = podman.json(
+        &["inspect", "--format", "json", "--no-cache", "podman:app:1"],
+        &[("XDG_RUNTIME_DIR", xdg.to_str().unwrap())],
+    );
+    assert_eq!(
+        via_xdg["image"]["location"],
+        via_podman["image"]["location"].as_str().unwrap().replace(
+            &docker_host,
+            &format!("unix://{}", xdg.join("podman/podman.sock").display()),
+        )
+    );
+    assert_eq!(same_image(&via_xdg), same_image(&expected));
+
+    // `memlint lint docker:app:1` against a Podman service: the same findings.
+    let lint_expected = podman.json(&["lint", "--format", "json", "--no-cache", &reference], &[]);
+    let lint_docker = podman.json(
+        &["lint", "--format", "json", "--no-cache", "docker:app:1"],
+        &docker,
+    );
+    assert!(
+        !findings(&lint_expected).as_array().unwrap().is_empty(),
+        "the demo image has findings"
+    );
+    assert_eq!(findings(&lint_docker), findings(&lint_expected));
+    let lint_podman = podman.json(
+        &["lint", "--format", "json", "--no-cache", "podman:app:1"],
+        &container,
+    );
+    assert_eq!(findings(&lint_podman), findings(&lint_expected));
+
+    // A name the engine does not have: exit 2, naming the image and the engine.
+    for (reference, vars) in [("docker:nope:1", &docker), ("podman:nope:1", &container)] {
+        let out = podman.memlint(&["inspect", "--no-cache", reference], vars);
+        assert_eq!(out.status.code(), Some(2), "{reference}");
+        let text = error_text(&out);
+        assert!(text.contains("no image `nope:1`"), "{text}");
+        assert!(squashed(&text).contains(&docker_host), "{text}");
+        assert!(text.contains("pull"), "{text}");
+    }
+}
+
+#[test]
+fn podman_without_a_service_saves_the_image() {
+    let reference = build_image("demo");
+    let podman = Podman::new();
+    podman.load(&reference);
+    if Path::new("/run/podman/podman.sock").exists() {
+        // memlint would rightly use the machine's rootful service, which does not hold
+        // this test's storage.
+        eprintln!("skipped: /run/podman/podman.sock exists on this machine");
+        return;
+    }
+    // XDG_RUNTIME_DIR is an empty folder and CONTAINER_HOST is unset: no socket anywhere.
+    let expected = podman.json(&["inspect", "--format", "json", "--no-cache", &reference], &[]);
+    let saved = podman.json(
+        &["inspect", "--format", "json", "--no-cache", "podman:app:1"],
+        &[],
+    );
+    assert_eq!(same_image(&saved), same_image(&expected));
+    assert_eq!(saved["image"]["source"], "podman");
+    assert_eq!(
+        saved["image"]["location"],
+        "`podman image save --format docker-archive app:1`"
+    );
+    let lint_expected = podman.json(&["lint", "--format", "json", "--no-cache", &reference], &[]);
+    let lint_saved = podman.json(&["lint", "--format", "json", "--no-cache", "podman:app:1"], &[]);
+    assert_eq!(findings(&lint_saved), findings(&lint_expected));
+
+    let out = podman.memlint(&["inspect", "--no-cache", "podman:nope:1"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let text = error_text(&out);
+    assert!(text.contains("no image `nope:1`"), "{text}");
+    assert!(text.contains("podman pull"), "{text}");
+
+    // podman missing as well: say so, and what to do.
+    let out = podman.memlint(
+        &["inspect", "--no-cache", "podman:app:1"],
+        &[("PATH", podman.path("tmp").to_str().unwrap())],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let text = error_text(&out);
+    assert!(text.contains("`podman` is not installed"), "{text}");
+}
+
+#[test]
+fn no_daemon_names_the_socket() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("nobody.sock");
+    let host = format!("unix://{}", socket.display());
+    let cases = [
+        ("docker:app:1", "DOCKER_HOST"),
+        ("podman:app:1", "CONTAINER_HOST"),
+    ];
+    for (reference, variable) in cases {
+        let out = Command::new(env!("CARGO_BIN_EXE_memlint"))
+            .args(["lint", "--no-cache", reference])
+            .env("NO_COLOR", "1")
+            .env_remove("MEMLINT_CACHE_DIR")
+            .env_remove("DOCKER_HOST")
+            .env_remove("CONTAINER_HOST")
+            .env_remove("DOCKER_TLS_VERIFY")
+            .env(variable, &host)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{reference}");
+        let text = error_text(&out);
+        assert!(squashed(&text).contains(&host), "{text}");
+        assert!(text.contains(variable), "{text}");
+        assert!(text.contains("does not exist"), "{text}");
+    }
+    // A stale socket file that nobody listens on.
+    drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+    let out = Command::new(env!("CARGO_BIN_EXE_memlint"))
+        .args(["lint", "--no-cache", "docker:app:1"])
+        .env("NO_COLOR", "1")
+        .env_remove("MEMLINT_CACHE_DIR")
+        .env("DOCKER_HOST", &host)
+        .env_remove("DOCKER_TLS_VERIFY")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let text = error_text(&out);
+    assert!(text.contains("nothing listens"), "{text}");
+    // TLS and ssh are refused up front, with the way around them.
+    for (variable, value) in [("DOCKER_TLS_VERIFY", "1"), ("DOCKER_HOST", "ssh://me@host")] {
+        let out = Command::new(env!("CARGO_BIN_EXE_memlint"))
+            .args(["lint", "--no-cache", "docker:app:1"])
+            .env("NO_COLOR", "1")
+            .env_remove("MEMLINT_CACHE_DIR")
+            .env_remove("DOCKER_HOST")
+            .env_remove("DOCKER_TLS_VERIFY")
+            .env(variable, value)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let text = error_text(&out);
+        assert!(text.contains("not supported"), "{text}");
+        assert!(text.contains("docker-archive:-"), "{text}");
+    }
+}
+
+/// A daemon that answers each request from a script: what memlint does with an engine that
+/// fails halfway.
+fn fake_daemon(socket: &Path, answers: Vec<(&'static str, Vec<u8>)>) -> std::thread::JoinHandle<Vec<String>> {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::os::unix::net::UnixListener::bind(socket).unwrap();
+    std::thread::spawn(move || {
+        let mut requests = Vec::new();
+        for (expected, answer) in answers {
+            let (mut conn, _) = listener.accept().unwrap();
+            let mut reader = BufReader::new(conn.try_clone().unwrap());
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            loop {
+                let mut header = String::new();
+                if reader.read_line(&mut header).unwrap() == 0 || header == "\r\n" {
+                    break;
+                }
+            }
+            assert!(line.contains(expected), "{line:?} is not {expected:?}");
+            requests.push(line.trim().to_string());
+            let _ = conn.write_all(&answer);
+        }
+        requests
+    })
+}
+
+#[test]
+fn an_engine_that_fails_halfway() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("fake.sock");
+    let inspect = br#"{"Id":"sha256:21ac9a7744eb69176ab85c8adea49d927c4f45b7c0b09491d184b03fece36b7b","Os":"linux","Architecture":"amd64","RootFS":{"Layers":[]}}"#;
+    let ok_json = [
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            inspect.len()
+        )
+        .into_bytes(),
+        inspect.to_vec(),
+    ]
+    .concat();
+    let failed =
+        b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 26\r\n\r\n{\"message\":\"disk on fire\"}"
+            .to_vec();
+    let truncated =
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nfffff\r\nmanifest.json\0\0\0".to_vec();
+    let run = |socket: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_memlint"))
+            .args(["inspect", "--no-cache", "docker:app:1"])
+            .env("NO_COLOR", "1")
+            .env_remove("MEMLINT_CACHE_DIR")
+            .env_remove("DOCKER_TLS_VERIFY")
+            .env("DOCKER_HOST", format!("unix://{}", socket.display()))
+            .output()
+            .unwrap()
+    };
+
+    let daemon = fake_daemon(
+        &socket,
+        vec![
+            ("GET /images/app:1/json HTTP/1.1", ok_json.clone()),
+            ("GET /images/app:1/get HTTP/1.1", failed),
+        ],
+    );
+    let out = run(&socket);
+    assert_eq!(daemon.join().unwrap().len(), 2);
+    assert_eq!(out.status.code(), Some(2));
+    let text = error_text(&out);
+    assert!(text.contains("500 Internal Server Error: disk on fire"), "{text}");
+
+    fs::remove_file(&socket).unwrap();
+    let daemon = fake_daemon(
+        &socket,
+        vec![("/images/app:1/json", ok_json), ("/images/app:1/get", truncated)],
+    );
+    let out = run(&socket);
+    daemon.join().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let text = error_text(&out);
+    assert!(text.contains("exporting image `app:1`"), "{text}");
+    assert!(
+        text.contains("connection closed in the middle of a chunk"),
+        "{text}"
+    );
+}

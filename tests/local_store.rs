@@ -264,6 +264,64 @@ fn docker_and_podman_api_read_what_the_oci_layout_holds() {
     );
     assert_eq!(findings(&lint_podman), findings(&lint_expected));
 
+    // With every layer in the layer cache, the image is not exported: the inspect answer,
+    // the history and the cache give the same image.
+    let cache = podman.path("cache");
+    let cache_dir = cache.to_str().unwrap();
+    let from_cache = |v: &Value| -> Vec<bool> {
+        v["image"]["layers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["from_cache"].as_bool().unwrap())
+            .collect()
+    };
+    let args = [
+        "inspect",
+        "--format",
+        "json",
+        "--cache-dir",
+        cache_dir,
+        "docker:app:1",
+    ];
+    let first = podman.json(&args, &docker);
+    assert!(from_cache(&first).iter().all(|c| !c), "the cache starts empty");
+    let second = podman.json(&args, &docker);
+    assert!(
+        from_cache(&second).iter().all(|c| *c),
+        "every layer from the cache, so nothing exported"
+    );
+    assert_eq!(same_image(&second), same_image(&expected));
+    assert_eq!(
+        second["image"]["config_digest"],
+        expected["image"]["config_digest"]
+    );
+    assert_eq!(second["image"]["name"], via_docker["image"]["name"]);
+    let lint_cached = podman.json(
+        &[
+            "lint",
+            "--format",
+            "json",
+            "--cache-dir",
+            cache_dir,
+            "podman:app:1",
+        ],
+        &container,
+    );
+    assert_eq!(findings(&lint_cached), findings(&lint_expected));
+    assert!(from_cache(&lint_cached).iter().all(|c| *c));
+    // A damaged entry is a miss: the image is exported after all.
+    let entry = fs::read_dir(cache.join("layers"))
+        .unwrap()
+        .flat_map(|v| fs::read_dir(v.unwrap().path().join("sha256")).unwrap())
+        .map(|e| e.unwrap().path())
+        .find(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
+        .expect("a cache entry");
+    fs::write(&entry, b"damaged").unwrap();
+    let third = podman.json(&args, &docker);
+    assert_eq!(same_image(&third), same_image(&expected));
+    assert!(from_cache(&third).iter().all(|c| !c), "exported");
+
     // A name the engine does not have: exit 2, naming the image and the engine.
     for (reference, vars) in [("docker:nope:1", &docker), ("podman:nope:1", &container)] {
         let out = podman.memlint(&["inspect", "--no-cache", reference], vars);

@@ -4,6 +4,7 @@
 //! engine resolves the name (Podman turns `app:1` into `localhost/app:1` or
 //! `docker.io/library/app:1`), memlint passes it through.
 
+mod cached;
 mod http;
 
 use super::{load, stream, Format, Image, Options};
@@ -201,6 +202,14 @@ impl Engine {
         super::parse_json(&bytes, &format!("the inspect answer for `{name}`"), &self.label())
     }
 
+    /// The image's history, or `None` when the engine will not say; it only labels layers.
+    fn history(&self, name: &str, max_json: u64) -> Option<Vec<HistoryItem>> {
+        let path = format!("/images/{}/history", http::encode_path_segment(name));
+        let mut body = self.request(&path, "reading the history", API_TIMEOUTS).ok()??;
+        let bytes = body.read_bounded(max_json).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
     fn export(&self, name: &str) -> Result<http::Body<BufReader<http::Conn>>> {
         let path = format!("/images/{}/get", http::encode_path_segment(name));
         // A 404 here means the image went away after it was inspected.
@@ -233,9 +242,49 @@ fn error_message(body: &mut impl Read) -> String {
     }
 }
 
-/// `GET /images/{name}/json`: asked only to know that the image is there before exporting.
+/// The parts of `GET /images/{name}/json` memlint uses; Docker and Podman both answer it.
+/// Loosely typed where engines differ (Docker's `Created` was once a number), since only an
+/// answer that fits is used in place of an export.
 #[derive(Deserialize, Debug, Default)]
-struct Inspect {}
+#[serde(rename_all = "PascalCase", default)]
+struct Inspect {
+    id: String,
+    repo_tags: Option<Vec<String>>,
+    created: Option<serde_json::Value>,
+    author: Option<String>,
+    os: Option<String>,
+    architecture: Option<String>,
+    variant: Option<String>,
+    os_version: Option<String>,
+    config: Option<serde_json::Value>,
+    #[serde(rename = "RootFS")]
+    root_fs: Option<RootFs>,
+    /// Docker 25+ with the containerd image store: what `Id` is the digest of.
+    descriptor: Option<Descriptor>,
+}
+
+#[derive(Deserialize, Debug, Default)]
+#[serde(rename_all = "PascalCase", default)]
+struct RootFs {
+    layers: Option<Vec<String>>,
+}
+
+#[derive(Deserialize, Debug, Default)]
+#[serde(default)]
+struct Descriptor {
+    #[serde(rename = "mediaType")]
+    media_type: String,
+    digest: String,
+}
+
+/// One line of `GET /images/{name}/history` (newest first).
+#[derive(Deserialize, Debug, Default)]
+#[serde(rename_all = "PascalCase", default)]
+struct HistoryItem {
+    created_by: String,
+    size: i64,
+    comment: String,
+}
 
 /// Names go into a request path or onto podman's command line: refuse what could change
 /// their meaning there (`..` segments reach other endpoints, a leading `-` is an option).
@@ -413,8 +462,12 @@ fn open_through_api(
     engine: &Engine,
     options: &Options,
 ) -> Result<Vec<Image>> {
-    // Inspect first: a missing image is a clear 404 here, before an export starts.
-    engine.inspect(name, options.limits.max_json_bytes)?;
+    // Inspect first: a missing image is a clear 404 here, and its diff_ids tell whether the
+    // layer cache already has every layer.
+    let inspect = engine.inspect(name, options.limits.max_json_bytes)?;
+    if let Some(images) = cached::open(reference_text, name, engine, &inspect, options)? {
+        return Ok(images);
+    }
     let body = engine.export(name)?;
     let label = engine.label();
     let failure = Arc::new(std::sync::Mutex::new(None));

@@ -145,15 +145,11 @@ pub struct LintArgs {
 #[derive(Debug, Default, clap::Args)]
 pub struct SourceArgs {
     /// The layer analysis cache folder [default: $XDG_CACHE_HOME/memlint, else ~/.cache/memlint]
-    #[arg(
-        long,
-        value_name = "DIR",
-        env = "MEMLINT_CACHE_DIR",
-        conflicts_with = "no_cache"
-    )]
+    #[arg(long, value_name = "DIR", env = "MEMLINT_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,
 
-    /// Neither read nor write the layer analysis cache
+    /// Neither read nor write the layer analysis cache (wins over --cache-dir and
+    /// MEMLINT_CACHE_DIR)
     #[arg(long)]
     pub no_cache: bool,
 

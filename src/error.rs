@@ -17,16 +17,6 @@ pub enum Error {
     )]
     BadReference { input: String, reason: String },
 
-    #[error("`{scheme}:` references are not supported yet")]
-    #[diagnostic(
-        code(memlint::not_supported),
-        help(
-            "export the image first, e.g. `skopeo copy {scheme}:... oci:./image` or `docker save IMAGE -o image.tar`, \
-             then lint `oci-dir:./image` or `docker-archive:image.tar`"
-        )
-    )]
-    NotSupportedYet { scheme: String },
-
     #[error("cannot pull {what} from registry {registry} (repository {repository}): {reason}")]
     #[diagnostic(code(memlint::registry), help("{help}"))]
     Registry {

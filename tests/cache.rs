@@ -210,6 +210,21 @@ fn a_second_run_reads_no_layer_and_gives_the_same_result() {
         "{text}"
     );
 
+    // `lint -v` counts them too.
+    let out = run(&cache, &["lint", "-v", "--fail-on", "never", &image]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let n = layers.len();
+    assert!(
+        stderr.contains(&format!("{n} layers: 0 read, {n} from the layer cache")),
+        "{stderr}"
+    );
+    let out = memlint(&["lint", "-v", "--no-cache", "--fail-on", "never", &image]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("{n} layers read (layer cache off)")),
+        "{stderr}"
+    );
+
     // The blobs are never opened: remove them from a copy of the image and it still reads.
     let copy = dir.path().join("copy");
     run_ok(Command::new("cp").arg("-r").arg(image_dir(&image)).arg(&copy));

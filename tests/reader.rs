@@ -486,15 +486,27 @@ fn classic_archive_layer_must_match_diff_id() {
 }
 
 #[test]
-fn references_and_not_supported_sources() {
-    for r in ["registry:node:24-slim", "docker:app:1", "podman:app:1"] {
-        let out = memlint(&["inspect", r]);
-        assert_eq!(out.status.code(), Some(2));
-        assert!(
-            String::from_utf8_lossy(&out.stderr).contains("not supported yet"),
-            "{r}"
-        );
-    }
+fn references_reach_their_sources() {
+    // Nothing listens on port 1: each source says where it looked, with exit code 2, and
+    // nothing leaves the machine.
+    let out = memlint(&["inspect", "registry:127.0.0.1:1/app:1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        error_text(&out).contains("registry 127.0.0.1:1"),
+        "{}",
+        error_text(&out)
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_memlint"))
+        .args(["inspect", "docker:app:1"])
+        .env("DOCKER_HOST", "unix:///definitely/not/a/socket")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        error_text(&out).contains("/definitely/not/a/socket"),
+        "{}",
+        error_text(&out)
+    );
     let out = memlint(&["inspect", "oci-dir:/definitely/not/here"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/definitely/not/here"));

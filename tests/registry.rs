@@ -286,6 +286,59 @@ fn anonymous_registry_gives_what_the_oci_dir_gives() {
 }
 
 #[test]
+fn a_second_pull_downloads_no_layer() {
+    let image = build_image("node-sharp");
+    let registry = Registry::start(Setup::default());
+    registry.push(&format!("oci:{}", oci_path(&image)), "app:1", &[]);
+    let reference = format!("registry:{}/app:1", registry.host());
+    let cache = tempfile::tempdir().unwrap();
+    let cache_dir = cache.path().to_str().unwrap();
+    let inspect = |extra: &[&str]| {
+        let mut args = vec!["inspect", "--format", "json", "--cache-dir", cache_dir];
+        args.extend_from_slice(extra);
+        args.push(&reference);
+        let out = memlint_env(&args, &[], None);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        (
+            serde_json::from_slice::<Value>(&out.stdout).unwrap(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // --progress without a terminal: one line per large layer.
+    let (first, stderr) = inspect(&["--progress"]);
+    assert!(
+        stderr.contains("memlint: layer ") && stderr.contains(" MiB in "),
+        "{stderr}"
+    );
+    let layers = first["image"]["layers"].as_array().unwrap().clone();
+    assert!(layers.iter().all(|l| l["from_cache"] == false));
+    // The layer blobs leave the registry: a second run needs none of them.
+    for l in &layers {
+        let hex = l["digest"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("sha256:")
+            .to_string();
+        let data = registry
+            .dir
+            .path()
+            .join("data/docker/registry/v2/blobs/sha256")
+            .join(&hex[..2])
+            .join(&hex)
+            .join("data");
+        fs::remove_file(&data).unwrap();
+    }
+    let (second, stderr) = inspect(&["--progress"]);
+    assert!(!stderr.contains("memlint: layer "), "{stderr}");
+    assert!(second["image"]["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|l| l["from_cache"] == true));
+    assert_eq!(second["facts"], first["facts"]);
+}
+
+#[test]
 fn basic_auth_from_every_source_of_credentials() {
     let image = build_image("glibc-jemalloc-removed");
     let registry = Registry::start(Setup {

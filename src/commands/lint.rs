@@ -96,6 +96,11 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
         match read {
             Ok(images) => {
                 for image in images {
+                    if args.verbose {
+                        if let Some(line) = image.cache_summary(options.cache.as_deref()) {
+                            eprintln!("{line}");
+                        }
+                    }
                     let f = facts::derive(&image);
                     loaded.push((image, f));
                 }

@@ -6,6 +6,7 @@ mod credentials;
 mod docker;
 mod engine;
 mod oci;
+mod progress;
 pub mod registry;
 mod rootfs;
 mod select;
@@ -472,6 +473,7 @@ fn read_layers(
     // Layers a streamed archive read before the config was known, with `options.interests`.
     let mut streamed = vec![false; count];
     let mut inputs = Vec::with_capacity(count);
+    let progress = Arc::new(progress::Progress::new(options.progress, count));
     for (i, plan) in chosen.layers.iter().enumerate() {
         if let Some(diff) = store.take_read_layer(&plan.member) {
             inputs.push(LayerInput::Read(Box::new(diff)));
@@ -492,9 +494,14 @@ fn read_layers(
             });
         }
         let blob: crate::tree::build::OpenBlob = {
-            let (store, member) = (store.clone(), plan.member.clone());
+            let (store, member, progress) = (store.clone(), plan.member.clone(), progress.clone());
+            let label = plan
+                .digest
+                .as_ref()
+                .map_or_else(|| plan.member.clone(), |d| d.to_string());
+            let size = plan.size.or_else(|| store.size(&plan.member));
             Box::new(move || {
-                store.open(&member).map_err(|e| {
+                store.open(&member).map(|r| progress.track(i, &label, size, r)).map_err(|e| {
                     if e.kind() == std::io::ErrorKind::NotFound {
                         std::io::Error::new(
                             e.kind(),
@@ -535,9 +542,11 @@ fn read_layers(
                 None if plain => diff.diff_id.clone(),
                 None => diff.blob_digest,
             };
-            diff.blob_size = size
-                .or_else(|| store.size(&member))
-                .unwrap_or(if plain { diff.uncompressed_size } else { diff.blob_size });
+            diff.blob_size = size.or_else(|| store.size(&member)).unwrap_or(if plain {
+                diff.uncompressed_size
+            } else {
+                diff.blob_size
+            });
             hits[i].store(true, Ordering::SeqCst);
             Some(diff)
         });

@@ -184,7 +184,7 @@ fn make_certificates(dir: &Path) {
 }
 
 /// memlint with an empty docker config, no cache and the given environment.
-fn memlint_env(args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> Output {
+fn memlint_isolated(args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> Output {
     let home = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_memlint"));
     cmd.args(args)
@@ -240,14 +240,14 @@ fn lint_json(reference: &str, extra: &[&str], env: &[(&str, &str)]) -> Output {
     let mut args = vec!["lint", "--format", "json", "--no-cache"];
     args.extend_from_slice(extra);
     args.push(reference);
-    memlint_env(&args, env, None)
+    memlint_isolated(&args, env, None)
 }
 
 fn facts_of(reference: &str, extra: &[&str], env: &[(&str, &str)]) -> Value {
     let mut args = vec!["inspect", "--format", "json", "--no-cache"];
     args.extend_from_slice(extra);
     args.push(reference);
-    let out = memlint_env(&args, env, None);
+    let out = memlint_isolated(&args, env, None);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     v["facts"].clone()
@@ -272,7 +272,7 @@ fn anonymous_registry_gives_what_the_oci_dir_gives() {
     assert_eq!(facts_of(&reference, &[], &[]), facts_of(&image, &[], &[]));
     // A bare reference is a registry reference too, and a digest pins the same image.
     let v: Value = serde_json::from_slice(
-        &memlint_env(
+        &memlint_isolated(
             &["inspect", "--format", "json", "--no-cache", &reference],
             &[],
             None,
@@ -297,7 +297,7 @@ fn a_second_pull_downloads_no_layer() {
         let mut args = vec!["inspect", "--format", "json", "--cache-dir", cache_dir];
         args.extend_from_slice(extra);
         args.push(&reference);
-        let out = memlint_env(&args, &[], None);
+        let out = memlint_isolated(&args, &[], None);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         (
             serde_json::from_slice::<Value>(&out.stdout).unwrap(),
@@ -370,7 +370,7 @@ fn basic_auth_from_every_source_of_credentials() {
     assert!(error_text(&out).contains("401"), "{}", error_text(&out));
 
     // --username with --password-stdin.
-    let out = memlint_env(
+    let out = memlint_isolated(
         &[
             "lint",
             "--format",
@@ -435,7 +435,7 @@ fn explicit_credentials_go_only_to_the_registry_of_the_reference() {
     first.push(&format!("oci:{}", oci_path(&image)), "app:1", &[]);
     second.push(&format!("oci:{}", oci_path(&image)), "app:1", &[]);
     // Given for the registry of the first reference, they reach it.
-    let out = memlint_env(
+    let out = memlint_isolated(
         &[
             "lint",
             "--format",
@@ -457,7 +457,7 @@ fn explicit_credentials_go_only_to_the_registry_of_the_reference() {
     assert_eq!(v["reports"].as_array().unwrap().len(), 2);
 
     // Given for the anonymous registry first, they are not sent to the one that needs them.
-    let out = memlint_env(
+    let out = memlint_isolated(
         &[
             "lint",
             "--no-cache",
@@ -510,7 +510,7 @@ fn zstd_layers_give_the_same_facts() {
         &["--dest-compress-format", "zstd", "--dest-compress-level", "3"],
     );
     let reference = format!("registry:{}/app:zstd", registry.host());
-    let out = memlint_env(
+    let out = memlint_isolated(
         &["inspect", "--format", "json", "--no-cache", &reference],
         &[],
         None,
@@ -611,7 +611,7 @@ fn registry_errors_name_the_registry_and_what_to_do() {
 
     // A blob that the registry lost midway is an error for that layer, not a hang.
     let v: Value = serde_json::from_slice(
-        &memlint_env(
+        &memlint_isolated(
             &[
                 "inspect",
                 "--format",
@@ -655,40 +655,5 @@ fn base64_encode(bytes: &[u8]) -> String {
             }
         }
     }
-    out
-}
-
-/// An OCI layout holding two single-platform layouts under one nested index named `multi`.
-fn merge_layouts(dir: &Path, parts: &[&str]) -> PathBuf {
-    let out = dir.join("multi");
-    fs::create_dir_all(out.join("blobs/sha256")).unwrap();
-    fs::write(out.join("oci-layout"), br#"{"imageLayoutVersion":"1.0.0"}"#).unwrap();
-    let read_json = |p: PathBuf| -> Value { serde_json::from_slice(&fs::read(p).unwrap()).unwrap() };
-    let blob = |src: &Path, digest: &str| {
-        src.join("blobs/sha256")
-            .join(digest.trim_start_matches("sha256:"))
-    };
-    let mut manifests = Vec::new();
-    for part in parts {
-        let src = Path::new(oci_path(part));
-        for e in fs::read_dir(src.join("blobs/sha256")).unwrap() {
-            let e = e.unwrap();
-            fs::copy(e.path(), out.join("blobs/sha256").join(e.file_name())).unwrap();
-        }
-        let mut d = read_json(src.join("index.json"))["manifests"][0].clone();
-        let m = read_json(blob(src, d["digest"].as_str().unwrap()));
-        let c = read_json(blob(src, m["config"]["digest"].as_str().unwrap()));
-        d["platform"] = serde_json::json!({"os": "linux", "architecture": c["architecture"]});
-        d.as_object_mut().unwrap().remove("annotations");
-        manifests.push(d);
-    }
-    let index = serde_json::json!({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": manifests});
-    let bytes = serde_json::to_vec(&index).unwrap();
-    let hex = sha256(&bytes);
-    fs::write(out.join("blobs/sha256").join(&hex), &bytes).unwrap();
-    let top = serde_json::json!({"schemaVersion": 2, "manifests": [{
-        "mediaType": "application/vnd.oci.image.index.v1+json", "digest": format!("sha256:{hex}"), "size": bytes.len(),
-        "annotations": {"org.opencontainers.image.ref.name": "multi"}}]});
-    fs::write(out.join("index.json"), serde_json::to_vec(&top).unwrap()).unwrap();
     out
 }

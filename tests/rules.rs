@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use serde_json::Value;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 fn lint_json(args: &[&str]) -> (Value, Option<i32>) {
     let mut all = vec!["lint", "--format", "json"];
@@ -284,55 +284,6 @@ fn several_images_in_one_call() {
     let out = memlint(&["lint", "--format", "json", &b, "oci-dir:/no/such/image"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(!out.stdout.is_empty());
-}
-
-/// An OCI layout holding two single-platform layouts under one index.
-fn merge_layouts(dir: &Path, parts: &[&str]) -> PathBuf {
-    let out = dir.join("multi");
-    fs::create_dir_all(out.join("blobs/sha256")).unwrap();
-    fs::write(out.join("oci-layout"), br#"{"imageLayoutVersion":"1.0.0"}"#).unwrap();
-    let mut manifests = Vec::new();
-    for part in parts {
-        let src = Path::new(part.trim_start_matches("oci-dir:").trim_end_matches(":latest"));
-        for e in fs::read_dir(src.join("blobs/sha256")).unwrap() {
-            let e = e.unwrap();
-            fs::copy(e.path(), out.join("blobs/sha256").join(e.file_name())).unwrap();
-        }
-        let idx: Value = serde_json::from_slice(&fs::read(src.join("index.json")).unwrap()).unwrap();
-        let mut d = idx["manifests"][0].clone();
-        let m: Value = serde_json::from_slice(
-            &fs::read(
-                src.join("blobs/sha256")
-                    .join(d["digest"].as_str().unwrap().trim_start_matches("sha256:")),
-            )
-            .unwrap(),
-        )
-        .unwrap();
-        let c: Value = serde_json::from_slice(
-            &fs::read(
-                src.join("blobs/sha256").join(
-                    m["config"]["digest"]
-                        .as_str()
-                        .unwrap()
-                        .trim_start_matches("sha256:"),
-                ),
-            )
-            .unwrap(),
-        )
-        .unwrap();
-        d["platform"] = serde_json::json!({"os": "linux", "architecture": c["architecture"]});
-        d.as_object_mut().unwrap().remove("annotations");
-        manifests.push(d);
-    }
-    let index = serde_json::json!({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": manifests});
-    let bytes = serde_json::to_vec(&index).unwrap();
-    let hex = sha256(&bytes);
-    fs::write(out.join("blobs/sha256").join(&hex), &bytes).unwrap();
-    let top = serde_json::json!({"schemaVersion": 2, "manifests": [{
-        "mediaType": "application/vnd.oci.image.index.v1+json", "digest": format!("sha256:{hex}"), "size": bytes.len(),
-        "annotations": {"org.opencontainers.image.ref.name": "multi"}}]});
-    fs::write(out.join("index.json"), serde_json::to_vec(&top).unwrap()).unwrap();
-    out
 }
 
 #[test]

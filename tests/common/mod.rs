@@ -368,7 +368,7 @@ pub fn memlint(args: &[&str]) -> Output {
 pub fn memlint_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_memlint"));
     cmd.args(args).env("NO_COLOR", "1");
-    // clap counts MEMLINT_CACHE_DIR as `--cache-dir`, which `--no-cache` refuses.
+    // A test that names its cache (or none) gets exactly that, not one from the environment.
     let _cache = if args.iter().any(|a| *a == "--no-cache" || *a == "--cache-dir") {
         cmd.env_remove("MEMLINT_CACHE_DIR");
         None
@@ -461,4 +461,39 @@ pub fn build_image(name: &str) -> String {
     require_tool("umoci");
     let out = run(Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/build-image.sh")).arg(name));
     String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// An OCI layout holding two single-platform layouts under one nested index named `multi`.
+pub fn merge_layouts(dir: &Path, parts: &[&str]) -> PathBuf {
+    let out = dir.join("multi");
+    fs::create_dir_all(out.join("blobs/sha256")).unwrap();
+    fs::write(out.join("oci-layout"), br#"{"imageLayoutVersion":"1.0.0"}"#).unwrap();
+    let read_json = |p: PathBuf| -> Value { serde_json::from_slice(&fs::read(p).unwrap()).unwrap() };
+    let blob = |src: &Path, digest: &str| {
+        src.join("blobs/sha256")
+            .join(digest.trim_start_matches("sha256:"))
+    };
+    let mut manifests = Vec::new();
+    for part in parts {
+        let src = Path::new(part.trim_start_matches("oci-dir:").trim_end_matches(":latest"));
+        for e in fs::read_dir(src.join("blobs/sha256")).unwrap() {
+            let e = e.unwrap();
+            fs::copy(e.path(), out.join("blobs/sha256").join(e.file_name())).unwrap();
+        }
+        let mut d = read_json(src.join("index.json"))["manifests"][0].clone();
+        let m = read_json(blob(src, d["digest"].as_str().unwrap()));
+        let c = read_json(blob(src, m["config"]["digest"].as_str().unwrap()));
+        d["platform"] = serde_json::json!({"os": "linux", "architecture": c["architecture"]});
+        d.as_object_mut().unwrap().remove("annotations");
+        manifests.push(d);
+    }
+    let index = serde_json::json!({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": manifests});
+    let bytes = serde_json::to_vec(&index).unwrap();
+    let hex = sha256(&bytes);
+    fs::write(out.join("blobs/sha256").join(&hex), &bytes).unwrap();
+    let top = serde_json::json!({"schemaVersion": 2, "manifests": [{
+        "mediaType": "application/vnd.oci.image.index.v1+json", "digest": format!("sha256:{hex}"), "size": bytes.len(),
+        "annotations": {"org.opencontainers.image.ref.name": "multi"}}]});
+    fs::write(out.join("index.json"), serde_json::to_vec(&top).unwrap()).unwrap();
+    out
 }

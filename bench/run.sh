@@ -42,10 +42,15 @@ for l in m["layers"]:
     print(f"{root}/blobs/sha256/" + l["digest"].split(":")[1])
 PY
 }
+# A ~130 MB image, to show that memory does not follow image size.
+SMALL=$(scripts/build-image.sh dotnet-npgsql | sed 's/^oci-dir://; s/:latest$//')
 mapfile -t GZ_LAYERS < <(layers "$OCI")
 mapfile -t ZSTD_LAYERS < <(layers "$ZSTD")
 UNCOMPRESSED=$(for l in "${GZ_LAYERS[@]}"; do gzip -dc "$l"; done | wc -c)
 COMPRESSED=$(cat "${GZ_LAYERS[@]}" | wc -c)
+count() { "$MEMLINT" inspect --no-cache --format json "oci-dir:$1" | python3 -c "import json,sys; v=json.load(sys.stdin); print(v['files']['count'], sum(l['uncompressed_size'] for l in v['image']['layers']) // 1048576)"; }
+read -r PATHS _ < <(count "$OCI")
+read -r _ SMALL_MIB < <(count "$SMALL")
 
 # measure NAME COMMAND... : wall seconds and peak RSS (KiB) of one run, appended to a log.
 declare -A WALL RSS
@@ -53,7 +58,12 @@ measure() {
   local name=$1
   shift
   local out
-  out=$( { /usr/bin/time -f "%e %M" "$@" >/dev/null 2>/dev/null; } 2>&1 | tail -n 1)
+  # GNU time writes to its own file: the command's stderr is discarded without losing it.
+  /usr/bin/time -f "%e %M" -o "$WORK/time.out" "$@" >/dev/null 2>&1 || {
+    echo "bench: '$name' failed: $*" >&2
+    exit 1
+  }
+  out=$(tail -n 1 "$WORK/time.out")
   WALL[$name]+="${out%% *} "
   RSS[$name]+="${out##* } "
 }
@@ -65,6 +75,7 @@ for run in $(seq "$RUNS"); do
   echo "run $run of $RUNS" >&2
   measure "memlint oci-dir, 1 core" taskset -c 0 "$MEMLINT" lint --no-cache --fail-on never --jobs 1 "oci-dir:$OCI"
   measure "memlint oci-dir, all cores" "$MEMLINT" lint --no-cache --fail-on never "oci-dir:$OCI"
+  measure "memlint oci-dir, small image" "$MEMLINT" lint --no-cache --fail-on never "oci-dir:$SMALL"
   measure "memlint oci-dir zstd, all cores" "$MEMLINT" lint --no-cache --fail-on never "oci-dir:$ZSTD"
   measure "memlint docker-archive" "$MEMLINT" lint --no-cache --fail-on never "docker-archive:$ARCHIVE"
   # Warm: every layer already analysed by an earlier run (the first run of the loop primes it).
@@ -81,15 +92,17 @@ done
 
 row() { printf '| %s | %.2f s | %s MiB |\n' "$1" "$(echo "${WALL[$1]}" | median)" "$(( $(echo "${RSS[$1]}" | median) / 1024 ))"; }
 t() { echo "${WALL[$1]}" | median; }
+m() { echo "${RSS[$1]}" | median; }
+rss_ratio() { awk -v a="$(m "$1")" -v b="$(m "$2")" 'BEGIN { printf "%.2f", a / b }'; }
 ratio() { awk -v a="$(t "$1")" -v b="$(t "$2")" 'BEGIN { printf "%.2f", a / b }'; }
 
 {
   echo "Machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); $(date -u +%Y-%m-%d)"
-  echo "Image: ${#GZ_LAYERS[@]} gzip layers, $((COMPRESSED / 1048576)) MiB stored, $((UNCOMPRESSED / 1048576)) MiB unpacked; medians of $RUNS runs"
+  echo "Image: ${#GZ_LAYERS[@]} gzip layers, $((COMPRESSED / 1048576)) MiB stored, $((UNCOMPRESSED / 1048576)) MiB unpacked, $PATHS paths; small image: dotnet-npgsql, $SMALL_MIB MiB unpacked; medians of $RUNS runs"
   echo
   echo "| what | wall | peak RSS |"
   echo "|---|---|---|"
-  for k in "memlint oci-dir, 1 core" "memlint oci-dir, all cores" "memlint oci-dir zstd, all cores" "memlint docker-archive" "memlint oci-dir, warm cache" \
+  for k in "memlint oci-dir, 1 core" "memlint oci-dir, all cores" "memlint oci-dir zstd, all cores" "memlint docker-archive" "memlint oci-dir, warm cache" "memlint oci-dir, small image" \
            "gzip -dc (bound)" "zstd -dc (bound)" "openssl sha256 of the archive (bound)" "umoci unpack" "syft docker-archive"; do
     row "$k"
   done
@@ -101,5 +114,6 @@ ratio() { awk -v a="$(t "$1")" -v b="$(t "$2")" 'BEGIN { printf "%.2f", a / b }'
   echo "| docker-archive / openssl | $(ratio "memlint docker-archive" "openssl sha256 of the archive (bound)") | ≤ 1.5 |"
   echo "| syft / docker-archive | $(ratio "syft docker-archive" "memlint docker-archive") | ≥ 5 |"
   echo "| umoci unpack / oci-dir all cores | $(ratio "umoci unpack" "memlint oci-dir, all cores") | ≥ 5 |"
+  echo "| peak RSS, large / small image | $(rss_ratio "memlint oci-dir, all cores" "memlint oci-dir, small image") | ≈ 1, ≤ 64 MiB |"
   echo "| warm / cold (oci-dir, all cores) | $(ratio "memlint oci-dir, warm cache" "memlint oci-dir, all cores") | ≤ 0.05 |"
 } | tee "$ROOT/bench/results.md"

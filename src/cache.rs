@@ -463,7 +463,7 @@ fn wire_entry(e: &LayerEntry) -> WireEntry<'_> {
             let Content { bytes, truncated } = c;
             (Bytes(Cow::Borrowed(bytes)), *truncated)
         }),
-        elf: elf.as_ref().map(wire_elf),
+        elf: elf.as_deref().map(wire_elf),
     }
 }
 
@@ -541,7 +541,7 @@ fn from_wire_entry(w: WireEntry) -> Result<LayerEntry, String> {
             bytes: bytes.0.into_owned(),
             truncated,
         }),
-        elf: w.elf.map(from_wire_elf).transpose()?,
+        elf: w.elf.map(from_wire_elf).transpose()?.map(Box::new),
     })
 }
 

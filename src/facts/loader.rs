@@ -670,7 +670,7 @@ pub(crate) mod tests {
                     gid: 0,
                     size: 100,
                     content,
-                    elf,
+                    elf: elf.map(Box::new),
                 }
             })
             .collect();

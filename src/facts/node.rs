@@ -474,7 +474,7 @@ mod tests {
     fn node_elf(path: &str, release: Option<&str>) -> LayerEntry {
         let mut e = entry(path, EntryKind::File);
         e.size = 100_000_000;
-        e.elf = Some(ElfInfo {
+        e.elf = Some(Box::new(ElfInfo {
             head: ElfHead {
                 class: ElfClass::Elf64,
                 little_endian: true,
@@ -487,7 +487,7 @@ mod tests {
                 node_release: release.map(str::to_string),
                 ..Default::default()
             },
-        });
+        }));
         e
     }
 

@@ -555,7 +555,7 @@ mod tests {
                 .map(str::to_string)
                 .collect::<Vec<_>>()
         };
-        e.elf = Some(ElfInfo {
+        e.elf = Some(Box::new(ElfInfo {
             head: ElfHead {
                 class: ElfClass::Elf64,
                 little_endian: true,
@@ -574,7 +574,7 @@ mod tests {
                 }),
                 ..Default::default()
             },
-        });
+        }));
         e
     }
 

@@ -699,6 +699,47 @@ mod tests {
     }
 
     #[test]
+    fn each_refusal_says_what_to_do() {
+        let server = |code: u16| OciDistributionError::ServerError {
+            code,
+            url: "http://r.example/v2/team/app/manifests/1".to_string(),
+            message: String::new(),
+        };
+        let text = |e: &OciDistributionError, origin: &Origin| {
+            let err = registry_error("r.example", "team/app", "the manifest of tag 1", origin, e);
+            let help = miette::Diagnostic::help(&err)
+                .map(|h| h.to_string())
+                .unwrap_or_default();
+            format!("{err} / {help}")
+        };
+        let anonymous = Origin::Anonymous;
+        let cases: [(u16, &[&str]); 5] = [
+            (401, &["401", "docker login r.example", "MEMLINT_USERNAME"]),
+            (403, &["403", "pull access to team/app"]),
+            (
+                404,
+                &[
+                    "404",
+                    "skopeo list-tags docker://r.example/team/app",
+                    "without credentials",
+                ],
+            ),
+            (429, &["429", "wait and try again"]),
+            (503, &["503", "try again later"]),
+        ];
+        for (code, needles) in cases {
+            let t = text(&server(code), &anonymous);
+            assert!(t.contains("registry r.example (repository team/app)"), "{t}");
+            for n in needles {
+                assert!(t.contains(n), "{code}: {n}: {t}");
+            }
+        }
+        let t = text(&server(404), &Origin::Explicit);
+        assert!(t.contains("an account that may not see it"), "{t}");
+        assert!(transient(&server(502)) && !transient(&server(404)) && !transient(&server(429)));
+    }
+
+    #[test]
     fn document_types_are_read_or_inferred() {
         assert_eq!(
             document_media_type(br#"{"schemaVersion":2,"manifests":[]}"#).as_deref(),

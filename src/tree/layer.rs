@@ -312,7 +312,8 @@ pub struct LayerEntry {
     pub gid: u64,
     pub size: u64,
     pub content: Option<super::Content>,
-    pub elf: Option<ElfInfo>,
+    /// Boxed: most entries are not ELF files, and a layer can hold hundreds of thousands.
+    pub elf: Option<Box<ElfInfo>>,
 }
 
 impl LayerEntry {
@@ -873,7 +874,7 @@ pub(crate) fn probe_file(
     script_cap: Option<u64>,
     interests: &Interests,
     buf: &mut [u8],
-) -> io::Result<(Option<super::Content>, Option<ElfInfo>)> {
+) -> io::Result<(Option<super::Content>, Option<Box<ElfInfo>>)> {
     if !interests.elf_heads && cap.is_none() && script_cap.is_none() {
         return Ok((None, None));
     }
@@ -909,9 +910,11 @@ pub(crate) fn probe_file(
         let truncated = (bytes.len() as u64) < size;
         super::Content { bytes, truncated }
     });
-    let elf = head.map(|head| ElfInfo {
-        head,
-        scan: scanner.map(ElfScanner::finish).unwrap_or_default(),
+    let elf = head.map(|head| {
+        Box::new(ElfInfo {
+            head,
+            scan: scanner.map(ElfScanner::finish).unwrap_or_default(),
+        })
     });
     Ok((content, elf))
 }

@@ -94,7 +94,7 @@ impl FileTree {
         node.size = e.size;
         node.layer = Some(index);
         node.content = e.content.map(Box::new);
-        node.elf = e.elf.map(Box::new);
+        node.elf = e.elf;
         node.kind = match e.kind {
             EntryKind::Dir => NodeKind::Dir(Default::default()),
             EntryKind::File => NodeKind::File,

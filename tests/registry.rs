@@ -639,6 +639,37 @@ fn registry_errors_name_the_registry_and_what_to_do() {
     assert_eq!(out.status.code(), Some(2));
     let text = error_text(&out);
     assert!(text.contains("layer 2") && text.contains(hex), "{text}");
+
+    // A blob whose bytes changed in the registry's storage: an error that names the layer,
+    // at once, without retrying a bad blob.
+    registry.push(&format!("oci:{}", oci_path(&image)), "app:1", &[]);
+    let layer = v["image"]["layers"][3]["digest"].as_str().unwrap().to_string();
+    let hex = layer.trim_start_matches("sha256:");
+    let data = registry
+        .dir
+        .path()
+        .join("data/docker/registry/v2/blobs/sha256")
+        .join(&hex[..2])
+        .join(hex)
+        .join("data");
+    let mut bytes = fs::read(&data).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    fs::write(&data, bytes).unwrap();
+    let started = Instant::now();
+    let out = lint_json(
+        &format!("registry:{}/app:1", registry.host()),
+        &["--jobs", "1"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let text = error_text(&out);
+    assert!(text.contains("layer 4") && text.contains(hex), "{text}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "retried a bad blob: {:?}",
+        started.elapsed()
+    );
 }
 
 fn base64_encode(bytes: &[u8]) -> String {

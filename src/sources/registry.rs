@@ -556,23 +556,19 @@ async fn fetch(
     let mut offset = 0u64;
     let mut attempt = 0u32;
     loop {
-        let response = if offset == 0 {
-            remote
-                .client
-                .pull_blob_stream(&remote.reference, digest)
-                .await
-                .map(|s| (s, 0u64))
-        } else {
-            remote
-                .client
-                .pull_blob_stream_partial(&remote.reference, digest, offset, None)
-                .await
-                .map(|r| match r {
-                    // The registry ignored the range: skip what was already passed on.
-                    BlobResponse::Full(s) => (s, offset),
-                    BlobResponse::Partial(s) => (s, 0),
-                })
-        };
+        // Always a range request: registries that honour it answer 206, which oci-client does
+        // not hash (memlint hashes every blob itself while reading it, and compares it with the
+        // manifest), and a resumed download asks for the rest the same way.
+        let length = size.checked_sub(offset).filter(|n| *n > 0);
+        let response = remote
+            .client
+            .pull_blob_stream_partial(&remote.reference, digest, offset, length)
+            .await
+            .map(|r| match r {
+                // The registry ignored the range: skip what was already passed on.
+                BlobResponse::Full(s) => (s, offset),
+                BlobResponse::Partial(s) => (s, 0),
+            });
         let (stream, mut skip) = match response {
             Ok(r) => r,
             Err(e) if attempt + 1 < ATTEMPTS && transient(&e) => {
@@ -600,6 +596,14 @@ async fn fetch(
                         // The reader stopped (an error elsewhere): nothing more is wanted.
                         return Ok(());
                     }
+                }
+                // oci-client's own check of a whole blob failed: end the stream and let the
+                // layer reader's digest check report it, rather than retrying a bad blob.
+                Err(e)
+                    if e.get_ref()
+                        .is_some_and(|inner| inner.is::<oci_client::errors::DigestError>()) =>
+                {
+                    return Ok(());
                 }
                 Err(e) => {
                     broken = Some(e);

@@ -544,3 +544,30 @@ fn a_cache_that_cannot_be_written_changes_nothing_but_a_warning() {
     assert!(w[0].contains("cannot write the layer cache"), "{}", w[0]);
     assert_eq!(fs::read(&blocked).unwrap(), b"not a folder");
 }
+
+#[test]
+fn a_cached_layer_is_held_to_max_layer_bytes() {
+    let image = build_image("demo");
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    // Warm the cache with the default limits.
+    inspect(&cache, &image);
+    let limited = |extra: &[&str]| {
+        let mut args = vec!["inspect", "--format", "json"];
+        args.extend_from_slice(extra);
+        args.push(&image);
+        memlint_env(
+            &args,
+            &[
+                ("MEMLINT_CACHE_DIR", cache.to_str().unwrap()),
+                ("MEMLINT_LIMITS", "max_layer_bytes=1K"),
+            ],
+        )
+    };
+    for extra in [&["--no-cache"][..], &[][..]] {
+        let out = limited(extra);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {stderr}");
+        assert!(stderr.contains("max_layer_bytes"), "{extra:?}: {stderr}");
+    }
+}

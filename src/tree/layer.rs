@@ -189,6 +189,13 @@ impl Budget {
     /// limits a read would have checked, so that the image-wide limits hold however each layer
     /// was obtained.
     pub fn take_layer(&self, diff: &LayerDiff, limits: &Limits) -> Result<(), LayerError> {
+        if diff.uncompressed_size > limits.max_layer_bytes {
+            return Err(LayerError::Limit {
+                name: "max_layer_bytes",
+                limit: limits.max_layer_bytes,
+                what: "the unpacked size of the layer",
+            });
+        }
         if diff.entries.len() as u64 > limits.max_entries_per_layer {
             return Err(LayerError::Limit {
                 name: "max_entries_per_layer",

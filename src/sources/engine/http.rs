@@ -9,7 +9,7 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The longest status line, header line or chunk-size line accepted.
 const MAX_LINE: usize = 8 * 1024;
@@ -38,63 +38,93 @@ impl fmt::Display for Endpoint {
 }
 
 /// A connected socket of either kind.
-pub(crate) enum Conn {
+enum Socket {
     Unix(UnixStream),
     Tcp(TcpStream),
 }
 
+/// A connected socket, with an optional deadline that every read must finish by (the response
+/// head must arrive whole in time, however slowly its bytes trickle in).
+pub(crate) struct Conn {
+    socket: Socket,
+    deadline: Option<Instant>,
+}
+
 impl Conn {
     pub(crate) fn connect(endpoint: &Endpoint, timeout: Duration) -> io::Result<Conn> {
-        match endpoint {
-            Endpoint::Unix(path) => UnixStream::connect(path).map(Conn::Unix),
+        let socket = match endpoint {
+            Endpoint::Unix(path) => UnixStream::connect(path).map(Socket::Unix)?,
             Endpoint::Tcp { host, port } => {
                 let mut last = io::Error::new(io::ErrorKind::NotFound, format!("{host} has no address"));
+                let mut connected = None;
                 for addr in (host.as_str(), *port).to_socket_addrs()? {
                     match TcpStream::connect_timeout(&addr, timeout) {
-                        Ok(s) => return Ok(Conn::Tcp(s)),
+                        Ok(s) => {
+                            connected = Some(s);
+                            break;
+                        }
                         Err(e) => last = e,
                     }
                 }
-                Err(last)
+                Socket::Tcp(connected.ok_or(last)?)
             }
-        }
+        };
+        Ok(Conn {
+            socket,
+            deadline: None,
+        })
     }
 
     pub(crate) fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        match self {
-            Conn::Unix(s) => s.set_read_timeout(t),
-            Conn::Tcp(s) => s.set_read_timeout(t),
+        match &self.socket {
+            Socket::Unix(s) => s.set_read_timeout(t),
+            Socket::Tcp(s) => s.set_read_timeout(t),
         }
     }
 
     fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        match self {
-            Conn::Unix(s) => s.set_write_timeout(t),
-            Conn::Tcp(s) => s.set_write_timeout(t),
+        match &self.socket {
+            Socket::Unix(s) => s.set_write_timeout(t),
+            Socket::Tcp(s) => s.set_write_timeout(t),
         }
+    }
+
+    /// Every read from now on must end by `deadline` (`None`: only the read timeout holds).
+    fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.deadline = deadline;
     }
 }
 
 impl Read for Conn {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Conn::Unix(s) => s.read(buf),
-            Conn::Tcp(s) => s.read(buf),
+        if let Some(deadline) = self.deadline {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "the engine did not send its whole answer head in time",
+                ));
+            }
+            self.set_read_timeout(Some(left))?;
+        }
+        match &mut self.socket {
+            Socket::Unix(s) => s.read(buf),
+            Socket::Tcp(s) => s.read(buf),
         }
     }
 }
 
 impl Write for Conn {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Conn::Unix(s) => s.write(buf),
-            Conn::Tcp(s) => s.write(buf),
+        match &mut self.socket {
+            Socket::Unix(s) => s.write(buf),
+            Socket::Tcp(s) => s.write(buf),
         }
     }
     fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Conn::Unix(s) => s.flush(),
-            Conn::Tcp(s) => s.flush(),
+        match &mut self.socket {
+            Socket::Unix(s) => s.flush(),
+            Socket::Tcp(s) => s.flush(),
         }
     }
 }
@@ -149,8 +179,11 @@ pub(crate) fn get(
     path: &str,
     timeouts: Timeouts,
 ) -> Result<Response<BufReader<Conn>>, RequestError> {
-    let conn = Conn::connect(endpoint, timeouts.connect).map_err(RequestError::Connect)?;
+    let mut conn = Conn::connect(endpoint, timeouts.connect).map_err(RequestError::Connect)?;
     let exchange = RequestError::Exchange;
+    // One deadline for sending the request and receiving the whole head: a read timeout alone
+    // restarts with every byte, so an engine sending one byte a minute would never time out.
+    conn.set_deadline(Some(Instant::now() + timeouts.head));
     conn.set_write_timeout(Some(timeouts.head)).map_err(exchange)?;
     conn.set_read_timeout(Some(timeouts.head)).map_err(exchange)?;
     let host = match endpoint {
@@ -163,11 +196,11 @@ pub(crate) fn get(
         "GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: memlint/{}\r\nAccept: */*\r\nConnection: close\r\n\r\n",
         env!("CARGO_PKG_VERSION")
     );
-    let mut conn = conn;
     conn.write_all(request.as_bytes()).map_err(exchange)?;
     conn.flush().map_err(exchange)?;
     let mut reader = BufReader::with_capacity(64 * 1024, conn);
     let head = read_head(&mut reader).map_err(exchange)?;
+    reader.get_mut().set_deadline(None);
     reader
         .get_ref()
         .set_read_timeout(Some(timeouts.idle))
@@ -518,6 +551,49 @@ mod tests {
         let mut out = Vec::new();
         body.read_to_end(&mut out)?;
         Ok((head, out))
+    }
+
+    #[test]
+    fn the_head_has_one_deadline_however_slowly_it_trickles_in() {
+        use std::net::TcpListener;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut request = [0u8; 1024];
+            let _ = s.read(&mut request);
+            // A header line that never ends, one byte every 50 ms (well inside the read
+            // timeout), for up to 5 s.
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nX-Slow: ");
+            for _ in 0..100 {
+                std::thread::sleep(Duration::from_millis(50));
+                if s.write_all(b"a").is_err() {
+                    break;
+                }
+            }
+        });
+        let endpoint = Endpoint::Tcp {
+            host: "127.0.0.1".into(),
+            port,
+        };
+        let timeouts = Timeouts {
+            connect: Duration::from_secs(2),
+            head: Duration::from_millis(400),
+            idle: Duration::from_secs(10),
+        };
+        let started = Instant::now();
+        let result = get(&endpoint, "/_ping", timeouts);
+        let took = started.elapsed();
+        match result {
+            Err(RequestError::Exchange(e)) => assert!(
+                matches!(e.kind(), io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock),
+                "{e}"
+            ),
+            Err(RequestError::Connect(e)) => panic!("connect: {e}"),
+            Ok(_) => panic!("a head that never ends was accepted"),
+        }
+        assert!(took < Duration::from_secs(2), "took {took:?}");
+        server.join().unwrap();
     }
 
     #[test]

@@ -434,41 +434,35 @@ fn explicit_credentials_go_only_to_the_registry_of_the_reference() {
     let second = Registry::start(Setup::default());
     first.push(&format!("oci:{}", oci_path(&image)), "app:1", &[]);
     second.push(&format!("oci:{}", oci_path(&image)), "app:1", &[]);
-    // Given for the registry of the first reference, they reach it.
-    let out = memlint_isolated(
-        &[
-            "lint",
-            "--format",
-            "json",
-            "--no-cache",
-            &format!("registry:{}/app:1", first.host()),
-            &format!("registry:{}/app:1", second.host()),
-        ],
-        &[("MEMLINT_USERNAME", USER), ("MEMLINT_PASSWORD", PASSWORD)],
-        None,
-    );
+    let creds = [("MEMLINT_USERNAME", USER), ("MEMLINT_PASSWORD", PASSWORD)];
+    // Two images of the registry they are for: both read.
+    let a = format!("registry:{}/app:1", first.host());
+    let out = memlint_isolated(&["lint", "--format", "json", "--no-cache", &a, &a], &creds, None);
     assert_eq!(
         out.status.code(),
         Some(0),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["reports"].as_array().unwrap().len(), 2);
-
-    // Given for the anonymous registry first, they are not sent to the one that needs them.
-    let out = memlint_isolated(
-        &[
-            "lint",
-            "--no-cache",
-            &format!("registry:{}/app:1", second.host()),
-            &format!("registry:{}/app:1", first.host()),
-        ],
-        &[("MEMLINT_USERNAME", USER), ("MEMLINT_PASSWORD", PASSWORD)],
-        None,
-    );
+    // References to two registries: which one the credentials are for cannot be known, so
+    // nothing is pulled and the message names both.
+    let b = format!("registry:{}/app:1", second.host());
+    let out = memlint_isolated(&["lint", "--no-cache", &a, &b], &creds, None);
     assert_eq!(out.status.code(), Some(2));
-    assert!(error_text(&out).contains("401"), "{}", error_text(&out));
+    let text = error_text(&out);
+    assert!(
+        text.contains(&first.host()) && text.contains(&second.host()),
+        "{text}"
+    );
+    // A mistyped archive path reads as a Docker Hub reference: refused the same way, before
+    // anything is sent anywhere.
+    let out = memlint_isolated(&["lint", "--no-cache", "no-such-app.tar", &a], &creds, None);
+    assert_eq!(out.status.code(), Some(2));
+    let text = error_text(&out);
+    assert!(
+        text.contains("docker.io") && text.contains("path that does not exist"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -573,6 +567,20 @@ fn tls_with_a_private_ca() {
         "{}",
         error_text(&out)
     );
+    // So is one that looks like PEM but holds no certificate.
+    let fake = registry.dir.path().join("fake.pem");
+    fs::write(
+        &fake,
+        "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n",
+    )
+    .unwrap();
+    let out = lint_json(&reference, &["--registry-ca", fake.to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let text = error_text(&out);
+    assert!(
+        text.contains("--registry-ca") && text.contains("cannot be loaded"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -594,6 +602,19 @@ fn registry_errors_name_the_registry_and_what_to_do() {
     let out = lint_json(&format!("registry:{}/nothing-here:1", registry.host()), &[], &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(error_text(&out).contains("404"), "{}", error_text(&out));
+
+    // A manifest is read no further than max_json_bytes.
+    let out = lint_json(
+        &format!("registry:{}/app:1", registry.host()),
+        &[],
+        &[("MEMLINT_LIMITS", "max_json_bytes=100")],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let text = error_text(&out);
+    assert!(
+        text.contains("max_json_bytes") && text.contains("manifest of tag 1"),
+        "{text}"
+    );
 
     // Nothing listens: the port is named and nothing panics.
     let free = std::net::TcpListener::bind("127.0.0.1:0")

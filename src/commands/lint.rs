@@ -77,6 +77,7 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
         .unwrap_or(FailOn::Warning);
     let stdin_needed = args.images.iter().any(|i| i == "docker-archive:-");
     let mut options = super::source_options(&args.source, args.jobs, args.quiet, stdin_needed)?;
+    super::bind_credentials(&options, &args.images)?;
     match args.platform.as_deref() {
         Some("all") => options.all_platforms = true,
         Some(p) => options.platform = Some(Platform::parse(p)?),

@@ -100,3 +100,39 @@ pub(crate) fn source_options(
     options.progress = !quiet && (source.progress || std::io::stderr().is_terminal());
     Ok(options)
 }
+
+/// Explicit registry credentials belong to one registry: the one the references name. When
+/// they name several, which one the user meant cannot be known, so nothing is sent.
+pub(crate) fn bind_credentials(options: &crate::sources::Options, references: &[String]) -> Result<()> {
+    if options.registry.username.is_none() {
+        return Ok(());
+    }
+    let mut registries: Vec<String> = references
+        .iter()
+        .filter_map(|r| match crate::reference::Reference::parse(r) {
+            Ok(crate::reference::Reference::Registry(name)) => {
+                crate::sources::registry::parse_reference(&name)
+                    .ok()
+                    .map(|r| r.registry().to_string())
+            }
+            _ => None,
+        })
+        .collect();
+    registries.sort();
+    registries.dedup();
+    match registries.as_slice() {
+        [] => Ok(()),
+        [one] => {
+            let _ = options.registry.explicit_registry.set(one.clone());
+            Ok(())
+        }
+        many => Err(Error::BadArgument {
+            what: format!(
+                "--username/MEMLINT_USERNAME with references to {} registries ({})",
+                many.len(),
+                many.join(", ")
+            ),
+            help: "explicit credentials go to one registry only: lint each registry in its own run, or log in with `docker login` (memlint reads ~/.docker/config.json); a path that does not exist is read as a Docker Hub reference".to_string(),
+        }),
+    }
+}

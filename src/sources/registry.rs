@@ -13,7 +13,7 @@ use futures_util::StreamExt;
 use oci_client::client::{BlobResponse, Certificate, CertificateEncoding, ClientConfig, ClientProtocol};
 use oci_client::errors::{OciDistributionError, OciErrorCode};
 use oci_client::secrets::RegistryAuth;
-use oci_client::{Client, Reference};
+use oci_client::{Client, Reference, RegistryOperation};
 use std::collections::HashMap;
 use std::io::{self, Read};
 use std::path::PathBuf;
@@ -87,16 +87,28 @@ fn named_insecure(registry: &str, insecure: &[String]) -> bool {
     })
 }
 
-/// The registry side of a store: the client, the credentials and the runtime they run on.
-struct Remote {
-    runtime: tokio::runtime::Runtime,
+/// What talks to the registry: cheap to clone into the tasks that stream blobs, so that no task
+/// holds the runtime it runs on.
+#[derive(Clone)]
+struct Puller {
     client: Client,
+    /// For manifests, whose size oci-client would not bound.
+    http: reqwest::Client,
+    scheme: &'static str,
     reference: Reference,
     auth: RegistryAuth,
     origin: Origin,
+    max_json: u64,
 }
 
-impl Remote {
+/// Why a manifest could not be had.
+enum ManifestFailure {
+    Registry(OciDistributionError),
+    TooLarge,
+    Digest { expected: String, actual: String },
+}
+
+impl Puller {
     fn registry(&self) -> &str {
         self.reference.registry()
     }
@@ -105,39 +117,120 @@ impl Remote {
         self.reference.repository()
     }
 
-    /// The manifest (or index) with this digest, or the one the reference names.
-    async fn manifest(
+    /// The manifest (or index) with this digest, or the one the reference names, read no
+    /// further than `max_json_bytes`.
+    async fn manifest(&self, digest: Option<&str>) -> std::result::Result<(Bytes, String), ManifestFailure> {
+        let mut attempt = 0;
+        loop {
+            match self.manifest_once(digest).await {
+                Err(ManifestFailure::Registry(e)) if attempt + 1 < ATTEMPTS && transient(&e) => {
+                    tokio::time::sleep(backoff(attempt)).await;
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn manifest_once(
         &self,
         digest: Option<&str>,
-    ) -> std::result::Result<(Bytes, String), OciDistributionError> {
-        let reference = match digest {
-            Some(d) => self.reference.clone_with_digest(d.to_string()),
-            None => self.reference.clone(),
+    ) -> std::result::Result<(Bytes, String), ManifestFailure> {
+        use reqwest::header;
+        let r = &self.reference;
+        let target = digest
+            .or(r.digest())
+            .map(str::to_string)
+            .unwrap_or_else(|| r.tag().unwrap_or("latest").to_string());
+        let url = format!(
+            "{}://{}/v2/{}/manifests/{target}",
+            self.scheme,
+            r.resolve_registry(),
+            r.repository()
+        );
+        // oci-client runs the registry's auth flow (bearer token or basic) and caches its token.
+        let token = self
+            .client
+            .auth(r, &self.auth, RegistryOperation::Pull)
+            .await
+            .map_err(ManifestFailure::Registry)?;
+        let mut request = self
+            .http
+            .get(&url)
+            .header(header::ACCEPT, MANIFEST_TYPES.join(", "));
+        request = match (token, &self.auth) {
+            (Some(t), _) => request.bearer_auth(t),
+            (None, RegistryAuth::Basic(u, p)) => request.basic_auth(u, Some(p)),
+            (None, _) => request,
         };
-        retry(|| {
-            self.client
-                .pull_manifest_raw(&reference, &self.auth, MANIFEST_TYPES)
-        })
-        .await
+        let fail = |e: reqwest::Error| ManifestFailure::Registry(OciDistributionError::RequestError(e));
+        let mut response = request.send().await.map_err(fail)?;
+        let status = response.status();
+        if !status.is_success() {
+            let mut message = Vec::new();
+            while let Some(chunk) = response.chunk().await.map_err(fail)? {
+                message.extend_from_slice(&chunk[..chunk.len().min(4096 - message.len().min(4096))]);
+                if message.len() >= 4096 {
+                    break;
+                }
+            }
+            return Err(ManifestFailure::Registry(match status.as_u16() {
+                401 => OciDistributionError::UnauthorizedError { url },
+                code => OciDistributionError::ServerError {
+                    code,
+                    url,
+                    message: String::from_utf8_lossy(&message).into_owned(),
+                },
+            }));
+        }
+        if response.content_length().is_some_and(|n| n > self.max_json) {
+            return Err(ManifestFailure::TooLarge);
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(fail)? {
+            if (body.len() + chunk.len()) as u64 > self.max_json {
+                return Err(ManifestFailure::TooLarge);
+            }
+            body.extend_from_slice(&chunk);
+        }
+        let actual = crate::digest::Digest::of(&body).to_string();
+        if let Some(expected) = digest.or(r.digest()) {
+            if expected != actual {
+                return Err(ManifestFailure::Digest {
+                    expected: expected.to_string(),
+                    actual,
+                });
+            }
+        }
+        Ok((Bytes::from(body), actual))
+    }
+
+    fn manifest_error(&self, what: &str, failure: ManifestFailure) -> Error {
+        match failure {
+            ManifestFailure::Registry(e) => {
+                registry_error(self.registry(), self.repository(), what, &self.origin, &e)
+            }
+            ManifestFailure::TooLarge => super::limit_error(
+                "max_json_bytes",
+                self.max_json,
+                what.to_string(),
+                format!("registry {}, repository {}", self.registry(), self.repository()),
+            ),
+            ManifestFailure::Digest { expected, actual } => Error::DigestMismatch {
+                what: what.to_string(),
+                member: format!("/v2/{}/manifests", self.repository()),
+                location: format!("registry {}", self.registry()),
+                expected,
+                actual,
+            },
+        }
     }
 }
 
-/// Runs a request again, with backoff, while the failure looks transient.
-async fn retry<T, F, Fut>(mut request: F) -> std::result::Result<T, OciDistributionError>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = std::result::Result<T, OciDistributionError>>,
-{
-    let mut attempt = 0;
-    loop {
-        match request().await {
-            Err(e) if attempt + 1 < ATTEMPTS && transient(&e) => {
-                tokio::time::sleep(backoff(attempt)).await;
-                attempt += 1;
-            }
-            other => return other,
-        }
-    }
+/// A store's registry side: the puller and the runtime its requests run on.
+struct Remote {
+    runtime: tokio::runtime::Runtime,
+    puller: Puller,
 }
 
 fn backoff(attempt: u32) -> Duration {
@@ -292,22 +385,54 @@ fn read_certificates(files: &[PathBuf]) -> Result<Vec<Certificate>> {
         .collect()
 }
 
-fn client(protocol: ClientProtocol, skip_verify: bool, certificates: &[Certificate]) -> Client {
-    Client::new(ClientConfig {
+const USER_AGENT: &str = concat!("memlint/", env!("CARGO_PKG_VERSION"));
+
+/// The oci-client and reqwest clients for one protocol. A CA that cannot be loaded is an
+/// error here: oci-client would otherwise fall back to a default client without it.
+fn clients(
+    protocol: ClientProtocol,
+    skip_verify: bool,
+    certificates: &[Certificate],
+    ca_files: &[PathBuf],
+) -> Result<(Client, reqwest::Client)> {
+    let bad_ca = |e: &dyn std::fmt::Display| {
+        Error::BadArgument {
+        what: format!(
+            "--registry-ca {}",
+            ca_files.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+        ),
+        help: format!("the certificates cannot be loaded ({e}); give PEM files of the CA that signed the registry's certificate"),
+    }
+    };
+    let oci = Client::try_from(ClientConfig {
         protocol,
         accept_invalid_certificates: skip_verify,
         extra_root_certificates: certificates.to_vec(),
         platform_resolver: None,
         connect_timeout: Some(Duration::from_secs(15)),
         read_timeout: Some(Duration::from_secs(60)),
-        user_agent: concat!("memlint/", env!("CARGO_PKG_VERSION")),
+        user_agent: USER_AGENT,
         ..ClientConfig::default()
     })
+    .map_err(|e| bad_ca(&e))?;
+    let mut roots = Vec::new();
+    for c in certificates {
+        roots.extend(reqwest::Certificate::from_pem_bundle(&c.data).map_err(|e| bad_ca(&e))?);
+    }
+    let http = reqwest::Client::builder()
+        .danger_accept_invalid_certs(skip_verify)
+        .tls_certs_merge(roots)
+        .connect_timeout(Duration::from_secs(15))
+        .read_timeout(Duration::from_secs(60))
+        .user_agent(USER_AGENT)
+        .build()
+        .map_err(|e| bad_ca(&e))?;
+    Ok((oci, http))
 }
 
 /// A registry seen as an OCI layout.
 pub struct RegistryStore {
-    remote: Arc<Remote>,
+    remote: Remote,
     /// JSON documents fetched so far, by member name (`index.json`, `blobs/sha256/…`).
     documents: Mutex<HashMap<String, Bytes>>,
     /// Descriptors named by the documents served so far: member → (media type, size).
@@ -322,6 +447,8 @@ impl RegistryStore {
         let settings = &options.registry;
         let certificates = read_certificates(&settings.ca_files)?;
         let mut warnings = Vec::new();
+        // `commands::bind_credentials` names the registry they belong to; without it (a
+        // library caller), the first registry reference read claims them.
         let explicit = settings
             .username
             .clone()
@@ -341,47 +468,44 @@ impl RegistryStore {
             .map_err(|e| Error::io("the network runtime", e))?;
         let named = named_insecure(&registry, &settings.insecure);
         let may_fall_back = named || is_loopback(&registry);
-        let https = client(ClientProtocol::Https, named, &certificates);
-        let mut remote = Remote {
-            runtime,
-            client: https,
+        let (client, http) = clients(ClientProtocol::Https, named, &certificates, &settings.ca_files)?;
+        let mut puller = Puller {
+            client,
+            http,
+            scheme: "https",
             reference,
             auth,
             origin,
+            max_json: options.limits.max_json_bytes,
         };
-        let wanted = match (remote.reference.digest(), remote.reference.tag()) {
+        let wanted = match (puller.reference.digest(), puller.reference.tag()) {
             (Some(d), _) => format!("manifest {d}"),
             (None, t) => format!("the manifest of tag {}", t.unwrap_or("latest")),
         };
-        let first = remote.runtime.block_on(remote.manifest(None));
-        let (bytes, digest) = match first {
+        let (bytes, digest) = match runtime.block_on(puller.manifest(None)) {
             Ok(found) => found,
             // Like docker: a loopback or --insecure-registry host that does not speak TLS is
             // spoken to in plain HTTP. A certificate it presents but that is not trusted is
             // an error, not a reason to drop TLS.
-            Err(e) if may_fall_back && transport_failure(&e) && (named || !certificate_problem(&e)) => {
-                remote.client = client(ClientProtocol::Http, false, &certificates);
-                remote
-                    .runtime
-                    .block_on(remote.manifest(None))
-                    .map_err(|e| registry_error(&registry, &repository, &wanted, &remote.origin, &e))?
+            Err(ManifestFailure::Registry(e))
+                if may_fall_back && transport_failure(&e) && (named || !certificate_problem(&e)) =>
+            {
+                let (client, http) = clients(ClientProtocol::Http, false, &certificates, &settings.ca_files)?;
+                puller.client = client;
+                puller.http = http;
+                puller.scheme = "http";
+                runtime
+                    .block_on(puller.manifest(None))
+                    .map_err(|f| puller.manifest_error(&wanted, f))?
             }
-            Err(e) => {
-                return Err(registry_error(
-                    &registry,
-                    &repository,
-                    &wanted,
-                    &remote.origin,
-                    &e,
-                ))
-            }
+            Err(f) => return Err(puller.manifest_error(&wanted, f)),
         };
         let media_type = document_media_type(&bytes).ok_or_else(|| Error::NotAnImage {
             location: format!("registry {registry}, repository {repository}"),
             reason: "the reference resolves to something that is neither an image manifest nor an index".to_string(),
             help: "check the reference: it may name an artifact (a Helm chart, a signature) rather than an image".to_string(),
         })?;
-        let name = remote.reference.whole();
+        let name = puller.reference.whole();
         let index = serde_json::json!({
             "schemaVersion": 2,
             "mediaType": "application/vnd.oci.image.index.v1+json",
@@ -393,7 +517,7 @@ impl RegistryStore {
             }],
         });
         let store = RegistryStore {
-            remote: Arc::new(remote),
+            remote: Remote { runtime, puller },
             documents: Mutex::new(HashMap::new()),
             descriptors: Mutex::new(HashMap::new()),
             max_json: options.limits.max_json_bytes,
@@ -459,8 +583,8 @@ impl Store for RegistryStore {
     fn location(&self) -> String {
         format!(
             "registry {}, repository {}",
-            self.remote.registry(),
-            self.remote.repository()
+            self.remote.puller.registry(),
+            self.remote.puller.repository()
         )
     }
 
@@ -485,26 +609,14 @@ impl Store for RegistryStore {
         if MANIFEST_TYPES.contains(&media_type.as_str()) {
             let (bytes, _) = remote
                 .runtime
-                .block_on(remote.manifest(Some(&digest)))
-                .map_err(|e| {
-                    io::Error::other(registry_error(
-                        remote.registry(),
-                        remote.repository(),
-                        &format!("manifest {digest}"),
-                        &remote.origin,
-                        &e,
-                    ))
+                .block_on(remote.puller.manifest(Some(&digest)))
+                .map_err(|f| {
+                    io::Error::other(remote.puller.manifest_error(&format!("manifest {digest}"), f))
                 })?;
-            if bytes.len() as u64 > self.max_json {
-                return Err(io::Error::other(format!(
-                    "manifest {digest} is {} bytes, over max_json_bytes",
-                    bytes.len()
-                )));
-            }
             self.remember(member, bytes.clone());
             return Ok(Box::new(io::Cursor::new(bytes)));
         }
-        Ok(Box::new(BlobReader::start(self.remote.clone(), digest, size)))
+        Ok(Box::new(BlobReader::start(remote, digest, size)))
     }
 
     fn max_json(&self) -> u64 {
@@ -522,11 +634,13 @@ struct BlobReader {
 }
 
 impl BlobReader {
-    fn start(remote: Arc<Remote>, digest: String, size: u64) -> BlobReader {
-        let (tx, rx) = tokio::sync::mpsc::channel(8);
-        let task_remote = remote.clone();
+    fn start(remote: &Remote, digest: String, size: u64) -> BlobReader {
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        // The task owns a clone of the puller, never the runtime: a runtime must not be
+        // dropped by one of its own tasks.
+        let puller = remote.puller.clone();
         remote.runtime.spawn(async move {
-            if let Err(e) = fetch(&task_remote, &digest, size, &tx).await {
+            if let Err(e) = fetch(&puller, &digest, size, &tx).await {
                 let _ = tx.send(Err(e)).await;
             }
         });
@@ -539,17 +653,17 @@ impl BlobReader {
 }
 
 async fn fetch(
-    remote: &Remote,
+    puller: &Puller,
     digest: &str,
     size: u64,
     tx: &tokio::sync::mpsc::Sender<io::Result<Bytes>>,
 ) -> io::Result<()> {
     let fail = |e: &OciDistributionError| {
         io::Error::other(registry_error(
-            remote.registry(),
-            remote.repository(),
+            puller.registry(),
+            puller.repository(),
             &format!("blob {digest}"),
-            &remote.origin,
+            &puller.origin,
             e,
         ))
     };
@@ -560,9 +674,9 @@ async fn fetch(
         // not hash (memlint hashes every blob itself while reading it, and compares it with the
         // manifest), and a resumed download asks for the rest the same way.
         let length = size.checked_sub(offset).filter(|n| *n > 0);
-        let response = remote
+        let response = puller
             .client
-            .pull_blob_stream_partial(&remote.reference, digest, offset, length)
+            .pull_blob_stream_partial(&puller.reference, digest, offset, length)
             .await
             .map(|r| match r {
                 // The registry ignored the range: skip what was already passed on.
@@ -591,9 +705,16 @@ async fn fetch(
                             continue;
                         }
                     }
+                    // More than the manifest says: pass on one byte too many, so the layer
+                    // reader's size check reports it, and stop.
+                    let room = size.saturating_add(1).saturating_sub(offset);
+                    let over = bytes.len() as u64 > room;
+                    if over {
+                        bytes = bytes.slice(..room as usize);
+                    }
                     offset += bytes.len() as u64;
-                    if tx.send(Ok(bytes)).await.is_err() {
-                        // The reader stopped (an error elsewhere): nothing more is wanted.
+                    if tx.send(Ok(bytes)).await.is_err() || over {
+                        // Either the reader stopped (an error elsewhere) or the blob is too long.
                         return Ok(());
                     }
                 }
@@ -612,16 +733,18 @@ async fn fetch(
             }
         }
         match broken {
-            None if offset >= size || size == 0 => return Ok(()),
-            // The body ended early without an error: a dropped connection. Resume.
-            None | Some(_) if attempt + 1 < ATTEMPTS => {
+            // Everything the manifest promised has passed: the layer reader's checks decide.
+            _ if offset >= size && size > 0 => return Ok(()),
+            None if size == 0 => return Ok(()),
+            // The body ended early, with or without an error: a dropped connection. Resume.
+            _ if attempt + 1 < ATTEMPTS => {
                 tokio::time::sleep(backoff(attempt)).await;
                 attempt += 1;
             }
             Some(e) => {
                 return Err(io::Error::new(
                     e.kind(),
-                    format!("blob {digest} from {}: {e}", remote.registry()),
+                    format!("blob {digest} from {}: {e}", puller.registry()),
                 ))
             }
             None => {
@@ -629,7 +752,7 @@ async fn fetch(
                     io::ErrorKind::UnexpectedEof,
                     format!(
                         "blob {digest} from {} ended after {offset} of {size} bytes",
-                        remote.registry()
+                        puller.registry()
                     ),
                 ))
             }

@@ -35,6 +35,12 @@ impl std::fmt::Display for Origin {
     }
 }
 
+const MAX_CONFIG_BYTES: u64 = 4 << 20;
+/// A credential helper answers at once, or waits for a person (a keyring to unlock), which a
+/// CI run cannot give it.
+const HELPER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+const MAX_HELPER_OUTPUT: u64 = 64 * 1024;
+
 #[derive(Debug, Default, Deserialize)]
 struct DockerConfig {
     #[serde(default)]
@@ -108,24 +114,27 @@ pub fn from_docker_config(registry: &str, warn: &mut dyn FnMut(String)) -> (Regi
     let Some(path) = config_path() else {
         return (RegistryAuth::Anonymous, Origin::Anonymous);
     };
-    let text = match std::fs::read(&path) {
+    // A docker config is a few KB: only a regular file of at most 4 MiB is read (a FIFO or
+    // a device there must not hang or fill memory).
+    let text = match std::fs::metadata(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (RegistryAuth::Anonymous, Origin::Anonymous),
+        Err(e) => Err(e.to_string()),
+        Ok(m) if !m.is_file() => Err("it is not a regular file".to_string()),
+        Ok(m) if m.len() > MAX_CONFIG_BYTES => Err("it is over 4 MiB".to_string()),
+        Ok(_) => std::fs::File::open(&path)
+            .and_then(|f| {
+                let mut text = Vec::new();
+                std::io::Read::read_to_end(&mut std::io::Read::take(f, MAX_CONFIG_BYTES), &mut text).map(|_| text)
+            })
+            .map_err(|e| e.to_string()),
+    };
+    let text = match text {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return (RegistryAuth::Anonymous, Origin::Anonymous)
-        }
         Err(e) => {
-            warn(format!(
-                "cannot read {}: {e}; pulling anonymously",
-                path.display()
-            ));
+            warn(format!("cannot read {} ({e}); pulling anonymously", path.display()));
             return (RegistryAuth::Anonymous, Origin::Anonymous);
         }
     };
-    // A docker config is a few KB; a huge one is not worth parsing.
-    if text.len() > 4 << 20 {
-        warn(format!("{} is over 4 MiB; not read", path.display()));
-        return (RegistryAuth::Anonymous, Origin::Anonymous);
-    }
     let config: DockerConfig = match serde_json::from_slice(&text) {
         Ok(c) => c,
         Err(e) => {
@@ -220,8 +229,23 @@ fn run_helper(name: &str, server: &str) -> Result<Option<RegistryAuth>, String> 
     if name.contains('/') || name.contains('\0') {
         return Err("the helper name must not contain `/`".to_string());
     }
-    let program = format!("docker-credential-{name}");
-    let mut child = Command::new(&program)
+    let answer = ask_helper(&format!("docker-credential-{name}"), server, HELPER_TIMEOUT)?;
+    let Some(answer) = answer else {
+        return Ok(None);
+    };
+    if answer.secret.is_empty() {
+        return Ok(None);
+    }
+    if answer.username == "<token>" {
+        // An identity (refresh) token needs an OAuth exchange that oci-client does not do.
+        return Err("it gave an identity token, which memlint cannot exchange; set MEMLINT_USERNAME and MEMLINT_PASSWORD instead".to_string());
+    }
+    Ok(Some(RegistryAuth::Basic(answer.username, answer.secret)))
+}
+
+/// Runs `PROGRAM get` with `server` on its standard input, within `timeout`.
+fn ask_helper(program: &str, server: &str, timeout: std::time::Duration) -> Result<Option<HelperAnswer>, String> {
+    let mut child = Command::new(program)
         .arg("get")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -232,9 +256,40 @@ fn run_helper(name: &str, server: &str) -> Result<Option<RegistryAuth>, String> 
         // A helper that exits without reading its input is answered by its exit status.
         let _ = stdin.write_all(server.as_bytes());
     }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| format!("{program} failed: {e}"))?;
+    let capture = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut out = Vec::new();
+            if let Some(p) = pipe {
+                let _ = std::io::Read::read_to_end(&mut std::io::Read::take(p, MAX_HELPER_OUTPUT), &mut out);
+            }
+            out
+        })
+    };
+    let stdout_reader = capture(child.stdout.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
+    let stderr_reader = capture(child.stderr.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
+    let deadline = std::time::Instant::now() + timeout;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "{program} did not answer within {} s",
+                    timeout.as_secs_f32()
+                ));
+            }
+            Err(e) => return Err(format!("{program} failed: {e}")),
+        }
+    };
+    let out = std::process::Output {
+        status,
+        stdout: stdout_reader.join().unwrap_or_default(),
+        stderr: stderr_reader.join().unwrap_or_default(),
+    };
     let stdout = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
         // The protocol's "not found" answer is on stdout.
@@ -249,16 +304,9 @@ fn run_helper(name: &str, server: &str) -> Result<Option<RegistryAuth>, String> 
         };
         return Err(format!("{} ({said})", out.status));
     }
-    let answer: HelperAnswer = serde_json::from_str(stdout.trim())
-        .map_err(|e| format!("its answer is not the JSON of the credential helper protocol ({e})"))?;
-    if answer.secret.is_empty() {
-        return Ok(None);
-    }
-    if answer.username == "<token>" {
-        // An identity (refresh) token needs an OAuth exchange that oci-client does not do.
-        return Err("it gave an identity token, which memlint cannot exchange; set MEMLINT_USERNAME and MEMLINT_PASSWORD instead".to_string());
-    }
-    Ok(Some(RegistryAuth::Basic(answer.username, answer.secret)))
+    serde_json::from_str(stdout.trim())
+        .map(Some)
+        .map_err(|e| format!("its answer is not the JSON of the credential helper protocol ({e})"))
 }
 
 #[cfg(test)]
@@ -308,6 +356,21 @@ mod tests {
         });
         assert_eq!(auth, RegistryAuth::Anonymous);
         assert_eq!(warnings.len(), 1, "{warnings:?}");
+    }
+
+    #[test]
+    fn a_helper_that_does_not_answer_is_given_up() {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string());
+        let Ok(dir) = dir else { return };
+        let script = dir.path().join("docker-credential-slow");
+        let written = std::fs::write(&script, "#!/bin/sh\nsleep 5\n").and_then(|_| {
+            std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        });
+        assert!(written.is_ok());
+        let started = std::time::Instant::now();
+        let answer = ask_helper(&script.to_string_lossy(), "r.example", std::time::Duration::from_millis(300));
+        assert!(matches!(&answer, Err(e) if e.contains("did not answer")), "{:?}", answer.as_ref().err());
+        assert!(started.elapsed() < std::time::Duration::from_secs(3));
     }
 
     #[test]

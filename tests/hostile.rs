@@ -1454,3 +1454,75 @@ fn gnu_sparse_files_with_terabyte_holes() {
     expect_error(&run, &["max_extended_header_bytes"]);
     assert!(run.peak_kib < BASE_RSS_KIB, "peak RSS {} KiB", run.peak_kib);
 }
+
+/// index.json → index A listing index B `fan` times → B listing one manifest `fan` times.
+/// With `vary`, each entry of A carries its own name, so no two are the same entry.
+fn fan_out_layout(root: &Path, fan: usize, vary: bool) -> String {
+    let tar = Tar::default().file(b"etc/os-release", b"ID=debian\n").finish();
+    oci_image(root, &base(), &[gz(tar)]);
+    let w = OciWriter::new(root);
+    let idx: Value = serde_json::from_slice(&fs::read(root.join("index.json")).unwrap()).unwrap();
+    let mut manifest = idx["manifests"][0].clone();
+    manifest.as_object_mut().unwrap().remove("annotations");
+    let index = |entries: Vec<Value>| {
+        let bytes = serde_json::to_vec(&json!({
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.index.v1+json",
+            "manifests": entries,
+        }))
+        .unwrap();
+        w.blob(&bytes, "application/vnd.oci.image.index.v1+json")
+    };
+    let b = index(vec![manifest; fan]);
+    let a_entries = (0..fan)
+        .map(|i| {
+            let mut d = b.clone();
+            if vary {
+                d["annotations"] = json!({"org.opencontainers.image.ref.name": format!("n{i}")});
+            }
+            d
+        })
+        .collect();
+    let a = index(a_entries);
+    w.write_index_json(vec![with_name(a, "v1")]);
+    format!("oci-dir:{}", root.display())
+}
+
+#[test]
+fn nested_indexes_that_fan_out() {
+    let dir = tempfile::tempdir().unwrap();
+    // The same index listed 1,500 times is walked once, the same manifest is one candidate.
+    let r = fan_out_layout(&dir.path().join("same"), 1500, false);
+    let run = inspect(&r, &[]);
+    assert_eq!(run.code(), Some(0), "{}", run.err());
+    assert_eq!(run.json()["image"]["platform"]["architecture"], "amd64");
+    assert!(run.elapsed < Duration::from_secs(20), "took {:?}", run.elapsed);
+    assert!(run.peak_kib < BASE_RSS_KIB, "peak RSS {} KiB", run.peak_kib);
+    let all = run_jailed(
+        &[
+            "lint",
+            "--format",
+            "json",
+            "--fail-on",
+            "never",
+            "--platform",
+            "all",
+            &r,
+        ],
+        &[],
+        None,
+        Duration::from_secs(60),
+    );
+    assert_eq!(all.code(), Some(0), "{}", all.err());
+    // Entries that differ are each walked, up to max_index_entries.
+    let r = fan_out_layout(&dir.path().join("varied"), 1500, true);
+    let run = inspect(&r, &[]);
+    expect_error(&run, &["max_index_entries", "4096"]);
+    assert!(run.elapsed < Duration::from_secs(20), "took {:?}", run.elapsed);
+    assert!(run.peak_kib < BASE_RSS_KIB, "peak RSS {} KiB", run.peak_kib);
+    // Raised, the limit lets a layout with more entries through.
+    let r = fan_out_layout(&dir.path().join("wide"), 5000, false);
+    expect_error(&inspect(&r, &[]), &["max_index_entries"]);
+    let run = inspect(&r, &[("MEMLINT_LIMITS", "max_index_entries=20000")]);
+    assert_eq!(run.code(), Some(0), "{}", run.err());
+}

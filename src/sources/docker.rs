@@ -29,7 +29,7 @@ struct LayerSource {
 }
 
 /// The images manifest.json lists.
-pub fn candidates(store: &dyn Store) -> Result<Vec<Candidate>> {
+pub fn candidates(store: &dyn Store, limits: &crate::tree::Limits) -> Result<Vec<Candidate>> {
     let location = store.location();
     let bytes = read_small(store, "manifest.json", "manifest.json")?;
     let entries: Option<Vec<Entry>> = parse_json(&bytes, "manifest.json", &location)?;
@@ -40,6 +40,14 @@ pub fn candidates(store: &dyn Store) -> Result<Vec<Candidate>> {
             help: "`docker save` writes one entry per image; save the image again".to_string(),
         });
     };
+    if entries.len() as u64 > limits.max_index_entries {
+        return Err(super::limit_error(
+            "max_index_entries",
+            limits.max_index_entries,
+            format!("images listed by manifest.json ({})", entries.len()),
+            location,
+        ));
+    }
     Ok(entries
         .into_iter()
         .enumerate()

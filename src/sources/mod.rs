@@ -390,19 +390,23 @@ fn load(
     options: &Options,
 ) -> Result<Vec<Image>> {
     let candidates = match format {
-        Format::Oci => oci::candidates(store.as_ref())?,
+        Format::Oci => oci::candidates(store.as_ref(), &options.limits)?,
         Format::Docker | Format::Detect => {
             // Docker 25+ writes an OCI index too; it carries platforms, so prefer it when it
             // lists images (Docker 25 leaves it empty for some images).
             let from_index = if store.size("index.json").is_some() {
-                oci::candidates(store.as_ref()).ok().filter(|c| !c.is_empty())
+                oci::candidates(store.as_ref(), &options.limits)
+                    .ok()
+                    .filter(|c| !c.is_empty())
             } else {
                 None
             };
             match from_index {
                 Some(c) => c,
-                None if store.size("manifest.json").is_some() => docker::candidates(store.as_ref())?,
-                None if format == Format::Detect => oci::candidates(store.as_ref())?,
+                None if store.size("manifest.json").is_some() => {
+                    docker::candidates(store.as_ref(), &options.limits)?
+                }
+                None if format == Format::Detect => oci::candidates(store.as_ref(), &options.limits)?,
                 None => {
                     return Err(Error::NotAnImage {
                         location: store.location(),

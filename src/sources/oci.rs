@@ -8,6 +8,7 @@ use crate::digest::Digest;
 use crate::error::{Error, Result};
 use crate::platform::Platform;
 use oci_spec::image::{Descriptor, ImageIndex, ImageManifest};
+use std::collections::{HashMap, HashSet};
 
 const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
@@ -39,7 +40,7 @@ fn descriptor_digest(d: &Descriptor, location: &str) -> Result<Digest> {
 }
 
 /// Every image manifest reachable from index.json.
-pub fn candidates(store: &dyn Store) -> Result<Vec<Candidate>> {
+pub fn candidates(store: &dyn Store, limits: &crate::tree::Limits) -> Result<Vec<Candidate>> {
     let location = store.location();
     if store.size("index.json").is_none() {
         return Err(Error::NotAnImage {
@@ -55,6 +56,10 @@ pub fn candidates(store: &dyn Store) -> Result<Vec<Candidate>> {
         store,
         out: Vec::new(),
         skipped: Vec::new(),
+        walked: 0,
+        max_walked: limits.max_index_entries,
+        indexes: HashSet::new(),
+        manifests: HashMap::new(),
     };
     for (i, d) in index.manifests().iter().enumerate() {
         walker.walk(d, 0, i, None, None)?;
@@ -102,6 +107,17 @@ struct Walker<'a> {
     store: &'a dyn Store,
     out: Vec<Candidate>,
     skipped: Vec<String>,
+    /// Descriptors walked so far, and the most that may be ([`Limits::max_index_entries`]).
+    ///
+    /// [`Limits::max_index_entries`]: crate::tree::Limits::max_index_entries
+    walked: u64,
+    max_walked: u64,
+    /// Nested indexes already walked, by digest, top-level entry and the names they carry: an
+    /// index listed again under the same names adds nothing.
+    indexes: HashSet<(String, usize, Vec<String>)>,
+    /// Candidates already added, by manifest digest, platform, top-level entry and group, to
+    /// their place in `out`: the same manifest listed again only adds its names.
+    manifests: HashMap<(String, Option<String>, usize, String), usize>,
 }
 
 impl Walker<'_> {
@@ -115,6 +131,15 @@ impl Walker<'_> {
     ) -> Result<()> {
         let store = self.store;
         let location = store.location();
+        self.walked += 1;
+        if self.walked > self.max_walked {
+            return Err(super::limit_error(
+                "max_index_entries",
+                self.max_walked,
+                "descriptors listed by the image's indexes",
+                location,
+            ));
+        }
         let digest = descriptor_digest(d, &location)?;
         let member = blob_member(&digest);
         let media_type = d.media_type().to_string();
@@ -172,6 +197,22 @@ impl Walker<'_> {
                 if platform.as_ref().is_some_and(Platform::is_unknown) {
                     return Ok(());
                 }
+                let key = (
+                    digest.to_string(),
+                    platform.as_ref().map(Platform::to_string),
+                    top,
+                    group.clone(),
+                );
+                if let Some(&at) = self.manifests.get(&key) {
+                    let known = &mut self.out[at].names;
+                    for n in names {
+                        if !known.contains(&n) {
+                            known.push(n);
+                        }
+                    }
+                    return Ok(());
+                }
+                self.manifests.insert(key, self.out.len());
                 self.out.push(Candidate {
                     names,
                     group,
@@ -195,6 +236,9 @@ impl Walker<'_> {
                 }
                 if !present {
                     self.skipped.push(format!("index {} is absent", digest.short()));
+                    return Ok(());
+                }
+                if !self.indexes.insert((digest.to_string(), top, names.clone())) {
                     return Ok(());
                 }
                 let bytes = read_small(store, &member, "index")?;

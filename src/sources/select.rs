@@ -97,10 +97,25 @@ fn name_matches(names: &[String], wanted: &str) -> bool {
 /// Picks the image to read; also returns every platform its name offers.
 pub fn choose(
     store: &dyn Store,
-    mut candidates: Vec<Candidate>,
+    candidates: Vec<Candidate>,
     selector: Option<&Selector>,
     wanted: Option<&Platform>,
 ) -> Result<(Candidate, Vec<Platform>)> {
+    let candidates = narrow(store, candidates, selector)?;
+    pick(store, candidates, wanted)
+}
+
+fn all_labels(c: &[Candidate]) -> String {
+    c.iter().map(Candidate::label).collect::<Vec<_>>().join(", ")
+}
+
+/// Keeps the candidates the selector names and fills in the platforms their index entries did
+/// not state, reading each distinct manifest (and its config) once.
+fn narrow(
+    store: &dyn Store,
+    mut candidates: Vec<Candidate>,
+    selector: Option<&Selector>,
+) -> Result<Vec<Candidate>> {
     let location = store.location();
     if candidates.is_empty() {
         return Err(Error::NotAnImage {
@@ -109,7 +124,6 @@ pub fn choose(
             help: "the index or manifest.json is empty; export the image again".to_string(),
         });
     }
-    let all_labels = |c: &[Candidate]| c.iter().map(Candidate::label).collect::<Vec<_>>().join(", ");
     if let Some(sel) = selector {
         let before = all_labels(&candidates);
         match sel {
@@ -131,13 +145,43 @@ pub fn choose(
             });
         }
     }
+    let mut known: std::collections::HashMap<String, Platform> = std::collections::HashMap::new();
     for c in candidates.iter_mut() {
         if c.platform.is_none() && c.present {
-            c.platform = Some(match &c.manifest {
-                ManifestSource::Oci { .. } => super::oci::platform_of(store, c)?,
-                ManifestSource::Docker { config, .. } => super::docker::platform_of(store, config)?,
-            });
+            let key = match &c.manifest {
+                ManifestSource::Oci { member, .. } => format!("m:{member}"),
+                ManifestSource::Docker { config, .. } => format!("c:{config}"),
+            };
+            let platform = match known.get(&key) {
+                Some(p) => p.clone(),
+                None => {
+                    let p = match &c.manifest {
+                        ManifestSource::Oci { .. } => super::oci::platform_of(store, c)?,
+                        ManifestSource::Docker { config, .. } => super::docker::platform_of(store, config)?,
+                    };
+                    known.insert(key, p.clone());
+                    p
+                }
+            };
+            c.platform = Some(platform);
         }
+    }
+    Ok(candidates)
+}
+
+/// Picks one of the narrowed candidates, for `wanted` or by the default platform rules.
+fn pick(
+    store: &dyn Store,
+    mut candidates: Vec<Candidate>,
+    wanted: Option<&Platform>,
+) -> Result<(Candidate, Vec<Platform>)> {
+    let location = store.location();
+    if candidates.is_empty() {
+        return Err(Error::NotAnImage {
+            location,
+            reason: "it lists no image manifest".to_string(),
+            help: "the index or manifest.json is empty; export the image again".to_string(),
+        });
     }
     if let Some(w) = wanted {
         let available = all_labels(&candidates);
@@ -215,8 +259,17 @@ pub fn every_platform(
 ) -> Result<Vec<(Candidate, Vec<Platform>)>> {
     let mut out = Vec::new();
     let mut seen: Vec<Platform> = Vec::new();
-    // Pick each platform in turn through `choose`, so naming and ambiguity rules are the same.
-    let (first, platforms) = choose(store, candidates.clone(), selector, None).or_else(|_| {
+    // Narrowed once (platforms read once); each platform is then picked by the same rules as
+    // `choose`, among the candidates that platform can pick.
+    let candidates = narrow(store, candidates, selector)?;
+    let of = |p: &Platform| -> Vec<Candidate> {
+        candidates
+            .iter()
+            .filter(|c| c.platform.as_ref().is_some_and(|cp| cp.satisfies(p)))
+            .cloned()
+            .collect()
+    };
+    let (first, platforms) = pick(store, candidates.clone(), None).or_else(|_| {
         let p = candidates
             .iter()
             .find_map(|c| c.platform.clone())
@@ -225,14 +278,14 @@ pub fn every_platform(
                 reason: "no platform of the image is known".to_string(),
                 help: "pass --platform os/arch".to_string(),
             })?;
-        choose(store, candidates.clone(), selector, Some(&p))
+        pick(store, of(&p), Some(&p))
     })?;
     for p in platforms {
         if seen.contains(&p) {
             continue;
         }
         seen.push(p.clone());
-        match choose(store, candidates.clone(), selector, Some(&p)) {
+        match pick(store, of(&p), Some(&p)) {
             Ok(pick) if pick.0.present => out.push(pick),
             Ok(_) | Err(Error::MissingBlob { .. }) => {}
             Err(e) => return Err(e),

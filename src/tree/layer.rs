@@ -54,6 +54,10 @@ pub struct Limits {
     pub max_link_depth: u32,
     /// Bytes of one JSON document: index, manifest, config, `manifest.json`.
     pub max_json_bytes: u64,
+    /// Descriptors walked through an image's indexes (nested ones included), and images listed
+    /// by `manifest.json`: bounds the work a layout whose indexes list each other many times
+    /// can cause.
+    pub max_index_entries: u64,
 }
 
 impl Default for Limits {
@@ -70,6 +74,7 @@ impl Default for Limits {
             max_metadata_bytes: 2 * GIB,
             max_link_depth: 40,
             max_json_bytes: 16 * MIB,
+            max_index_entries: 4096,
         }
     }
 }
@@ -88,6 +93,7 @@ impl Limits {
         "max_metadata_bytes",
         "max_link_depth",
         "max_json_bytes",
+        "max_index_entries",
     ];
 
     /// Sets one limit by name from text: a number, optionally with a `K`, `M`, `G` or `T`
@@ -112,6 +118,7 @@ impl Limits {
                     u32::try_from(v).map_err(|_| format!("{value} is too large for {name}"))?
             }
             "max_json_bytes" => self.max_json_bytes = v,
+            "max_index_entries" => self.max_index_entries = v,
             _ => {
                 return Err(format!(
                     "there is no limit `{name}`; the limits are {}",

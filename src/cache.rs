@@ -20,8 +20,12 @@
 //!   succeed. Least recently used entries (a hit refreshes the mtime) are removed once the
 //!   folder passes its bound (`MEMLINT_CACHE_MAX_BYTES`, default 2 GiB).
 //! - Failures: a damaged entry is removed with one warning and the layer is read from the
-//!   image; a folder that cannot be written or read gives one warning and the run goes on
-//!   without the cache. The cache never fails a lint.
+//!   image; an entry larger than this run's limits allow is a plain miss and stays; a folder
+//!   that cannot be written or read gives one warning and the run goes on without the cache.
+//!   The cache never fails a lint.
+//! - Links: only real folders are walked, written and read; a symbolic link in place of
+//!   `layers` or the entries folder turns the cache off with one warning, and eviction skips
+//!   linked folders, so neither leads outside the cache.
 
 use crate::digest::Digest;
 use crate::elf::{ElfClass, ElfDynamic, ElfHead, ElfInfo, ElfScan, ElfType};
@@ -124,6 +128,36 @@ impl LayerCache {
             .then(|| self.entries_dir().join(diff_id.hex()))
     }
 
+    /// Whether the folders from `layers` down to the entries folder are real folders (or not
+    /// there yet). A symbolic link among them could lead writes, and the removals of damaged or
+    /// evicted entries, outside the cache; such a cache is not used, with one warning.
+    fn folders_are_real(&self) -> bool {
+        let mut at = self.dir.join("layers");
+        let version = format!("v{FORMAT}-{VERSION}");
+        for next in [None, Some(version.as_str()), Some("sha256")] {
+            if let Some(n) = next {
+                at = at.join(n);
+            }
+            match fs::symlink_metadata(&at) {
+                Ok(m) if m.is_dir() => {}
+                // Not there yet, or not reachable (a file where a folder should be): writing
+                // and reading fail on their own, with their own warning.
+                Err(_) => return true,
+                Ok(_) => {
+                    self.writes_off.store(true, Ordering::Relaxed);
+                    if !self.reads_off.swap(true, Ordering::Relaxed) {
+                        warn(&format!(
+                            "the layer cache folder {} is not a plain folder (a symbolic link?); going on without the cache",
+                            at.display()
+                        ));
+                    }
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
     /// Whether an entry exists for the layer (cheap: the file is not read, so it may still turn
     /// out damaged or made for other interests).
     pub fn contains(&self, diff_id: &Digest) -> bool {
@@ -141,6 +175,9 @@ impl LayerCache {
             return None;
         }
         let path = self.entry_path(diff_id)?;
+        if !self.folders_are_real() {
+            return None;
+        }
         let mut file = match File::open(&path) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
@@ -155,18 +192,23 @@ impl LayerCache {
             }
         };
         let bound = read_bound(limits);
+        // An entry larger than this run's limits allow is a miss, not damage: a run with the
+        // usual limits can still use it.
+        if file.metadata().map_or(true, |m| !m.is_file() || m.len() > bound) {
+            return None;
+        }
         let mut bytes = Vec::new();
         let decoded = match (&mut file).take(bound.saturating_add(1)).read_to_end(&mut bytes) {
-            Err(e) => Err(format!("it cannot be read: {e}")),
-            Ok(_) if bytes.len() as u64 > bound => Err(format!(
-                "it is larger than the limits allow ({bound} bytes: max_metadata_bytes + max_kept_bytes_per_layer)"
-            )),
+            Err(e) => Err(Rejected::Damaged(format!("it cannot be read: {e}"))),
+            // It grew while it was read (another run replaced it): a miss.
+            Ok(_) if bytes.len() as u64 > bound => Err(Rejected::TooLarge),
             Ok(_) => decode(&bytes, diff_id, bound),
         };
         drop(bytes);
         let (mut diff, made_with) = match decoded {
             Ok(d) => d,
-            Err(reason) => {
+            Err(Rejected::TooLarge) => return None,
+            Err(Rejected::Damaged(reason)) => {
                 warn(&format!(
                     "the layer cache entry {} is damaged ({reason}); it is removed and the layer read from the image",
                     path.display()
@@ -192,6 +234,9 @@ impl LayerCache {
         let Some(path) = self.entry_path(&diff.diff_id) else {
             return;
         };
+        if !self.folders_are_real() {
+            return;
+        }
         let bytes = match encode(diff, made_with, read_bound(limits)) {
             Ok(Some(b)) => b,
             // Too large to be read back under these limits: not worth the disk.
@@ -224,8 +269,10 @@ impl LayerCache {
         let mut total = 0u64;
         let layers = self.dir.join("layers");
         let current = self.entries_dir();
-        for version in read_dir(&layers) {
-            for algorithm in read_dir(&version) {
+        // Only real folders are walked: a symbolic link at any level could lead outside the
+        // cache, and eviction removes files.
+        for version in real_dirs(&layers) {
+            for algorithm in real_dirs(&version) {
                 for path in read_dir(&algorithm) {
                     let Ok(meta) = fs::symlink_metadata(&path) else {
                         continue;
@@ -282,6 +329,18 @@ fn read_bound(limits: &Limits) -> u64 {
     limits
         .max_metadata_bytes
         .saturating_add(limits.max_kept_bytes_per_layer)
+}
+
+/// The folders in `dir` that are folders themselves, not links to one; nothing when `dir` is
+/// not a real folder.
+fn real_dirs(dir: &Path) -> Vec<PathBuf> {
+    if !fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
+        return Vec::new();
+    }
+    read_dir(dir)
+        .into_iter()
+        .filter(|p| fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()))
+        .collect()
 }
 
 fn read_dir(dir: &Path) -> Vec<PathBuf> {
@@ -654,8 +713,27 @@ fn encode(diff: &LayerDiff, made_with: &Interests, bound: u64) -> io::Result<Opt
     Ok(Some(out))
 }
 
-/// Reads an entry back; the error says what is wrong with it.
-fn decode(bytes: &[u8], key: &Digest, bound: u64) -> Result<(LayerDiff, Interests), String> {
+/// Why an entry was not used.
+#[derive(Debug)]
+enum Rejected {
+    /// Larger than this run's limits allow: a miss, the entry is kept.
+    TooLarge,
+    /// What is wrong with it: the entry is removed.
+    Damaged(String),
+}
+
+/// Reads an entry back.
+fn decode(bytes: &[u8], key: &Digest, bound: u64) -> Result<(LayerDiff, Interests), Rejected> {
+    match decode_within(bytes, key, bound) {
+        Ok(Some(d)) => Ok(d),
+        Ok(None) => Err(Rejected::TooLarge),
+        Err(reason) => Err(Rejected::Damaged(reason)),
+    }
+}
+
+/// Reads an entry back: `None` when it is sound but unpacks to more than `bound`; the error
+/// says what is wrong with it.
+fn decode_within(bytes: &[u8], key: &Digest, bound: u64) -> Result<Option<(LayerDiff, Interests)>, String> {
     let cut = || "it is cut short".to_string();
     if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
         return Err("it is not a memlint layer cache entry".to_string());
@@ -698,9 +776,8 @@ fn decode(bytes: &[u8], key: &Digest, bound: u64) -> Result<(LayerDiff, Interest
         .and_then(|d| d.take(bound.saturating_add(1)).read_to_end(&mut raw))
         .map_err(|e| format!("it does not decompress: {e}"))?;
     if raw.len() as u64 > bound {
-        return Err(format!(
-            "it unpacks to more than the limits allow ({bound} bytes)"
-        ));
+        // Sound (its checksum matched) but larger than this run's limits allow.
+        return Ok(None);
     }
     let (stored, rest): (Stored<Vec<WireEntry>>, &[u8]) =
         postcard::take_from_bytes(&raw).map_err(|e| format!("it does not decode: {e}"))?;
@@ -730,7 +807,7 @@ fn decode(bytes: &[u8], key: &Digest, bound: u64) -> Result<(LayerDiff, Interest
             .map(from_wire_entry)
             .collect::<Result<_, _>>()?,
     };
-    Ok((diff, from_wire_interests(stored.made_with)))
+    Ok(Some((diff, from_wire_interests(stored.made_with))))
 }
 
 /// Whether entries read with `made_with` hold everything a read with `wanted` under `limits`
@@ -870,15 +947,17 @@ mod tests {
         let mid = flipped.len() / 2;
         flipped[mid] ^= 1;
         let bound = read_bound(&limits);
-        assert!(decode(&flipped, &diff.diff_id, bound)
+        assert!(decode_within(&flipped, &diff.diff_id, bound)
             .unwrap_err()
             .contains("checksum"));
-        let cut = decode(&bytes[..bytes.len() - 7], &diff.diff_id, bound).unwrap_err();
+        let cut = decode_within(&bytes[..bytes.len() - 7], &diff.diff_id, bound).unwrap_err();
         assert!(cut.contains("header says"), "{cut}");
-        assert!(decode(&bytes[..10], &diff.diff_id, bound).is_err());
-        assert!(decode(b"", &diff.diff_id, bound).is_err());
+        assert!(decode_within(&bytes[..10], &diff.diff_id, bound).is_err());
+        assert!(decode_within(b"", &diff.diff_id, bound).is_err());
         let other = Digest::of(b"other");
-        assert!(decode(&bytes, &other, bound).unwrap_err().contains("holds layer"));
+        assert!(decode_within(&bytes, &other, bound)
+            .unwrap_err()
+            .contains("holds layer"));
         // Another memlint's entry with a valid checksum.
         let mut old = bytes.clone();
         let v = MAGIC.len() + 5;
@@ -886,11 +965,95 @@ mod tests {
         let n = old.len() - 32;
         let sum = Sha256::digest(&old[..n]);
         old[n..].copy_from_slice(&sum);
-        assert!(decode(&old, &diff.diff_id, bound)
+        assert!(decode_within(&old, &diff.diff_id, bound)
             .unwrap_err()
             .contains("written by memlint 9"));
-        // An entry that unpacks past the bound is refused before it is decoded.
-        assert!(decode(&bytes, &diff.diff_id, 100).unwrap_err().contains("limits"));
+        // An entry that unpacks past the bound is refused before it is decoded
+        // (a miss that keeps the entry, not damage).
+        assert!(matches!(
+            decode(&bytes, &diff.diff_id, 100),
+            Err(Rejected::TooLarge)
+        ));
+    }
+
+    #[test]
+    fn an_entry_over_this_runs_bound_is_a_miss_that_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = Limits::default();
+        let interests = Interests::for_facts();
+        let cache = LayerCache::with_max_bytes(dir.path(), 1 << 30);
+        let diff = read(&sample(), &interests, &limits);
+        cache.store(&diff, &interests, &limits);
+        let path = cache.entry_path(&diff.diff_id).unwrap();
+        let before = fs::read(&path).unwrap();
+        for tight in [
+            // Below the file's size: refused before it is read.
+            Limits {
+                max_metadata_bytes: 0,
+                max_kept_bytes_per_layer: 16,
+                ..Limits::default()
+            },
+            // Above the file's size, below what it unpacks to.
+            Limits {
+                max_metadata_bytes: 0,
+                max_kept_bytes_per_layer: before.len() as u64,
+                ..Limits::default()
+            },
+        ] {
+            assert!(cache.load(&diff.diff_id, &interests, &tight).is_none());
+            assert_eq!(fs::read(&path).unwrap(), before);
+        }
+        assert!(cache.load(&diff.diff_id, &interests, &limits).is_some());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symbolic_links_in_the_cache_lead_nowhere_outside_it() {
+        use std::os::unix::fs::symlink;
+        let limits = Limits::default();
+        let interests = Interests::for_facts();
+        let diff = read(&sample(), &interests, &limits);
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("victim");
+        fs::create_dir_all(victim.join("sha256")).unwrap();
+        fs::write(victim.join("file"), b"keep").unwrap();
+        fs::write(victim.join("sha256").join("file"), b"keep").unwrap();
+
+        // Eviction does not follow a linked version or algorithm folder.
+        let dir = tempfile::tempdir().unwrap();
+        let layers = dir.path().join("layers");
+        fs::create_dir_all(layers.join("v0-old")).unwrap();
+        symlink(&victim, layers.join("v0-old").join("sha256")).unwrap();
+        symlink(&victim, layers.join("v0-other")).unwrap();
+        let cache = LayerCache::with_max_bytes(dir.path(), 0);
+        cache.store(&diff, &interests, &limits);
+        cache.evict();
+        assert_eq!(fs::read(victim.join("file")).unwrap(), b"keep");
+        assert_eq!(fs::read(victim.join("sha256").join("file")).unwrap(), b"keep");
+        assert!(fs::symlink_metadata(layers.join("v0-other")).is_ok());
+
+        // A linked entries folder (or `layers` folder) is neither written nor read.
+        for linked in [
+            PathBuf::from("layers")
+                .join(format!("v{FORMAT}-{VERSION}"))
+                .join("sha256"),
+            PathBuf::from("layers"),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let at = dir.path().join(&linked);
+            fs::create_dir_all(at.parent().unwrap()).unwrap();
+            symlink(&victim, &at).unwrap();
+            let cache = LayerCache::with_max_bytes(dir.path(), 1 << 30);
+            cache.store(&diff, &interests, &limits);
+            let mut names: Vec<_> = read_dir(&victim);
+            names.sort();
+            assert_eq!(
+                names,
+                vec![victim.join("file"), victim.join("sha256")],
+                "{linked:?}"
+            );
+            assert!(cache.load(&diff.diff_id, &interests, &limits).is_none());
+        }
     }
 
     #[test]

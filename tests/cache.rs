@@ -571,3 +571,58 @@ fn a_cached_layer_is_held_to_max_layer_bytes() {
         assert!(stderr.contains("max_layer_bytes"), "{extra:?}: {stderr}");
     }
 }
+
+#[test]
+fn eviction_never_follows_a_linked_folder_out_of_the_cache() {
+    let image = build_image("demo");
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim");
+    fs::create_dir_all(victim.join("sha256")).unwrap();
+    fs::write(victim.join("precious"), b"keep").unwrap();
+    fs::write(victim.join("sha256").join("precious"), b"keep").unwrap();
+    let cache = dir.path().join("cache");
+    let layers = cache.join("layers");
+    fs::create_dir_all(layers.join("v0-old")).unwrap();
+    std::os::unix::fs::symlink(&victim, layers.join("v0-old").join("sha256")).unwrap();
+    std::os::unix::fs::symlink(&victim, layers.join("v0-older")).unwrap();
+    let out = memlint_env(
+        &["inspect", "--format", "json", &image],
+        &[
+            ("MEMLINT_CACHE_DIR", cache.to_str().unwrap()),
+            ("MEMLINT_CACHE_MAX_BYTES", "1K"),
+        ],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(fs::read(victim.join("precious")).unwrap(), b"keep");
+    assert_eq!(fs::read(victim.join("sha256").join("precious")).unwrap(), b"keep");
+}
+
+#[test]
+fn an_entry_over_a_lower_bound_is_a_miss_and_stays() {
+    let image = build_image("demo");
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    inspect(&cache, &image);
+    let before: Vec<PathBuf> = cache_files(&cache);
+    let out = memlint_env(
+        &["inspect", "--format", "json", &image],
+        &[
+            ("MEMLINT_CACHE_DIR", cache.to_str().unwrap()),
+            // Every entry is larger than this run may read; the layers read from the image
+            // fail on the same limits.
+            (
+                "MEMLINT_LIMITS",
+                "max_metadata_bytes=1,max_kept_bytes_per_layer=1",
+            ),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(!stderr.contains("layer cache entry"), "{stderr}");
+    for p in &before {
+        assert!(p.exists(), "{} was removed: {stderr}", p.display());
+    }
+    // The entries still serve a run with the usual limits.
+    let (v, _) = inspect(&cache, &image);
+    assert!(from_cache(&v).iter().all(|c| *c), "{v}");
+}

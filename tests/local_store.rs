@@ -68,6 +68,9 @@ impl Podman {
             .env_remove("CONTAINER_CONNECTION")
             .env_remove("DOCKER_HOST")
             .env_remove("DOCKER_TLS_VERIFY")
+            .env_remove("DOCKER_CONTEXT")
+            // No context from the machine's Docker config.
+            .env("DOCKER_CONFIG", self.path("no-docker-config"))
             // It would clash with --no-cache; the tests choose the cache themselves.
             .env_remove("MEMLINT_CACHE_DIR");
     }
@@ -321,6 +324,55 @@ fn docker_and_podman_api_read_what_the_oci_layout_holds() {
     let third = podman.json(&args, &docker);
     assert_eq!(same_image(&third), same_image(&expected));
     assert!(from_cache(&third).iter().all(|c| !c), "exported");
+
+    // A Docker context, chosen by config.json or DOCKER_CONTEXT, whose endpoint is the service.
+    let config = podman.path("docker-config");
+    let meta = config.join("contexts/meta").join(sha256(b"podtest"));
+    fs::create_dir_all(&meta).unwrap();
+    fs::write(
+        meta.join("meta.json"),
+        serde_json::to_vec(&serde_json::json!({
+            "Name": "podtest",
+            "Metadata": {},
+            "Endpoints": {"docker": {"Host": docker_host, "SkipTLSVerify": false}},
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    fs::write(config.join("config.json"), br#"{"currentContext": "podtest"}"#).unwrap();
+    let config_var = ("DOCKER_CONFIG", config.to_str().unwrap());
+    for vars in [vec![config_var], vec![config_var, ("DOCKER_CONTEXT", "podtest")]] {
+        let via_context = podman.json(
+            &["inspect", "--format", "json", "--no-cache", "docker:app:1"],
+            &vars,
+        );
+        assert_eq!(same_image(&via_context), same_image(&expected));
+    }
+    // DOCKER_CONTEXT=default is the default socket, not the config's context; DOCKER_HOST wins.
+    let out = podman.memlint(
+        &["inspect", "--no-cache", "docker:app:1"],
+        &[
+            config_var,
+            ("DOCKER_CONTEXT", "default"),
+            ("DOCKER_HOST", "unix:///nonexistent/docker.sock"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(error_text(&out).contains("/nonexistent/docker.sock"));
+    // A context that is not there: exit 2, naming it and DOCKER_HOST.
+    for vars in [
+        vec![config_var, ("DOCKER_CONTEXT", "nosuch")],
+        vec![
+            ("DOCKER_CONFIG", podman.path("tmp").to_str().unwrap()),
+            ("DOCKER_CONTEXT", "nosuch"),
+        ],
+    ] {
+        let out = podman.memlint(&["inspect", "--no-cache", "docker:app:1"], &vars);
+        assert_eq!(out.status.code(), Some(2), "{vars:?}");
+        let text = error_text(&out);
+        assert!(text.contains("nosuch"), "{text}");
+        assert!(text.contains("DOCKER_HOST"), "{text}");
+    }
 
     // A name the engine does not have: exit 2, naming the image and the engine.
     for (reference, vars) in [("docker:nope:1", &docker), ("podman:nope:1", &container)] {

@@ -394,18 +394,145 @@ fn docker_engine() -> Result<Engine> {
                 .to_string(),
         });
     }
-    match env("DOCKER_HOST") {
-        Some(host) => Ok(Engine {
+    if let Some(host) = env("DOCKER_HOST") {
+        return Ok(Engine {
             kind: Kind::Docker,
             endpoint: parse_host("DOCKER_HOST", &host, Kind::Docker)?,
             origin: "from DOCKER_HOST".to_string(),
-        }),
-        None => Ok(Engine {
-            kind: Kind::Docker,
-            endpoint: Endpoint::Unix(PathBuf::from(DEFAULT_DOCKER_SOCKET)),
-            origin: "the default; DOCKER_HOST is not set".to_string(),
-        }),
+        });
     }
+    let config_dir = docker_config_dir();
+    if let Some((name, variable)) = docker_context(config_dir.as_deref()) {
+        return context_engine(config_dir.as_deref(), &name, variable);
+    }
+    Ok(Engine {
+        kind: Kind::Docker,
+        endpoint: Endpoint::Unix(PathBuf::from(DEFAULT_DOCKER_SOCKET)),
+        origin: "the default; DOCKER_HOST is not set".to_string(),
+    })
+}
+
+/// The largest Docker CLI file (config.json, a context's meta.json) read.
+const MAX_DOCKER_FILE: u64 = 4 << 20;
+
+/// `$DOCKER_CONFIG`, else `~/.docker`.
+fn docker_config_dir() -> Option<PathBuf> {
+    match std::env::var_os("DOCKER_CONFIG").filter(|v| !v.is_empty()) {
+        Some(d) => Some(PathBuf::from(d)),
+        None => Some(PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?).join(".docker")),
+    }
+}
+
+/// A small JSON file of the Docker CLI: `Ok(None)` when it is not there; only a regular file
+/// of at most 4 MiB is read (a FIFO or a device there must not hang or fill memory).
+fn read_docker_file(path: &Path) -> std::result::Result<Option<serde_json::Value>, String> {
+    let meta = match std::fs::metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+        Ok(m) => m,
+    };
+    if !meta.is_file() {
+        return Err("it is not a regular file".to_string());
+    }
+    if meta.len() > MAX_DOCKER_FILE {
+        return Err("it is over 4 MiB".to_string());
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_DOCKER_FILE + 1).read_to_end(&mut bytes))
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_DOCKER_FILE {
+        return Err("it is over 4 MiB".to_string());
+    }
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| format!("it is not valid JSON: {e}"))
+}
+
+/// The Docker context selected other than `default`, and what selected it: DOCKER_CONTEXT,
+/// else `currentContext` in config.json (a config that cannot be read selects none, as for
+/// credentials).
+fn docker_context(config_dir: Option<&Path>) -> Option<(String, &'static str)> {
+    let (name, variable) = match env("DOCKER_CONTEXT") {
+        Some(name) => (name.trim().to_string(), "DOCKER_CONTEXT"),
+        None => {
+            let config = read_docker_file(&config_dir?.join("config.json")).ok()??;
+            let name = config.get("currentContext")?.as_str()?.trim().to_string();
+            (name, "currentContext")
+        }
+    };
+    (!name.is_empty() && name != "default").then_some((name, variable))
+}
+
+/// The engine a Docker context names: its `docker` endpoint, when it is a unix socket or a
+/// plain tcp:// address.
+fn context_engine(config_dir: Option<&Path>, name: &str, variable: &str) -> Result<Engine> {
+    let refuse = |reason: String| {
+        Error::EngineHost {
+        variable: variable.to_string(),
+        value: name.to_string(),
+        reason,
+        help: format!(
+            "set DOCKER_HOST to the engine of the Docker context `{name}` (e.g. DOCKER_HOST=unix:///var/run/docker.sock), \
+             or export the image yourself: `docker save IMAGE | memlint lint docker-archive:-`"
+        ),
+    }
+    };
+    let Some(dir) = config_dir else {
+        return Err(refuse(format!(
+            "the Docker context `{name}` cannot be looked up: neither DOCKER_CONFIG nor HOME is set"
+        )));
+    };
+    let hash = crate::digest::Digest::of(name.as_bytes());
+    let meta_path = dir.join("contexts/meta").join(hash.hex()).join("meta.json");
+    let meta = match read_docker_file(&meta_path) {
+        Ok(Some(m)) => m,
+        Ok(None) => {
+            return Err(refuse(format!(
+                "there is no Docker context `{name}` ({} does not exist)",
+                meta_path.display()
+            )))
+        }
+        Err(e) => {
+            return Err(refuse(format!(
+                "the Docker context `{name}` cannot be read from {}: {e}",
+                meta_path.display()
+            )))
+        }
+    };
+    let docker = meta.get("Endpoints").and_then(|e| e.get("docker"));
+    let Some(host) = docker
+        .and_then(|d| d.get("Host"))
+        .and_then(|h| h.as_str())
+        .filter(|h| !h.trim().is_empty())
+    else {
+        return Err(refuse(format!(
+            "the Docker context `{name}` names no docker endpoint in {}",
+            meta_path.display()
+        )));
+    };
+    let host = host.trim();
+    let tls = dir.join("contexts/tls").join(hash.hex()).join("docker");
+    let uses_tls = std::fs::symlink_metadata(&tls).is_ok()
+        || docker
+            .and_then(|d| d.get("SkipTLSVerify"))
+            .and_then(|v| v.as_bool())
+            .unwrap_or(false);
+    if host.starts_with("tcp://") && uses_tls {
+        return Err(refuse(format!(
+            "the Docker context `{name}` reaches {host} over TLS, which memlint does not speak"
+        )));
+    }
+    if !host.starts_with("unix://") && !host.starts_with("tcp://") {
+        return Err(refuse(format!(
+            "the Docker context `{name}` reaches the engine at {host}; memlint speaks to unix:// and plain tcp:// only"
+        )));
+    }
+    Ok(Engine {
+        kind: Kind::Docker,
+        endpoint: parse_host(&format!("the Docker context `{name}`: host"), host, Kind::Docker)?,
+        origin: format!("from the Docker context `{name}` ({variable})"),
+    })
 }
 
 /// Reads `docker:NAME`.

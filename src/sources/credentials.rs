@@ -117,21 +117,27 @@ pub fn from_docker_config(registry: &str, warn: &mut dyn FnMut(String)) -> (Regi
     // A docker config is a few KB: only a regular file of at most 4 MiB is read (a FIFO or
     // a device there must not hang or fill memory).
     let text = match std::fs::metadata(&path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (RegistryAuth::Anonymous, Origin::Anonymous),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return (RegistryAuth::Anonymous, Origin::Anonymous)
+        }
         Err(e) => Err(e.to_string()),
         Ok(m) if !m.is_file() => Err("it is not a regular file".to_string()),
         Ok(m) if m.len() > MAX_CONFIG_BYTES => Err("it is over 4 MiB".to_string()),
         Ok(_) => std::fs::File::open(&path)
             .and_then(|f| {
                 let mut text = Vec::new();
-                std::io::Read::read_to_end(&mut std::io::Read::take(f, MAX_CONFIG_BYTES), &mut text).map(|_| text)
+                std::io::Read::read_to_end(&mut std::io::Read::take(f, MAX_CONFIG_BYTES), &mut text)
+                    .map(|_| text)
             })
             .map_err(|e| e.to_string()),
     };
     let text = match text {
         Ok(t) => t,
         Err(e) => {
-            warn(format!("cannot read {} ({e}); pulling anonymously", path.display()));
+            warn(format!(
+                "cannot read {} ({e}); pulling anonymously",
+                path.display()
+            ));
             return (RegistryAuth::Anonymous, Origin::Anonymous);
         }
     };
@@ -244,7 +250,11 @@ fn run_helper(name: &str, server: &str) -> Result<Option<RegistryAuth>, String> 
 }
 
 /// Runs `PROGRAM get` with `server` on its standard input, within `timeout`.
-fn ask_helper(program: &str, server: &str, timeout: std::time::Duration) -> Result<Option<HelperAnswer>, String> {
+fn ask_helper(
+    program: &str,
+    server: &str,
+    timeout: std::time::Duration,
+) -> Result<Option<HelperAnswer>, String> {
     let mut child = Command::new(program)
         .arg("get")
         .stdin(Stdio::piped())
@@ -265,8 +275,18 @@ fn ask_helper(program: &str, server: &str, timeout: std::time::Duration) -> Resu
             out
         })
     };
-    let stdout_reader = capture(child.stdout.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
-    let stderr_reader = capture(child.stderr.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
+    let stdout_reader = capture(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+    );
+    let stderr_reader = capture(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+    );
     let deadline = std::time::Instant::now() + timeout;
     let status = loop {
         match child.try_wait() {
@@ -368,8 +388,16 @@ mod tests {
         });
         assert!(written.is_ok());
         let started = std::time::Instant::now();
-        let answer = ask_helper(&script.to_string_lossy(), "r.example", std::time::Duration::from_millis(300));
-        assert!(matches!(&answer, Err(e) if e.contains("did not answer")), "{:?}", answer.as_ref().err());
+        let answer = ask_helper(
+            &script.to_string_lossy(),
+            "r.example",
+            std::time::Duration::from_millis(300),
+        );
+        assert!(
+            matches!(&answer, Err(e) if e.contains("did not answer")),
+            "{:?}",
+            answer.as_ref().err()
+        );
         assert!(started.elapsed() < std::time::Duration::from_secs(3));
     }
 

@@ -95,6 +95,8 @@ struct Puller {
     /// For manifests, whose size oci-client would not bound.
     http: reqwest::Client,
     scheme: &'static str,
+    /// The bearer token for manifest requests (`None`: basic or anonymous), once fetched.
+    token: Arc<tokio::sync::OnceCell<Option<String>>>,
     reference: Reference,
     auth: RegistryAuth,
     origin: Origin,
@@ -148,12 +150,14 @@ impl Puller {
             r.resolve_registry(),
             r.repository()
         );
-        // oci-client runs the registry's auth flow (bearer token or basic) and caches its token.
+        // oci-client runs the registry's auth flow (bearer token or basic); its `auth` runs it
+        // again at every call, so the answer is kept for the manifests that follow.
         let token = self
-            .client
-            .auth(r, &self.auth, RegistryOperation::Pull)
+            .token
+            .get_or_try_init(|| self.client.auth(r, &self.auth, RegistryOperation::Pull))
             .await
-            .map_err(ManifestFailure::Registry)?;
+            .map_err(ManifestFailure::Registry)?
+            .clone();
         let mut request = self
             .http
             .get(&url)
@@ -473,6 +477,7 @@ impl RegistryStore {
             client,
             http,
             scheme: "https",
+            token: Arc::default(),
             reference,
             auth,
             origin,
@@ -494,6 +499,7 @@ impl RegistryStore {
                 puller.client = client;
                 puller.http = http;
                 puller.scheme = "http";
+                puller.token = Arc::default();
                 runtime
                     .block_on(puller.manifest(None))
                     .map_err(|f| puller.manifest_error(&wanted, f))?

@@ -93,6 +93,17 @@ impl Registry {
         format!("127.0.0.1:{}", self.port)
     }
 
+    /// Where the registry keeps a blob's bytes, to take them away or change them.
+    fn blob_data(&self, digest: &str) -> PathBuf {
+        let hex = digest.trim_start_matches("sha256:");
+        self.dir
+            .path()
+            .join("data/docker/registry/v2/blobs/sha256")
+            .join(&hex[..2])
+            .join(hex)
+            .join("data")
+    }
+
     fn ca(&self) -> PathBuf {
         self.dir.path().join("ca.crt")
     }
@@ -314,18 +325,7 @@ fn a_second_pull_downloads_no_layer() {
     assert!(layers.iter().all(|l| l["from_cache"] == false));
     // The layer blobs leave the registry: a second run needs none of them.
     for l in &layers {
-        let hex = l["digest"]
-            .as_str()
-            .unwrap()
-            .trim_start_matches("sha256:")
-            .to_string();
-        let data = registry
-            .dir
-            .path()
-            .join("data/docker/registry/v2/blobs/sha256")
-            .join(&hex[..2])
-            .join(&hex)
-            .join("data");
+        let data = registry.blob_data(l["digest"].as_str().unwrap());
         fs::remove_file(&data).unwrap();
     }
     let (second, stderr) = inspect(&["--progress"]);
@@ -648,13 +648,7 @@ fn registry_errors_name_the_registry_and_what_to_do() {
     .unwrap();
     let layer = v["image"]["layers"][1]["digest"].as_str().unwrap().to_string();
     let hex = layer.trim_start_matches("sha256:");
-    let data = registry
-        .dir
-        .path()
-        .join("data/docker/registry/v2/blobs/sha256")
-        .join(&hex[..2])
-        .join(hex)
-        .join("data");
+    let data = registry.blob_data(hex);
     fs::remove_file(&data).unwrap_or_else(|e| panic!("{}: {e}", data.display()));
     let out = lint_json(&format!("registry:{}/app:1", registry.host()), &[], &[]);
     assert_eq!(out.status.code(), Some(2));
@@ -666,13 +660,7 @@ fn registry_errors_name_the_registry_and_what_to_do() {
     registry.push(&format!("oci:{}", oci_path(&image)), "app:1", &[]);
     let layer = v["image"]["layers"][3]["digest"].as_str().unwrap().to_string();
     let hex = layer.trim_start_matches("sha256:");
-    let data = registry
-        .dir
-        .path()
-        .join("data/docker/registry/v2/blobs/sha256")
-        .join(&hex[..2])
-        .join(hex)
-        .join("data");
+    let data = registry.blob_data(hex);
     let mut bytes = fs::read(&data).unwrap();
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0xff;

@@ -109,6 +109,14 @@ fn all_labels(c: &[Candidate]) -> String {
     c.iter().map(Candidate::label).collect::<Vec<_>>().join(", ")
 }
 
+fn no_manifest(location: String) -> Error {
+    Error::NotAnImage {
+        location,
+        reason: "it lists no image manifest".to_string(),
+        help: "the index or manifest.json is empty; export the image again".to_string(),
+    }
+}
+
 /// Keeps the candidates the selector names and fills in the platforms their index entries did
 /// not state, reading each distinct manifest (and its config) once.
 fn narrow(
@@ -118,11 +126,7 @@ fn narrow(
 ) -> Result<Vec<Candidate>> {
     let location = store.location();
     if candidates.is_empty() {
-        return Err(Error::NotAnImage {
-            location,
-            reason: "it lists no image manifest".to_string(),
-            help: "the index or manifest.json is empty; export the image again".to_string(),
-        });
+        return Err(no_manifest(location));
     }
     if let Some(sel) = selector {
         let before = all_labels(&candidates);
@@ -177,11 +181,7 @@ fn pick(
 ) -> Result<(Candidate, Vec<Platform>)> {
     let location = store.location();
     if candidates.is_empty() {
-        return Err(Error::NotAnImage {
-            location,
-            reason: "it lists no image manifest".to_string(),
-            help: "the index or manifest.json is empty; export the image again".to_string(),
-        });
+        return Err(no_manifest(location));
     }
     if let Some(w) = wanted {
         let available = all_labels(&candidates);

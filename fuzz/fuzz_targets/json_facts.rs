@@ -5,10 +5,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use memlint::digest::Digest;
 use memlint::platform::Platform;
 use memlint::sources::Image;
-use memlint::tree::{Compression, Content, EntryKind, FileTree, LayerDiff, LayerEntry};
+use memlint::tree::{Content, EntryKind, FileTree, LayerEntry};
 
 const JSON_FILES: &[&str] = &[
     "app/node_modules/sharp/package.json",
@@ -70,18 +69,9 @@ fuzz_target!(|data: &[u8]| {
         EntryKind::File,
         None,
     ));
-    let mut tree = FileTree::new();
-    let diff = LayerDiff {
-        entries,
-        blob_digest: Digest::of(b""),
-        blob_size: 0,
-        diff_id: Digest::of(b""),
-        uncompressed_size: 0,
-        compression: Compression::None,
-    };
-    if tree.apply(diff, 0).is_err() {
+    let Ok(tree) = FileTree::from_entries(entries) else {
         return;
-    }
+    };
     let Ok(config) = serde_json::from_str(CONFIG) else {
         return;
     };

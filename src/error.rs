@@ -1,7 +1,7 @@
 //! Diagnostics for input that cannot be read. Every variant says what failed, where, and what
 //! to do; all of them end the run with exit code 2.
 
-use miette::Diagnostic;
+use miette::{Diagnostic, NamedSource, SourceSpan};
 use thiserror::Error;
 
 /// Anything that stops memlint from reading an image or its own input.
@@ -151,7 +151,7 @@ pub enum Error {
 
     #[error(transparent)]
     #[diagnostic(transparent)]
-    Config(Box<crate::settings::ConfigError>),
+    Config(Box<ConfigError>),
 
     #[error("{what} is not valid")]
     #[diagnostic(code(memlint::argument), help("{help}"))]
@@ -226,4 +226,17 @@ impl Error {
             source,
         }
     }
+}
+
+/// A mistake in the config file, pointing at the key.
+#[derive(Debug, thiserror::Error, Diagnostic)]
+#[error("{message}")]
+#[diagnostic(code(memlint::config), help("{help}"))]
+pub struct ConfigError {
+    pub message: String,
+    pub help: String,
+    #[source_code]
+    pub src: NamedSource<String>,
+    #[label("here")]
+    pub span: Option<SourceSpan>,
 }

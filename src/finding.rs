@@ -85,11 +85,6 @@ impl Finding {
         self
     }
 
-    /// The rule that made it (for metadata), found by id.
-    pub fn rule_meta(&self) -> Option<&'static crate::rules::Rule> {
-        crate::rules::find(self.rule)
-    }
-
     pub fn severity(mut self, s: Severity) -> Self {
         self.severity = s;
         self

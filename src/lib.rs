@@ -12,6 +12,7 @@ pub mod elf;
 pub mod error;
 pub mod facts;
 pub mod finding;
+pub mod image;
 pub mod locate;
 pub mod platform;
 pub mod reference;

@@ -7,7 +7,7 @@ use crate::dockerfile::{env_keys, Dockerfile, Instruction};
 use crate::facts::preload::PreloadSource;
 use crate::facts::Facts;
 use crate::finding::{Finding, Location};
-use crate::sources::Image;
+use crate::image::Image;
 
 /// The Dockerfile a report maps onto.
 pub struct DockerfileContext<'a> {

@@ -2,9 +2,10 @@
 //! and an optional expiry), per-rule severity, the images the pre-push hook lints, and
 //! `fail-on`. Validated once into [`Settings`]; mistakes point at the key in the file.
 
+use crate::error::ConfigError;
 use crate::finding::Severity;
 use crate::rules;
-use miette::{Diagnostic, NamedSource, SourceSpan};
+use miette::{NamedSource, SourceSpan};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -127,19 +128,6 @@ pub struct Settings {
     pub scoped: Vec<ScopedIgnore>,
     pub images: Vec<String>,
     pub fail_on: Option<String>,
-}
-
-/// A mistake in the config file, pointing at the key.
-#[derive(Debug, thiserror::Error, Diagnostic)]
-#[error("{message}")]
-#[diagnostic(code(memlint::config), help("{help}"))]
-pub struct ConfigError {
-    pub message: String,
-    pub help: String,
-    #[source_code]
-    pub src: NamedSource<String>,
-    #[label("here")]
-    pub span: Option<SourceSpan>,
 }
 
 impl Settings {

@@ -6,7 +6,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use memlint::platform::Platform;
-use memlint::sources::Image;
+use memlint::image::Image;
 use memlint::tree::{Content, EntryKind, FileTree, LayerEntry};
 
 const JSON_FILES: &[&str] = &[

@@ -18,7 +18,7 @@ pub mod sharp;
 
 pub use env::Env;
 
-use crate::sources::Image;
+use crate::image::Image;
 use serde::Serialize;
 
 /// Everything memlint knows about an image. JSON keys are a contract with users' scripts.

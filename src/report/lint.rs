@@ -1,13 +1,13 @@
 //! The result of linting one image, shared by every output format.
 
-use crate::commands::inspect::InspectReport;
 use crate::facts::Facts;
 use crate::finding::Suppression;
 use crate::finding::{Finding, Severity};
+use crate::image::Image;
 use crate::locate::{self, DockerfileContext};
+use crate::report::inspect::InspectReport;
 use crate::rules::RuleResult;
 use crate::settings::{Date, Settings};
-use crate::sources::Image;
 use serde::Serialize;
 
 /// One image's report: what `inspect` shows, plus the findings.

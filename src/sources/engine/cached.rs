@@ -6,7 +6,8 @@
 use super::{Engine, HistoryItem, Inspect};
 use crate::digest::Digest;
 use crate::error::Result;
-use crate::sources::{config_platform, read_layers, Chosen, Image, LayerPlan, Options, Store};
+use crate::image::Image;
+use crate::sources::{config_platform, read_layers, Chosen, LayerPlan, Options, Store};
 use oci_spec::image::ImageConfiguration;
 use serde_json::{json, Map, Value};
 use std::io;

@@ -1,0 +1,249 @@
+//! The `inspect` report: what an image is made of (reference, layers, config, file counts and
+//! the facts), as JSON whose keys are a contract with users' scripts, and as text.
+
+use crate::facts::Facts;
+use crate::image::{Image, Layer};
+use crate::platform::Platform;
+use crate::tree::{FileTree, TreeCounts};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// The JSON document `inspect` prints. Key names are a contract with users' scripts.
+#[derive(Serialize)]
+pub struct InspectReport<'a> {
+    pub reference: &'a str,
+    pub image: ImageView<'a>,
+    pub files: FilesView,
+    pub facts: &'a Facts,
+    #[serde(skip)]
+    pub paths: Option<Vec<PathView>>,
+}
+
+#[derive(Serialize)]
+pub struct FilesView {
+    #[serde(flatten)]
+    pub counts: TreeCounts,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paths: Option<Vec<PathView>>,
+}
+
+/// One path of the merged tree, for `--files`.
+#[derive(Serialize, Clone)]
+pub struct PathView {
+    pub path: String,
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub mode: String,
+    pub size: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hardlink_to: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elf: Option<crate::elf::ElfInfo>,
+    /// 1-based layer number that wrote the path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layer: Option<u32>,
+}
+
+/// Every path of the merged tree, for `--files`.
+pub fn list_paths(tree: &FileTree) -> Vec<PathView> {
+    tree.walk()
+        .map(|id| {
+            let n = tree.node(id);
+            PathView {
+                path: tree.path_of(id),
+                kind: n.type_name(),
+                mode: format!("{:04o}", n.mode & 0o7777),
+                size: n.size,
+                target: n.symlink_target().map(str::to_string),
+                hardlink_to: n.hardlink_to.clone(),
+                elf: n.elf.as_deref().cloned(),
+                layer: n.layer.map(|l| l + 1),
+            }
+        })
+        .collect()
+}
+
+#[derive(Serialize)]
+pub struct ImageView<'a> {
+    pub source: &'a str,
+    pub location: &'a str,
+    pub name: Option<&'a str>,
+    pub manifest_digest: Option<String>,
+    pub manifest_media_type: Option<&'a str>,
+    pub config_digest: Option<String>,
+    pub platform: &'a Platform,
+    pub platforms: &'a [Platform],
+    pub layers: &'a [Layer],
+    pub config: ConfigView,
+}
+
+#[derive(Serialize, Default)]
+pub struct ConfigView {
+    pub env: Vec<String>,
+    pub entrypoint: Option<Vec<String>>,
+    pub cmd: Option<Vec<String>>,
+    pub working_dir: Option<String>,
+    pub user: Option<String>,
+    pub labels: BTreeMap<String, String>,
+    pub created: Option<String>,
+}
+
+impl<'a> InspectReport<'a> {
+    pub fn new(image: &'a Image, facts: &'a Facts) -> InspectReport<'a> {
+        let config = image
+            .config
+            .as_ref()
+            .map(|c| {
+                let mut view = ConfigView {
+                    created: c.created().clone(),
+                    ..Default::default()
+                };
+                if let Some(cc) = c.config() {
+                    view.env = cc.env().clone().unwrap_or_default();
+                    view.entrypoint = cc.entrypoint().clone();
+                    view.cmd = cc.cmd().clone();
+                    view.working_dir = cc.working_dir().clone().filter(|w| !w.is_empty());
+                    view.user = cc.user().clone().filter(|u| !u.is_empty());
+                    view.labels = cc.labels().clone().unwrap_or_default().into_iter().collect();
+                }
+                view
+            })
+            .unwrap_or_default();
+        InspectReport {
+            reference: &image.reference,
+            image: ImageView {
+                source: image.source,
+                location: &image.location,
+                name: image.name.as_deref(),
+                manifest_digest: image.manifest_digest.as_ref().map(|d| d.to_string()),
+                manifest_media_type: image.manifest_media_type.as_deref(),
+                config_digest: image.config_digest.as_ref().map(|d| d.to_string()),
+                platform: &image.platform,
+                platforms: &image.platforms,
+                layers: &image.layers,
+                config,
+            },
+            files: FilesView {
+                counts: image.tree.counts(),
+                paths: None,
+            },
+            facts,
+            paths: None,
+        }
+    }
+
+    pub fn to_text(&self) -> String {
+        let mut s = String::new();
+        let i = &self.image;
+        let _ = writeln!(s, "Image      {}", self.reference);
+        let _ = writeln!(s, "Source     {} ({})", i.source, i.location);
+        if let Some(n) = i.name {
+            let _ = writeln!(s, "Name       {n}");
+        }
+        if let Some(d) = &i.manifest_digest {
+            let _ = writeln!(s, "Manifest   {d}");
+        }
+        if let Some(d) = &i.config_digest {
+            let _ = writeln!(s, "Config     {d}");
+        }
+        let _ = writeln!(s, "Platform   {}", i.platform);
+        if i.platforms.len() > 1 {
+            let all: Vec<String> = i.platforms.iter().map(|p| p.to_string()).collect();
+            let _ = writeln!(s, "Platforms  {}", all.join(", "));
+        }
+        let _ = writeln!(s, "\nLayers ({})", i.layers.len());
+        for (n, l) in i.layers.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                "  {:>2}. {}  {:?}  {} stored, {} unpacked, {} entries{}",
+                n + 1,
+                l.digest.short(),
+                l.compression,
+                human(l.size),
+                human(l.uncompressed_size),
+                l.entries,
+                if l.from_cache {
+                    "  (from the layer cache)"
+                } else {
+                    ""
+                }
+            );
+            if let Some(h) = &l.history {
+                let h = h.trim();
+                let short: String = h.chars().take(100).collect();
+                let ell = if h.chars().count() > 100 { "…" } else { "" };
+                let _ = writeln!(s, "      {short}{ell}");
+            }
+        }
+        let c = &i.config;
+        let _ = writeln!(s, "\nConfig");
+        let list = |v: &Option<Vec<String>>| match v {
+            Some(v) => format!("{v:?}"),
+            None => "(none)".to_string(),
+        };
+        let _ = writeln!(s, "  Entrypoint  {}", list(&c.entrypoint));
+        let _ = writeln!(s, "  Cmd         {}", list(&c.cmd));
+        let _ = writeln!(s, "  WorkingDir  {}", c.working_dir.as_deref().unwrap_or("/"));
+        let _ = writeln!(s, "  User        {}", c.user.as_deref().unwrap_or("(root)"));
+        if c.env.is_empty() {
+            let _ = writeln!(s, "  Env         (none)");
+        } else {
+            let _ = writeln!(s, "  Env");
+            for e in &c.env {
+                let _ = writeln!(s, "    {e}");
+            }
+        }
+        if !c.labels.is_empty() {
+            let _ = writeln!(s, "  Labels");
+            for (k, v) in &c.labels {
+                let _ = writeln!(s, "    {k}={v}");
+            }
+        }
+        let f = &self.files.counts;
+        let _ = writeln!(
+            s,
+            "\nFiles      {} paths: {} regular ({} ELF, {} hard links), {} folders, {} symlinks, {} special; {} kept ({})",
+            f.count,
+            f.regular,
+            f.elf,
+            f.hardlinks,
+            f.directories,
+            f.symlinks,
+            f.special,
+            f.kept_files,
+            human(f.kept_bytes)
+        );
+        s.push_str(&crate::report::facts::text(self.facts));
+        if let Some(paths) = &self.paths {
+            for p in paths {
+                let _ = write!(s, "{:<8} {} {:>10}  {}", p.kind, p.mode, p.size, p.path);
+                if let Some(t) = &p.target {
+                    let _ = write!(s, " -> {t}");
+                }
+                if let Some(t) = &p.hardlink_to {
+                    let _ = write!(s, " (hard link to {t})");
+                }
+                s.push('\n');
+            }
+        }
+        s
+    }
+}
+
+fn human(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}

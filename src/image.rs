@@ -51,8 +51,9 @@ pub struct Image {
 
 impl Image {
     /// One line for `lint -v`: how many layers were read and how many came from the layer
-    /// cache. `None` for a root file system, which has no layers to cache.
-    pub fn cache_summary(&self, cache: Option<&crate::cache::LayerCache>) -> Option<String> {
+    /// cache (in the folder `cache_dir`, `None` when the cache is off). `None` for a root file
+    /// system, which has no layers to cache.
+    pub fn cache_summary(&self, cache_dir: Option<&std::path::Path>) -> Option<String> {
         if self.source == "dir" {
             return None;
         }
@@ -60,11 +61,11 @@ impl Image {
         let cached = self.layers.iter().filter(|l| l.from_cache).count();
         let what = format!("memlint: {} ({})", self.reference, self.platform);
         let s = if total == 1 { "" } else { "s" };
-        Some(match cache {
-            Some(c) => format!(
+        Some(match cache_dir {
+            Some(dir) => format!(
                 "{what}: {total} layer{s}: {} read, {cached} from the layer cache ({})",
                 total - cached,
-                c.dir().display()
+                dir.display()
             ),
             None => format!("{what}: {total} layer{s} read (layer cache off)"),
         })

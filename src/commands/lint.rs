@@ -99,7 +99,7 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
             Ok(images) => {
                 for image in images {
                     if args.verbose {
-                        if let Some(line) = image.cache_summary(options.cache.as_deref()) {
+                        if let Some(line) = image.cache_summary(options.cache.as_deref().map(|c| c.dir())) {
                             eprintln!("{line}");
                         }
                     }

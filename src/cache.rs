@@ -87,7 +87,7 @@ impl LayerCache {
     /// touched on disk until a layer is looked up or written.
     pub fn open(dir: &Path) -> LayerCache {
         let max_bytes = match std::env::var(MAX_BYTES_ENV) {
-            Ok(v) if !v.trim().is_empty() => crate::tree::layer::parse_size(&v).unwrap_or_else(|| {
+            Ok(v) if !v.trim().is_empty() => crate::tree::limits::parse_size(&v).unwrap_or_else(|| {
                 warn(&format!(
                     "{MAX_BYTES_ENV}={v} is not a size (e.g. 512M, 4G); the layer cache keeps its default bound of 2 GiB"
                 ));

@@ -6,8 +6,11 @@ pub mod inspect;
 pub(crate) mod lint;
 mod rules;
 
+use crate::cache::{LayerCache, DEFAULT_MAX_BYTES};
 use crate::cli::{Cli, Command};
 use crate::error::{Error, Result};
+use crate::tree::limits::parse_size;
+use crate::warnings::Warnings;
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
@@ -42,6 +45,28 @@ pub(crate) fn emit(output: Option<&Path>, text: &str) -> Result<()> {
     }
 }
 
+/// Warnings of the deep modules, printed on standard error as they come.
+pub(crate) fn stderr_warnings() -> Warnings {
+    Warnings::to(|message| eprintln!("memlint: warning: {message}"))
+}
+
+/// The environment variable that bounds the layer cache folder, e.g. `MEMLINT_CACHE_MAX_BYTES=512M`.
+pub const CACHE_MAX_BYTES_ENV: &str = "MEMLINT_CACHE_MAX_BYTES";
+
+/// The bound of the layer cache folder: `MEMLINT_CACHE_MAX_BYTES` when it is set and a size,
+/// else the default (with a warning when it is set but not a size).
+fn cache_max_bytes(warnings: &Warnings) -> u64 {
+    match std::env::var(CACHE_MAX_BYTES_ENV) {
+        Ok(v) if !v.trim().is_empty() => parse_size(&v).unwrap_or_else(|| {
+            warnings.warn(&format!(
+                "{CACHE_MAX_BYTES_ENV}={v} is not a size (e.g. 512M, 4G); the layer cache keeps its default bound of 2 GiB"
+            ));
+            DEFAULT_MAX_BYTES
+        }),
+        _ => DEFAULT_MAX_BYTES,
+    }
+}
+
 /// The reader options that `--jobs`, `--platform` and the source flags give.
 pub(crate) fn source_options(
     source: &crate::cli::SourceArgs,
@@ -55,14 +80,23 @@ pub(crate) fn source_options(
     if let Some(j) = jobs {
         options.workers = j.max(1);
     }
+    options.warnings = stderr_warnings();
     options.cache = if source.no_cache {
         None
     } else {
         source
             .cache_dir
             .clone()
-            .or_else(crate::cache::LayerCache::default_dir)
-            .map(|dir| std::sync::Arc::new(crate::cache::LayerCache::open(&dir)))
+            .or_else(|| {
+                LayerCache::default_dir(
+                    std::env::var_os("XDG_CACHE_HOME").as_deref(),
+                    std::env::var_os("HOME").as_deref(),
+                )
+            })
+            .map(|dir| {
+                let max_bytes = cache_max_bytes(&options.warnings);
+                std::sync::Arc::new(LayerCache::new(&dir, max_bytes, options.warnings.clone()))
+            })
     };
     let password = if source.password_stdin {
         if stdin_needed {

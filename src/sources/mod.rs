@@ -22,6 +22,7 @@ use crate::platform::Platform;
 use crate::reference::{ArchiveInput, Reference, Selector};
 use crate::tree::build::{build, BuildErrorKind, LayerInput};
 use crate::tree::{Compression, FileTree, Interests, LayerDiff, Limits};
+use crate::warnings::Warnings;
 use oci_spec::image::ImageConfiguration;
 use std::path::Path;
 use std::sync::Arc;
@@ -44,6 +45,9 @@ pub struct Options {
     pub registry: registry::RegistryOptions,
     /// Draw progress bars on standard error.
     pub progress: bool,
+    /// Where warnings go (a Docker config that cannot be read, a layer cache that cannot be
+    /// written); `commands/` prints them.
+    pub warnings: Warnings,
 }
 
 impl Default for Options {
@@ -57,6 +61,7 @@ impl Default for Options {
             cache: None,
             registry: registry::RegistryOptions::default(),
             progress: false,
+            warnings: Warnings::default(),
         }
     }
 }

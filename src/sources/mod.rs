@@ -14,6 +14,7 @@ mod store;
 mod stream;
 
 pub use select::Candidate;
+use select::ManifestSource;
 pub use store::Store;
 
 use crate::digest::Digest;
@@ -422,21 +423,45 @@ fn load(
             }
         }
     };
+    let platform_of = |manifest: &ManifestSource| match manifest {
+        ManifestSource::Oci { digest, member, .. } => oci::platform_of(store.as_ref(), digest, member),
+        ManifestSource::Docker { config, .. } => docker::platform_of(store.as_ref(), config),
+    };
     let picks = if options.all_platforms {
-        select::every_platform(store.as_ref(), candidates, selector)?
+        select::every_platform(store.as_ref(), candidates, selector, &platform_of)?
     } else {
         vec![select::choose(
             store.as_ref(),
             candidates,
             selector,
             options.platform.as_ref(),
+            &platform_of,
         )?]
     };
     let mut images = Vec::with_capacity(picks.len());
     for (candidate, platforms) in picks {
-        let mut chosen = match &candidate.manifest {
-            select::ManifestSource::Oci { .. } => oci::load_manifest(store.as_ref(), candidate)?,
-            select::ManifestSource::Docker { .. } => docker::load_manifest(store.as_ref(), candidate)?,
+        let name = candidate.display_name();
+        let Candidate {
+            manifest, platform, ..
+        } = candidate;
+        let mut chosen = match manifest {
+            ManifestSource::Oci {
+                digest,
+                media_type,
+                member,
+            } => oci::load_manifest(
+                store.as_ref(),
+                &digest,
+                &member,
+                &media_type,
+                platform.as_ref(),
+                name,
+            )?,
+            ManifestSource::Docker {
+                config,
+                layers,
+                layer_sources,
+            } => docker::load_manifest(store.as_ref(), &config, layers, &layer_sources, name)?,
         };
         chosen.platforms = platforms;
         images.push(read_layers(

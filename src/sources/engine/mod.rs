@@ -5,11 +5,11 @@
 //! `docker.io/library/app:1`), memlint passes it through.
 
 mod cached;
-mod http;
+mod client;
 
 use super::{load, stream, Format, Image, Options};
 use crate::error::{Error, Result};
-use http::{Endpoint, RequestError, Response, Timeouts};
+use client::{Body, Endpoint, RequestError, Response, Timeouts};
 use serde::Deserialize;
 use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -83,8 +83,8 @@ impl Engine {
         format!("the {} ({})", self.label(), self.origin)
     }
 
-    fn get(&self, path: &str, timeouts: Timeouts) -> Result<Response<BufReader<http::Conn>>, RequestError> {
-        http::get(&self.endpoint, path, timeouts)
+    fn get(&self, path: &str, timeouts: Timeouts) -> Result<Response, RequestError> {
+        client::get(&self.endpoint, path, timeouts)
     }
 
     fn unreachable(&self, e: &io::Error) -> Error {
@@ -148,28 +148,27 @@ impl Engine {
 
     /// `GET path`; a non-2xx answer becomes an error carrying the daemon's `message`, except
     /// 404, which is `Ok(None)`.
-    fn request(
-        &self,
-        path: &str,
-        what: &str,
-        timeouts: Timeouts,
-    ) -> Result<Option<http::Body<BufReader<http::Conn>>>> {
+    fn request(&self, path: &str, what: &str, timeouts: Timeouts) -> Result<Option<Body>> {
         let response = match self.get(path, timeouts) {
             Ok(r) => r,
             Err(RequestError::Connect(e)) => return Err(self.unreachable(&e)),
             Err(RequestError::Exchange(e)) => return Err(self.exchange_failed(what, &e, timeouts.head)),
         };
-        let Response { head, mut body } = response;
-        if (200..300).contains(&head.status) {
+        let Response {
+            status,
+            reason,
+            mut body,
+        } = response;
+        if (200..300).contains(&status) {
             return Ok(Some(body));
         }
-        if head.status == 404 {
+        if status == 404 {
             return Ok(None);
         }
         let message = error_message(&mut body);
         Err(Error::Engine {
             what: format!("{what} from the {}", self.label()),
-            reason: format!("it answered {} {}: {message}", head.status, head.reason),
+            reason: format!("it answered {status} {reason}: {message}"),
             help: format!(
                 "the {} refused the request; check `{} info` and its logs",
                 self.kind.product(),
@@ -191,7 +190,7 @@ impl Engine {
     }
 
     fn inspect(&self, name: &str, max_json: u64) -> Result<Inspect> {
-        let path = format!("/images/{}/json", http::encode_path_segment(name));
+        let path = format!("/images/{}/json", client::encode_path_segment(name));
         let what = format!("inspecting image `{name}`");
         let mut body = self
             .request(&path, &what, API_TIMEOUTS)?
@@ -204,14 +203,14 @@ impl Engine {
 
     /// The image's history, or `None` when the engine will not say; it only labels layers.
     fn history(&self, name: &str, max_json: u64) -> Option<Vec<HistoryItem>> {
-        let path = format!("/images/{}/history", http::encode_path_segment(name));
+        let path = format!("/images/{}/history", client::encode_path_segment(name));
         let mut body = self.request(&path, "reading the history", API_TIMEOUTS).ok()??;
         let bytes = body.read_bounded(max_json).ok()?;
         serde_json::from_slice(&bytes).ok()
     }
 
-    fn export(&self, name: &str) -> Result<http::Body<BufReader<http::Conn>>> {
-        let path = format!("/images/{}/get", http::encode_path_segment(name));
+    fn export(&self, name: &str) -> Result<Body> {
+        let path = format!("/images/{}/get", client::encode_path_segment(name));
         // A 404 here means the image went away after it was inspected.
         self.request(&path, &format!("exporting image `{name}`"), EXPORT_TIMEOUTS)?
             .ok_or_else(|| self.no_image(name))
@@ -568,13 +567,12 @@ pub(super) fn open_podman(reference_text: &str, name: &str, options: &Options) -
     }
     sockets.push((PathBuf::from(ROOTFUL_PODMAN_SOCKET), "the rootful default"));
     for (path, origin) in sockets {
-        let endpoint = Endpoint::Unix(path);
         // A socket that accepts is a service (or systemd starting one); one that does not is
         // left for the next place, and in the end for `podman image save`.
-        if http::Conn::connect(&endpoint, API_TIMEOUTS.connect).is_ok() {
+        if std::os::unix::net::UnixStream::connect(&path).is_ok() {
             let engine = Engine {
                 kind: Kind::Podman,
-                endpoint,
+                endpoint: Endpoint::Unix(path),
                 origin: origin.to_string(),
             };
             return open_through_api(reference_text, name, &engine, options);

@@ -155,12 +155,10 @@ fn framing(response: &reqwest::Response) -> io::Result<Framing> {
         .iter()
         .flat_map(|v| {
             String::from_utf8_lossy(v.as_bytes())
-                .into_owned()
                 .split(',')
-                .map(str::to_string)
+                .map(|c| c.trim().to_ascii_lowercase())
                 .collect::<Vec<_>>()
         })
-        .map(|c| c.trim().to_ascii_lowercase())
         .filter(|c| !c.is_empty())
         .collect();
     if !codings.is_empty() {

@@ -14,6 +14,8 @@ mod select;
 mod store;
 mod stream;
 
+pub use engine::EngineOptions;
+pub use progress::ProgressMode;
 pub use select::Candidate;
 use select::ManifestSource;
 pub use store::Store;
@@ -46,8 +48,13 @@ pub struct Options {
     pub cache: Option<Arc<crate::cache::LayerCache>>,
     /// Credentials, CAs and insecure hosts for `registry:` references.
     pub registry: registry::RegistryOptions,
-    /// Draw progress bars on standard error.
-    pub progress: bool,
+    /// Where the engines of `docker:` and `podman:` references listen.
+    pub engine: EngineOptions,
+    /// The Docker CLI's config folder (`$DOCKER_CONFIG`, else `~/.docker`): registry
+    /// credentials and Docker contexts.
+    pub docker_config: Option<std::path::PathBuf>,
+    /// How layer reads show their progress on standard error.
+    pub progress: ProgressMode,
     /// Where warnings go (a Docker config that cannot be read, a layer cache that cannot be
     /// written); `commands/` prints them.
     pub warnings: Warnings,
@@ -63,7 +70,9 @@ impl Default for Options {
             all_platforms: false,
             cache: None,
             registry: registry::RegistryOptions::default(),
-            progress: false,
+            engine: EngineOptions::default(),
+            docker_config: None,
+            progress: ProgressMode::Off,
             warnings: Warnings::default(),
         }
     }
@@ -144,29 +153,6 @@ pub fn open(reference_text: &str, reference: &Reference, options: &Options) -> R
     Ok(images.remove(0))
 }
 
-/// The environment variable that overrides the reader's limits: `name=value` pairs separated
-/// by commas, e.g. `MEMLINT_LIMITS=max_layer_bytes=128G,max_path_len=8192`.
-pub const LIMITS_ENV: &str = "MEMLINT_LIMITS";
-
-/// Reads the image a reference names; with `options.all_platforms`, every platform it offers.
-/// `MEMLINT_LIMITS`, when set, overrides `options.limits`.
-pub fn open_all(reference_text: &str, reference: &Reference, options: &Options) -> Result<Vec<Image>> {
-    match std::env::var(LIMITS_ENV) {
-        Ok(spec) if !spec.trim().is_empty() => {
-            let mut limits = options.limits.clone();
-            limits
-                .apply(&spec)
-                .map_err(|reason| Error::BadLimits { reason })?;
-            let options = Options {
-                limits,
-                ..options.clone()
-            };
-            open_all_with(reference_text, reference, &options)
-        }
-        _ => open_all_with(reference_text, reference, options),
-    }
-}
-
 /// The error for a limit of [`Limits`] that was hit, with its value shown for people.
 pub(crate) fn limit_error(
     name: &str,
@@ -212,7 +198,8 @@ pub(crate) fn limit_in_io(e: &std::io::Error, location: &str) -> Option<Error> {
     Some(limit_error(hit.name, hit.limit, hit.what, location))
 }
 
-fn open_all_with(reference_text: &str, reference: &Reference, options: &Options) -> Result<Vec<Image>> {
+/// Reads the image a reference names; with `options.all_platforms`, every platform it offers.
+pub fn open_all(reference_text: &str, reference: &Reference, options: &Options) -> Result<Vec<Image>> {
     match reference {
         Reference::OciDir { path, selector } => {
             require_dir(path)?;
@@ -265,7 +252,7 @@ fn open_all_with(reference_text: &str, reference: &Reference, options: &Options)
         Reference::Path { path } => {
             if path.is_dir() {
                 if path.join("oci-layout").is_file() || path.join("index.json").is_file() {
-                    open_all_with(
+                    open_all(
                         reference_text,
                         &Reference::OciDir {
                             path: path.clone(),

@@ -31,7 +31,12 @@ fn assert_snapshot(name: &str, actual: &str) {
 
 fn stdout_of(args: &[&str]) -> String {
     let out = memlint(args);
-    assert_eq!(out.status.code(), Some(0), "memlint {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "memlint {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).expect("UTF-8 output")
 }
 
@@ -80,7 +85,11 @@ fn rule_registry() {
         let id = rule["id"].as_str().expect("an id");
         let doc = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("rules/{id}.md")))
             .unwrap_or_else(|_| panic!("rules/{id}.md is missing"));
-        assert_eq!(stdout_of(&["explain", id]).trim_end(), doc.trim_end(), "explain {id}");
+        assert_eq!(
+            stdout_of(&["explain", id]).trim_end(),
+            doc.trim_end(),
+            "explain {id}"
+        );
     }
 }
 
@@ -115,7 +124,9 @@ fn diagnostic_codes() {
                 codes.push(format!(
                     "{}  {}",
                     &after[..end],
-                    last_message.take().unwrap_or_else(|| "(message built at run time)".to_string())
+                    last_message
+                        .take()
+                        .unwrap_or_else(|| "(message built at run time)".to_string())
                 ));
                 rest = &after[end..];
             }
@@ -125,8 +136,15 @@ fn diagnostic_codes() {
     let mut seen = std::collections::BTreeSet::new();
     for c in &codes {
         let code = c.split_whitespace().next().unwrap_or_default();
-        assert!(seen.insert(code.to_string()), "diagnostic code {code} is used twice");
+        assert!(
+            seen.insert(code.to_string()),
+            "diagnostic code {code} is used twice"
+        );
     }
-    assert!(codes.len() >= 10, "found only {} diagnostic codes: is the scan broken?", codes.len());
+    assert!(
+        codes.len() >= 10,
+        "found only {} diagnostic codes: is the scan broken?",
+        codes.len()
+    );
     assert_snapshot("diagnostic-codes.txt", &(codes.join("\n") + "\n"));
 }

@@ -6,10 +6,14 @@ pub mod inspect;
 pub(crate) mod lint;
 mod rules;
 
+use crate::cache::{LayerCache, DEFAULT_MAX_BYTES};
 use crate::cli::{Cli, Command};
 use crate::error::{Error, Result};
+use crate::sources::{EngineOptions, ProgressMode};
+use crate::tree::limits::{parse_size, Limits};
+use crate::warnings::Warnings;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 pub fn run(cli: Cli) -> Result<ExitCode> {
@@ -42,6 +46,66 @@ pub(crate) fn emit(output: Option<&Path>, text: &str) -> Result<()> {
     }
 }
 
+/// Warnings of the deep modules, printed on standard error as they come.
+pub(crate) fn stderr_warnings() -> Warnings {
+    Warnings::to(|message| eprintln!("memlint: warning: {message}"))
+}
+
+/// The environment variable that bounds the layer cache folder, e.g. `MEMLINT_CACHE_MAX_BYTES=512M`.
+pub const CACHE_MAX_BYTES_ENV: &str = "MEMLINT_CACHE_MAX_BYTES";
+
+/// The bound of the layer cache folder: `MEMLINT_CACHE_MAX_BYTES` when it is set and a size,
+/// else the default (with a warning when it is set but not a size).
+fn cache_max_bytes(warnings: &Warnings) -> u64 {
+    match std::env::var(CACHE_MAX_BYTES_ENV) {
+        Ok(v) if !v.trim().is_empty() => parse_size(&v).unwrap_or_else(|| {
+            warnings.warn(&format!(
+                "{CACHE_MAX_BYTES_ENV}={v} is not a size (e.g. 512M, 4G); the layer cache keeps its default bound of 2 GiB"
+            ));
+            DEFAULT_MAX_BYTES
+        }),
+        _ => DEFAULT_MAX_BYTES,
+    }
+}
+
+/// The environment variable that overrides the reader's limits: `name=value` pairs separated
+/// by commas, e.g. `MEMLINT_LIMITS=max_layer_bytes=128G,max_path_len=8192`.
+pub const LIMITS_ENV: &str = "MEMLINT_LIMITS";
+
+/// `limits` with `MEMLINT_LIMITS` applied over them, when it is set.
+fn limits_from_env(mut limits: Limits) -> Result<Limits> {
+    if let Some(spec) = env_text(LIMITS_ENV) {
+        limits
+            .apply(&spec)
+            .map_err(|reason| Error::BadLimits { reason })?;
+    }
+    Ok(limits)
+}
+
+/// The value of an environment variable, when it is set and not blank.
+fn env_text(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// Where the environment says the engines listen.
+fn engine_options() -> EngineOptions {
+    EngineOptions {
+        docker_host: env_text("DOCKER_HOST"),
+        docker_tls_verify: env_text("DOCKER_TLS_VERIFY"),
+        docker_context: env_text("DOCKER_CONTEXT"),
+        container_host: env_text("CONTAINER_HOST"),
+        xdg_runtime_dir: env_text("XDG_RUNTIME_DIR").map(PathBuf::from),
+    }
+}
+
+/// The Docker CLI's config folder: `$DOCKER_CONFIG`, else `~/.docker`.
+fn docker_config_dir() -> Option<PathBuf> {
+    match std::env::var_os("DOCKER_CONFIG").filter(|v| !v.is_empty()) {
+        Some(d) => Some(PathBuf::from(d)),
+        None => Some(PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?).join(".docker")),
+    }
+}
+
 /// The reader options that `--jobs`, `--platform` and the source flags give.
 pub(crate) fn source_options(
     source: &crate::cli::SourceArgs,
@@ -55,14 +119,25 @@ pub(crate) fn source_options(
     if let Some(j) = jobs {
         options.workers = j.max(1);
     }
+    options.warnings = stderr_warnings();
+    options.engine = engine_options();
+    options.docker_config = docker_config_dir();
     options.cache = if source.no_cache {
         None
     } else {
         source
             .cache_dir
             .clone()
-            .or_else(crate::cache::LayerCache::default_dir)
-            .map(|dir| std::sync::Arc::new(crate::cache::LayerCache::open(&dir)))
+            .or_else(|| {
+                LayerCache::default_dir(
+                    std::env::var_os("XDG_CACHE_HOME").as_deref(),
+                    std::env::var_os("HOME").as_deref(),
+                )
+            })
+            .map(|dir| {
+                let max_bytes = cache_max_bytes(&options.warnings);
+                std::sync::Arc::new(LayerCache::new(&dir, max_bytes, options.warnings.clone()))
+            })
     };
     let password = if source.password_stdin {
         if stdin_needed {
@@ -97,7 +172,13 @@ pub(crate) fn source_options(
         password,
         ..Default::default()
     };
-    options.progress = !quiet && (source.progress || std::io::stderr().is_terminal());
+    options.progress = match (quiet, std::io::stderr().is_terminal(), source.progress) {
+        (true, _, _) => ProgressMode::Off,
+        (false, true, _) => ProgressMode::Bars,
+        (false, false, true) => ProgressMode::Lines,
+        (false, false, false) => ProgressMode::Off,
+    };
+    options.limits = limits_from_env(options.limits)?;
     Ok(options)
 }
 

@@ -7,7 +7,7 @@ use oci_client::secrets::RegistryAuth;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// Where the credentials for a registry came from, for messages.
@@ -100,18 +100,15 @@ fn hostname_of(key: &str) -> &str {
     k.split('/').next().unwrap_or(k)
 }
 
-fn config_path() -> Option<PathBuf> {
-    let dir = match std::env::var_os("DOCKER_CONFIG").filter(|v| !v.is_empty()) {
-        Some(d) => PathBuf::from(d),
-        None => PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?).join(".docker"),
-    };
-    Some(dir.join("config.json"))
-}
-
-/// Credentials for `registry` from the docker config, or anonymous. Problems with the config
-/// or a helper are warnings, not errors: the registry may not need credentials at all.
-pub fn from_docker_config(registry: &str, warn: &mut dyn FnMut(String)) -> (RegistryAuth, Origin) {
-    let Some(path) = config_path() else {
+/// Credentials for `registry` from the docker config in `config_dir` (`$DOCKER_CONFIG`, else
+/// `~/.docker`; `None` when neither is known), or anonymous. Problems with the config or a
+/// helper are warnings, not errors: the registry may not need credentials at all.
+pub fn from_docker_config(
+    registry: &str,
+    config_dir: Option<&Path>,
+    warn: &mut dyn FnMut(String),
+) -> (RegistryAuth, Origin) {
+    let Some(path) = config_dir.map(|d| d.join("config.json")) else {
         return (RegistryAuth::Anonymous, Origin::Anonymous);
     };
     // A docker config is a few KB: only a regular file of at most 4 MiB is read (a FIFO or

@@ -97,19 +97,18 @@ pub fn platform_of(store: &dyn Store, config: &str) -> Result<Platform> {
     Ok(config_platform(&config))
 }
 
-pub fn load_manifest(store: &dyn Store, c: Candidate) -> Result<Chosen> {
+/// Reads the chosen entry's config (`config_member`) and plans its layers (`members`, with
+/// what `LayerSources` says of them by diff_id); `name` is the name it was chosen by.
+pub fn load_manifest(
+    store: &dyn Store,
+    config_member: &str,
+    members: Vec<String>,
+    layer_sources: &HashMap<String, (String, Option<Digest>)>,
+    name: Option<String>,
+) -> Result<Chosen> {
     let location = store.location();
-    let name = c.display_name();
-    let ManifestSource::Docker {
-        config: config_member,
-        layers: members,
-        layer_sources,
-    } = c.manifest
-    else {
-        unreachable!("load_manifest is only called for docker-archive candidates")
-    };
     let (config, config_digest) =
-        read_config(store, &config_member, digest_from_member(&config_member).as_ref())?;
+        read_config(store, config_member, digest_from_member(config_member).as_ref())?;
     let diff_ids = check_layer_count(&config, members.len(), &location)?;
     let mut history = layer_history(&config).into_iter();
     let layers = members

@@ -5,6 +5,7 @@
 mod credentials;
 mod docker;
 mod engine;
+mod layers;
 mod oci;
 mod progress;
 pub mod registry;
@@ -13,16 +14,21 @@ mod select;
 mod store;
 mod stream;
 
+pub use engine::EngineOptions;
+pub use progress::ProgressMode;
 pub use select::Candidate;
+use select::ManifestSource;
 pub use store::Store;
+
+pub(crate) use layers::{read_layers, Chosen, LayerPlan};
 
 use crate::digest::Digest;
 use crate::error::{Error, Result};
-use crate::image::{Image, Layer};
+use crate::image::Image;
 use crate::platform::Platform;
 use crate::reference::{ArchiveInput, Reference, Selector};
-use crate::tree::build::{build, BuildErrorKind, LayerInput};
-use crate::tree::{Compression, Interests, LayerDiff, Limits};
+use crate::tree::{Compression, Interests, Limits};
+use crate::warnings::Warnings;
 use oci_spec::image::ImageConfiguration;
 use std::path::Path;
 use std::sync::Arc;
@@ -43,8 +49,16 @@ pub struct Options {
     pub cache: Option<Arc<crate::cache::LayerCache>>,
     /// Credentials, CAs and insecure hosts for `registry:` references.
     pub registry: registry::RegistryOptions,
-    /// Draw progress bars on standard error.
-    pub progress: bool,
+    /// Where the engines of `docker:` and `podman:` references listen.
+    pub engine: EngineOptions,
+    /// The Docker CLI's config folder (`$DOCKER_CONFIG`, else `~/.docker`): registry
+    /// credentials and Docker contexts.
+    pub docker_config: Option<std::path::PathBuf>,
+    /// How layer reads show their progress on standard error.
+    pub progress: ProgressMode,
+    /// Where warnings go (a Docker config that cannot be read, a layer cache that cannot be
+    /// written); `commands/` prints them.
+    pub warnings: Warnings,
 }
 
 impl Default for Options {
@@ -57,7 +71,10 @@ impl Default for Options {
             all_platforms: false,
             cache: None,
             registry: registry::RegistryOptions::default(),
-            progress: false,
+            engine: EngineOptions::default(),
+            docker_config: None,
+            progress: ProgressMode::Off,
+            warnings: Warnings::default(),
         }
     }
 }
@@ -70,29 +87,6 @@ pub fn open(reference_text: &str, reference: &Reference, options: &Options) -> R
     };
     let mut images = open_all(reference_text, reference, &single)?;
     Ok(images.remove(0))
-}
-
-/// The environment variable that overrides the reader's limits: `name=value` pairs separated
-/// by commas, e.g. `MEMLINT_LIMITS=max_layer_bytes=128G,max_path_len=8192`.
-pub const LIMITS_ENV: &str = "MEMLINT_LIMITS";
-
-/// Reads the image a reference names; with `options.all_platforms`, every platform it offers.
-/// `MEMLINT_LIMITS`, when set, overrides `options.limits`.
-pub fn open_all(reference_text: &str, reference: &Reference, options: &Options) -> Result<Vec<Image>> {
-    match std::env::var(LIMITS_ENV) {
-        Ok(spec) if !spec.trim().is_empty() => {
-            let mut limits = options.limits.clone();
-            limits
-                .apply(&spec)
-                .map_err(|reason| Error::BadLimits { reason })?;
-            let options = Options {
-                limits,
-                ..options.clone()
-            };
-            open_all_with(reference_text, reference, &options)
-        }
-        _ => open_all_with(reference_text, reference, options),
-    }
 }
 
 /// The error for a limit of [`Limits`] that was hit, with its value shown for people.
@@ -140,7 +134,8 @@ pub(crate) fn limit_in_io(e: &std::io::Error, location: &str) -> Option<Error> {
     Some(limit_error(hit.name, hit.limit, hit.what, location))
 }
 
-fn open_all_with(reference_text: &str, reference: &Reference, options: &Options) -> Result<Vec<Image>> {
+/// Reads the image a reference names; with `options.all_platforms`, every platform it offers.
+pub fn open_all(reference_text: &str, reference: &Reference, options: &Options) -> Result<Vec<Image>> {
     match reference {
         Reference::OciDir { path, selector } => {
             require_dir(path)?;
@@ -193,7 +188,7 @@ fn open_all_with(reference_text: &str, reference: &Reference, options: &Options)
         Reference::Path { path } => {
             if path.is_dir() {
                 if path.join("oci-layout").is_file() || path.join("index.json").is_file() {
-                    open_all_with(
+                    open_all(
                         reference_text,
                         &Reference::OciDir {
                             path: path.clone(),
@@ -294,29 +289,6 @@ fn open_archive_file(
     load(reference_text, source, Arc::new(store), format, selector, options)
 }
 
-/// The manifest chosen for an image and what it needs to be read.
-pub(crate) struct Chosen {
-    pub name: Option<String>,
-    pub manifest_digest: Option<Digest>,
-    pub manifest_media_type: Option<String>,
-    pub config_digest: Option<Digest>,
-    pub config: ImageConfiguration,
-    pub platform: Platform,
-    pub platforms: Vec<Platform>,
-    pub layers: Vec<LayerPlan>,
-}
-
-/// A layer to read and what it must hash to.
-pub(crate) struct LayerPlan {
-    pub member: String,
-    pub media_type: String,
-    /// The blob digest the manifest gives (or the member name implies).
-    pub digest: Option<Digest>,
-    pub size: Option<u64>,
-    pub diff_id: Option<Digest>,
-    pub history: Option<String>,
-}
-
 fn load(
     reference_text: &str,
     source: &'static str,
@@ -353,21 +325,45 @@ fn load(
             }
         }
     };
+    let platform_of = |manifest: &ManifestSource| match manifest {
+        ManifestSource::Oci { digest, member, .. } => oci::platform_of(store.as_ref(), digest, member),
+        ManifestSource::Docker { config, .. } => docker::platform_of(store.as_ref(), config),
+    };
     let picks = if options.all_platforms {
-        select::every_platform(store.as_ref(), candidates, selector)?
+        select::every_platform(store.as_ref(), candidates, selector, &platform_of)?
     } else {
         vec![select::choose(
             store.as_ref(),
             candidates,
             selector,
             options.platform.as_ref(),
+            &platform_of,
         )?]
     };
     let mut images = Vec::with_capacity(picks.len());
     for (candidate, platforms) in picks {
-        let mut chosen = match &candidate.manifest {
-            select::ManifestSource::Oci { .. } => oci::load_manifest(store.as_ref(), candidate)?,
-            select::ManifestSource::Docker { .. } => docker::load_manifest(store.as_ref(), candidate)?,
+        let name = candidate.display_name();
+        let Candidate {
+            manifest, platform, ..
+        } = candidate;
+        let mut chosen = match manifest {
+            ManifestSource::Oci {
+                digest,
+                media_type,
+                member,
+            } => oci::load_manifest(
+                store.as_ref(),
+                &digest,
+                &member,
+                &media_type,
+                platform.as_ref(),
+                name,
+            )?,
+            ManifestSource::Docker {
+                config,
+                layers,
+                layer_sources,
+            } => docker::load_manifest(store.as_ref(), &config, layers, &layer_sources, name)?,
         };
         chosen.platforms = platforms;
         images.push(read_layers(
@@ -379,259 +375,6 @@ fn load(
         )?);
     }
     Ok(images)
-}
-
-/// The compression a layer media type names, when it names one.
-fn compression_of(media_type: &str) -> Option<Compression> {
-    if media_type.ends_with("gzip") {
-        Some(Compression::Gzip)
-    } else if media_type.ends_with("zstd") {
-        Some(Compression::Zstd)
-    } else if media_type.ends_with(".tar") {
-        Some(Compression::None)
-    } else {
-        None
-    }
-}
-
-/// Reads the chosen image's layers into a tree. With a layer cache, a layer whose diff_id has a
-/// usable entry is taken from it and its blob never opened (for a registry: never downloaded);
-/// every layer read and verified here is written to it.
-fn read_layers(
-    reference_text: &str,
-    source: &'static str,
-    store: Arc<dyn Store>,
-    chosen: Chosen,
-    options: &Options,
-) -> Result<Image> {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    let location = store.location();
-    let interests = Arc::new(options.interests.for_config(Some(&chosen.config)));
-    let cache = options.cache.as_ref();
-    let count = chosen.layers.len();
-    let hits: Arc<Vec<AtomicBool>> = Arc::new((0..count).map(|_| AtomicBool::new(false)).collect());
-    // Layers a streamed archive read before the config was known, with `options.interests`.
-    let mut streamed = vec![false; count];
-    let mut inputs = Vec::with_capacity(count);
-    let progress = Arc::new(progress::Progress::new(options.progress, count));
-    for (i, plan) in chosen.layers.iter().enumerate() {
-        if let Some(diff) = store.take_read_layer(&plan.member) {
-            inputs.push(LayerInput::Read(Box::new(diff)));
-            streamed[i] = true;
-            continue;
-        }
-        let key = plan.diff_id.clone().filter(|d| d.is_sha256());
-        let cached = match (cache, key) {
-            (Some(c), Some(k)) if c.contains(&k) => Some((c.clone(), k)),
-            _ => None,
-        };
-        // A cached layer needs no blob (a local store may not have exported it).
-        if cached.is_none() && store.size(&plan.member).is_none() {
-            return Err(Error::MissingBlob {
-                what: "layer".to_string(),
-                member: plan.member.clone(),
-                location: location.clone(),
-            });
-        }
-        let blob: crate::tree::build::OpenBlob = {
-            let (store, member, progress) = (store.clone(), plan.member.clone(), progress.clone());
-            let label = plan
-                .digest
-                .as_ref()
-                .map_or_else(|| plan.member.clone(), |d| d.to_string());
-            let size = plan.size.or_else(|| store.size(&plan.member));
-            Box::new(move || {
-                store.open(&member).map(|r| progress.track(i, &label, size, r)).map_err(|e| {
-                    if e.kind() == std::io::ErrorKind::NotFound {
-                        std::io::Error::new(
-                            e.kind(),
-                            format!("the image does not hold the blob {member}, and its layer cache entry could not be used ({e})"),
-                        )
-                    } else {
-                        e
-                    }
-                })
-            })
-        };
-        let Some((cache, key)) = cached else {
-            inputs.push(LayerInput::Blob(blob));
-            continue;
-        };
-        let (store, hits, interests, limits) = (
-            store.clone(),
-            hits.clone(),
-            interests.clone(),
-            options.limits.clone(),
-        );
-        let (member, media_type, digest, size) = (
-            plan.member.clone(),
-            plan.media_type.clone(),
-            plan.digest.clone(),
-            plan.size,
-        );
-        let lookup: crate::tree::build::Lookup = Box::new(move || {
-            let mut diff = cache.load(&key, &interests, &limits)?;
-            // The entry may have been read from another blob of the same layer (gzip from a
-            // registry, plain in an archive): say what this image stores, as far as is known
-            // without opening its blob.
-            diff.compression = compression_of(&media_type).unwrap_or(diff.compression);
-            let plain = diff.compression == Compression::None;
-            diff.blob_digest = match digest {
-                Some(d) => d,
-                // An uncompressed blob is the tar the diff_id hashes.
-                None if plain => diff.diff_id.clone(),
-                None => diff.blob_digest,
-            };
-            diff.blob_size = size.or_else(|| store.size(&member)).unwrap_or(if plain {
-                diff.uncompressed_size
-            } else {
-                diff.blob_size
-            });
-            hits[i].store(true, Ordering::SeqCst);
-            Some(diff)
-        });
-        inputs.push(LayerInput::Cached { lookup, blob });
-    }
-    let plans = &chosen.layers;
-    let check = |i: usize, diff: &LayerDiff| -> Result<()> {
-        let plan = &plans[i];
-        let mismatch = |what: &str, expected: &Digest, actual: &Digest| Error::DigestMismatch {
-            what: format!("layer {} ({what})", i + 1),
-            member: plan.member.clone(),
-            location: location.clone(),
-            expected: expected.to_string(),
-            actual: actual.to_string(),
-        };
-        let hit = hits[i].load(Ordering::SeqCst);
-        // A cached layer's blob was never opened: only its diff_id can be compared.
-        if let Some(expected) = plan.digest.as_ref().filter(|d| d.is_sha256() && !hit) {
-            if *expected != diff.blob_digest {
-                return Err(mismatch("blob", expected, &diff.blob_digest));
-            }
-        }
-        if let Some(size) = plan.size.filter(|_| !hit) {
-            if size != diff.blob_size {
-                return Err(Error::Layer {
-                    layer: format!("{} ({})", i + 1, plan.member),
-                    location: location.clone(),
-                    reason: format!("the manifest says {size} bytes, the blob has {}", diff.blob_size),
-                    help: "the blob was cut short or changed after it was written; export or pull the image again"
-                        .to_string(),
-                });
-            }
-        }
-        if let Some(expected) = plan.diff_id.as_ref().filter(|d| d.is_sha256()) {
-            if *expected != diff.diff_id {
-                return Err(mismatch(
-                    "uncompressed, against the config's diff_id",
-                    expected,
-                    &diff.diff_id,
-                ));
-            }
-            // Verified against the config: only now may the cache vouch for it.
-            if let (Some(cache), false) = (cache, hit) {
-                if !streamed[i] {
-                    cache.store(diff, &interests, &options.limits);
-                } else if !cache.contains(&diff.diff_id) {
-                    // Read for fewer interests than the config adds: never in place of an
-                    // entry that may hold more.
-                    cache.store(diff, &options.interests, &options.limits);
-                }
-            }
-        }
-        Ok(())
-    };
-    let built = build(inputs, &interests, &options.limits, options.workers, check);
-    if let Some(cache) = cache {
-        cache.evict();
-    }
-    let (tree, stats) = built.map_err(|e| {
-        let plan = &plans[e.index];
-        let layer = match &plan.digest {
-            Some(d) => format!("{} ({d})", e.index + 1),
-            None => format!("{} ({})", e.index + 1, plan.member),
-        };
-        match *e.kind {
-            BuildErrorKind::Rejected(err) => *err,
-            BuildErrorKind::Read(err) => {
-                if let crate::tree::layer::LayerError::Limit { name, limit, what } = &err {
-                    return limit_error(name, *limit, format!("layer {layer}: {what}"), location.clone());
-                }
-                if let crate::tree::layer::LayerError::PathTooLong { name, limit, start } = &err {
-                    return limit_error(
-                        name,
-                        *limit as u64,
-                        format!("layer {layer}: the path of entry `{start}…`"),
-                        location.clone(),
-                    );
-                }
-                let truncated = matches!(&err, crate::tree::layer::LayerError::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof)
-                    || err.to_string().contains("unexpected end");
-                Error::Layer {
-                    layer,
-                    location: location.clone(),
-                    reason: err.to_string(),
-                    help: if truncated {
-                        "the layer ends too early: the file was cut short while being written or copied; export the image again".to_string()
-                    } else {
-                        "the layer is damaged or not a tar stream; export or pull the image again".to_string()
-                    },
-                }
-            }
-            BuildErrorKind::Merge(crate::tree::merge::MergeError::Loop { path, limit }) => limit_error(
-                "max_link_depth",
-                limit as u64,
-                format!("layer {layer}: the symbolic links in the folders of `/{path}`"),
-                location.clone(),
-            ),
-            BuildErrorKind::Merge(crate::tree::merge::MergeError::PathTooLong { path, limit }) => limit_error(
-                "max_path_len",
-                limit as u64,
-                format!(
-                    "layer {layer}: the path that entry `/{}…` lands at once its links are followed",
-                    path.chars().take(64).collect::<String>()
-                ),
-                location.clone(),
-            ),
-            BuildErrorKind::Merge(err) => Error::Layer {
-                layer,
-                location: location.clone(),
-                reason: err.to_string(),
-                help: "container runtimes refuse this layer too; rebuild the image".to_string(),
-            },
-        }
-    })?;
-    let layers = chosen
-        .layers
-        .into_iter()
-        .zip(stats)
-        .zip(hits.iter())
-        .map(|((plan, s), hit)| Layer {
-            digest: plan.digest.unwrap_or_else(|| s.blob_digest.clone()),
-            media_type: plan.media_type,
-            size: s.blob_size,
-            uncompressed_size: s.uncompressed_size,
-            diff_id: s.diff_id,
-            compression: s.compression,
-            entries: s.entries,
-            history: plan.history,
-            from_cache: hit.load(Ordering::SeqCst),
-        })
-        .collect();
-    Ok(Image {
-        reference: reference_text.to_string(),
-        source,
-        location,
-        name: chosen.name,
-        manifest_digest: chosen.manifest_digest,
-        manifest_media_type: chosen.manifest_media_type,
-        config_digest: chosen.config_digest,
-        platform: chosen.platform,
-        platforms: chosen.platforms,
-        config: Some(chosen.config),
-        layers,
-        tree,
-    })
 }
 
 /// Parses a JSON document, naming it in the error.

@@ -301,10 +301,7 @@ fn read_manifest(store: &dyn Store, digest: &Digest, member: &str) -> Result<Ima
 }
 
 /// The platform of a manifest that its index entry did not state, from its config.
-pub fn platform_of(store: &dyn Store, c: &Candidate) -> Result<Platform> {
-    let ManifestSource::Oci { digest, member, .. } = &c.manifest else {
-        unreachable!("platform_of is only called for OCI candidates")
-    };
+pub fn platform_of(store: &dyn Store, digest: &Digest, member: &str) -> Result<Platform> {
     let manifest = read_manifest(store, digest, member)?;
     let config_digest = descriptor_digest(manifest.config(), &store.location())?;
     let (config, _) = read_config(store, &blob_member(&config_digest), Some(&config_digest))?;
@@ -317,17 +314,17 @@ fn is_layer_type(mt: &str) -> bool {
         || mt == "application/vnd.docker.image.rootfs.diff.tar"
 }
 
-/// Reads the chosen manifest and config and plans the layers.
-pub fn load_manifest(store: &dyn Store, c: Candidate) -> Result<Chosen> {
+/// Reads the chosen manifest (`digest`, stored as `member`) and its config and plans the
+/// layers. `index_platform` is what the index said of it, `name` the name it was chosen by.
+pub fn load_manifest(
+    store: &dyn Store,
+    digest: &Digest,
+    member: &str,
+    media_type: &str,
+    index_platform: Option<&Platform>,
+    name: Option<String>,
+) -> Result<Chosen> {
     let location = store.location();
-    let ManifestSource::Oci {
-        digest,
-        member,
-        media_type,
-    } = &c.manifest
-    else {
-        unreachable!("load_manifest is only called for OCI candidates")
-    };
     let manifest = read_manifest(store, digest, member)?;
     let config_digest = descriptor_digest(manifest.config(), &location)?;
     let (config, config_digest) = read_config(store, &blob_member(&config_digest), Some(&config_digest))?;
@@ -355,19 +352,16 @@ pub fn load_manifest(store: &dyn Store, c: Candidate) -> Result<Chosen> {
     }
     // The config is the truth for os and architecture; an index may add the variant.
     let mut platform = config_platform(&config);
-    if let Some(p) = c
-        .platform
-        .as_ref()
-        .filter(|p| p.os == platform.os && p.architecture == platform.architecture)
+    if let Some(p) = index_platform.filter(|p| p.os == platform.os && p.architecture == platform.architecture)
     {
         if platform.variant.is_none() {
             platform.variant = p.variant.clone();
         }
     }
     Ok(Chosen {
-        name: c.display_name(),
+        name,
         manifest_digest: Some(digest.clone()),
-        manifest_media_type: Some(media_type.clone()),
+        manifest_media_type: Some(media_type.to_string()),
         config_digest: Some(config_digest),
         platforms: vec![platform.clone()],
         platform,

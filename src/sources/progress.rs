@@ -1,12 +1,25 @@
 //! Progress of layer reads on standard error: bars on a terminal, one line per finished layer
-//! when `--progress` asks for it elsewhere (CI logs), nothing otherwise.
+//! when `--progress` asks for it elsewhere (CI logs), nothing otherwise. Which of these is for
+//! `commands/` to say (it knows the flags and the terminal); drawing stays here, beside the
+//! blob readers whose bytes it counts, on the threads that read them.
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::io::{self, IsTerminal, Read};
+use std::io::{self, Read};
 use std::time::Instant;
 
 /// Layers smaller than this are read too fast for a bar to mean anything.
 const MIN_BYTES: u64 = 4 << 20;
+
+/// How layer reads show their progress on standard error.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ProgressMode {
+    #[default]
+    Off,
+    /// A bar per layer being read (standard error is a terminal).
+    Bars,
+    /// One line per layer once it is read (standard error is a log).
+    Lines,
+}
 
 /// The progress display of one image read.
 pub struct Progress {
@@ -21,13 +34,11 @@ enum Mode {
 }
 
 impl Progress {
-    pub fn new(enabled: bool, total_layers: usize) -> Progress {
-        let mode = match enabled {
-            false => Mode::Off,
-            true if io::stderr().is_terminal() => {
-                Mode::Bars(MultiProgress::with_draw_target(ProgressDrawTarget::stderr()))
-            }
-            true => Mode::Lines,
+    pub fn new(mode: ProgressMode, total_layers: usize) -> Progress {
+        let mode = match mode {
+            ProgressMode::Off => Mode::Off,
+            ProgressMode::Bars => Mode::Bars(MultiProgress::with_draw_target(ProgressDrawTarget::stderr())),
+            ProgressMode::Lines => Mode::Lines,
         };
         Progress { mode, total_layers }
     }
@@ -146,8 +157,8 @@ mod tests {
     #[test]
     fn tracking_passes_every_byte_through() {
         let data: Vec<u8> = (0..10_000_000u32).map(|i| i as u8).collect();
-        for enabled in [false, true] {
-            let p = Progress::new(enabled, 3);
+        for mode in [ProgressMode::Off, ProgressMode::Bars, ProgressMode::Lines] {
+            let p = Progress::new(mode, 3);
             let mut r = p.track(
                 1,
                 "sha256:0123456789abcdef0123",

@@ -450,7 +450,6 @@ impl RegistryStore {
         let repository = reference.repository().to_string();
         let settings = &options.registry;
         let certificates = read_certificates(&settings.ca_files)?;
-        let mut warnings = Vec::new();
         // `commands::bind_credentials` names the registry they belong to; without it (a
         // library caller), the first registry reference read claims them.
         let explicit = settings
@@ -460,11 +459,10 @@ impl RegistryStore {
             .filter(|_| settings.explicit_registry.get_or_init(|| registry.clone()) == &registry);
         let (auth, origin) = match explicit {
             Some((u, p)) => (RegistryAuth::Basic(u, p), Origin::Explicit),
-            None => credentials::from_docker_config(&registry, &mut |w| warnings.push(w)),
+            None => credentials::from_docker_config(&registry, options.docker_config.as_deref(), &mut |w| {
+                options.warnings.warn(&w)
+            }),
         };
-        for w in warnings {
-            eprintln!("memlint: warning: {w}");
-        }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()

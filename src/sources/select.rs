@@ -94,14 +94,19 @@ fn name_matches(names: &[String], wanted: &str) -> bool {
         .any(|n| n == wanted || normalize_name(n) == normalize_name(wanted))
 }
 
+/// Reads the platform of a manifest that its index entry did not state (from its config);
+/// the format that listed the candidate knows how.
+pub type PlatformOf<'a> = dyn Fn(&ManifestSource) -> Result<Platform> + 'a;
+
 /// Picks the image to read; also returns every platform its name offers.
 pub fn choose(
     store: &dyn Store,
     candidates: Vec<Candidate>,
     selector: Option<&Selector>,
     wanted: Option<&Platform>,
+    platform_of: &PlatformOf,
 ) -> Result<(Candidate, Vec<Platform>)> {
-    let candidates = narrow(store, candidates, selector)?;
+    let candidates = narrow(store, candidates, selector, platform_of)?;
     pick(store, candidates, wanted)
 }
 
@@ -123,6 +128,7 @@ fn narrow(
     store: &dyn Store,
     mut candidates: Vec<Candidate>,
     selector: Option<&Selector>,
+    platform_of: &PlatformOf,
 ) -> Result<Vec<Candidate>> {
     let location = store.location();
     if candidates.is_empty() {
@@ -159,10 +165,7 @@ fn narrow(
             let platform = match known.get(&key) {
                 Some(p) => p.clone(),
                 None => {
-                    let p = match &c.manifest {
-                        ManifestSource::Oci { .. } => super::oci::platform_of(store, c)?,
-                        ManifestSource::Docker { config, .. } => super::docker::platform_of(store, config)?,
-                    };
+                    let p = platform_of(&c.manifest)?;
                     known.insert(key, p.clone());
                     p
                 }
@@ -256,12 +259,13 @@ pub fn every_platform(
     store: &dyn Store,
     candidates: Vec<Candidate>,
     selector: Option<&Selector>,
+    platform_of: &PlatformOf,
 ) -> Result<Vec<(Candidate, Vec<Platform>)>> {
     let mut out = Vec::new();
     let mut seen: Vec<Platform> = Vec::new();
     // Narrowed once (platforms read once); each platform is then picked by the same rules as
     // `choose`, among the candidates that platform can pick.
-    let candidates = narrow(store, candidates, selector)?;
+    let candidates = narrow(store, candidates, selector, platform_of)?;
     let of = |p: &Platform| -> Vec<Candidate> {
         candidates
             .iter()

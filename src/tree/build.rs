@@ -3,7 +3,8 @@
 //! layers' entries at once.
 
 use super::interest::Interests;
-use super::layer::{read_layer_in, Budget, LayerDiff, LayerError, Limits};
+use super::layer::{read_layer_in, Budget, LayerDiff, LayerError};
+use super::limits::Limits;
 use super::FileTree;
 use std::collections::BTreeMap;
 use std::io::Read;

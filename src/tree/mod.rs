@@ -5,11 +5,13 @@
 pub mod build;
 pub mod interest;
 pub mod layer;
+pub mod limits;
 pub mod merge;
 mod resolve;
 
 pub use interest::Interests;
-pub use layer::{Budget, Compression, EntryKind, LayerDiff, LayerEntry, Limits};
+pub use layer::{Budget, Compression, EntryKind, LayerDiff, LayerEntry};
+pub use limits::Limits;
 pub use resolve::ResolveError;
 
 use crate::elf::ElfInfo;

@@ -5,11 +5,11 @@
 //! `docker.io/library/app:1`), memlint passes it through.
 
 mod cached;
-mod http;
+mod client;
 
 use super::{load, stream, Format, Image, Options};
 use crate::error::{Error, Result};
-use http::{Endpoint, RequestError, Response, Timeouts};
+use client::{Body, Endpoint, RequestError, Response, Timeouts};
 use serde::Deserialize;
 use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -83,8 +83,8 @@ impl Engine {
         format!("the {} ({})", self.label(), self.origin)
     }
 
-    fn get(&self, path: &str, timeouts: Timeouts) -> Result<Response<BufReader<http::Conn>>, RequestError> {
-        http::get(&self.endpoint, path, timeouts)
+    fn get(&self, path: &str, timeouts: Timeouts) -> Result<Response, RequestError> {
+        client::get(&self.endpoint, path, timeouts)
     }
 
     fn unreachable(&self, e: &io::Error) -> Error {
@@ -148,28 +148,27 @@ impl Engine {
 
     /// `GET path`; a non-2xx answer becomes an error carrying the daemon's `message`, except
     /// 404, which is `Ok(None)`.
-    fn request(
-        &self,
-        path: &str,
-        what: &str,
-        timeouts: Timeouts,
-    ) -> Result<Option<http::Body<BufReader<http::Conn>>>> {
+    fn request(&self, path: &str, what: &str, timeouts: Timeouts) -> Result<Option<Body>> {
         let response = match self.get(path, timeouts) {
             Ok(r) => r,
             Err(RequestError::Connect(e)) => return Err(self.unreachable(&e)),
             Err(RequestError::Exchange(e)) => return Err(self.exchange_failed(what, &e, timeouts.head)),
         };
-        let Response { head, mut body } = response;
-        if (200..300).contains(&head.status) {
+        let Response {
+            status,
+            reason,
+            mut body,
+        } = response;
+        if (200..300).contains(&status) {
             return Ok(Some(body));
         }
-        if head.status == 404 {
+        if status == 404 {
             return Ok(None);
         }
         let message = error_message(&mut body);
         Err(Error::Engine {
             what: format!("{what} from the {}", self.label()),
-            reason: format!("it answered {} {}: {message}", head.status, head.reason),
+            reason: format!("it answered {status} {reason}: {message}"),
             help: format!(
                 "the {} refused the request; check `{} info` and its logs",
                 self.kind.product(),
@@ -191,7 +190,7 @@ impl Engine {
     }
 
     fn inspect(&self, name: &str, max_json: u64) -> Result<Inspect> {
-        let path = format!("/images/{}/json", http::encode_path_segment(name));
+        let path = format!("/images/{}/json", client::encode_path_segment(name));
         let what = format!("inspecting image `{name}`");
         let mut body = self
             .request(&path, &what, API_TIMEOUTS)?
@@ -204,14 +203,14 @@ impl Engine {
 
     /// The image's history, or `None` when the engine will not say; it only labels layers.
     fn history(&self, name: &str, max_json: u64) -> Option<Vec<HistoryItem>> {
-        let path = format!("/images/{}/history", http::encode_path_segment(name));
+        let path = format!("/images/{}/history", client::encode_path_segment(name));
         let mut body = self.request(&path, "reading the history", API_TIMEOUTS).ok()??;
         let bytes = body.read_bounded(max_json).ok()?;
         serde_json::from_slice(&bytes).ok()
     }
 
-    fn export(&self, name: &str) -> Result<http::Body<BufReader<http::Conn>>> {
-        let path = format!("/images/{}/get", http::encode_path_segment(name));
+    fn export(&self, name: &str) -> Result<Body> {
+        let path = format!("/images/{}/get", client::encode_path_segment(name));
         // A 404 here means the image went away after it was inspected.
         self.request(&path, &format!("exporting image `{name}`"), EXPORT_TIMEOUTS)?
             .ok_or_else(|| self.no_image(name))
@@ -310,9 +309,20 @@ fn check_name(name: &str, scheme: &str) -> Result<()> {
     Ok(())
 }
 
-/// The value of an environment variable, when set and not empty.
-fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+/// What the environment says about where the engines listen; `commands/` reads it. A variable
+/// that is unset or blank is `None`.
+#[derive(Clone, Debug, Default)]
+pub struct EngineOptions {
+    /// `DOCKER_HOST`.
+    pub docker_host: Option<String>,
+    /// `DOCKER_TLS_VERIFY`: set, it asks for TLS, which memlint refuses up front.
+    pub docker_tls_verify: Option<String>,
+    /// `DOCKER_CONTEXT`.
+    pub docker_context: Option<String>,
+    /// `CONTAINER_HOST`.
+    pub container_host: Option<String>,
+    /// `XDG_RUNTIME_DIR`, where rootless Podman puts its API socket.
+    pub xdg_runtime_dir: Option<PathBuf>,
 }
 
 /// Parses a DOCKER_HOST / CONTAINER_HOST value into an endpoint memlint can talk to.
@@ -383,8 +393,9 @@ fn split_host_port(s: &str) -> Option<(String, Option<u16>)> {
 }
 
 /// The Docker Engine as the Docker CLI finds it: DOCKER_HOST, else the default socket.
-fn docker_engine() -> Result<Engine> {
-    if let Some(verify) = env("DOCKER_TLS_VERIFY") {
+fn docker_engine(options: &Options) -> Result<Engine> {
+    let environment = &options.engine;
+    if let Some(verify) = environment.docker_tls_verify.clone() {
         return Err(Error::EngineHost {
             variable: "DOCKER_TLS_VERIFY".to_string(),
             value: verify,
@@ -394,16 +405,16 @@ fn docker_engine() -> Result<Engine> {
                 .to_string(),
         });
     }
-    if let Some(host) = env("DOCKER_HOST") {
+    if let Some(host) = &environment.docker_host {
         return Ok(Engine {
             kind: Kind::Docker,
-            endpoint: parse_host("DOCKER_HOST", &host, Kind::Docker)?,
+            endpoint: parse_host("DOCKER_HOST", host, Kind::Docker)?,
             origin: "from DOCKER_HOST".to_string(),
         });
     }
-    let config_dir = docker_config_dir();
-    if let Some((name, variable)) = docker_context(config_dir.as_deref()) {
-        return context_engine(config_dir.as_deref(), &name, variable);
+    let config_dir = options.docker_config.as_deref();
+    if let Some((name, variable)) = docker_context(config_dir, environment.docker_context.as_deref()) {
+        return context_engine(config_dir, &name, variable);
     }
     Ok(Engine {
         kind: Kind::Docker,
@@ -414,14 +425,6 @@ fn docker_engine() -> Result<Engine> {
 
 /// The largest Docker CLI file (config.json, a context's meta.json) read.
 const MAX_DOCKER_FILE: u64 = 4 << 20;
-
-/// `$DOCKER_CONFIG`, else `~/.docker`.
-fn docker_config_dir() -> Option<PathBuf> {
-    match std::env::var_os("DOCKER_CONFIG").filter(|v| !v.is_empty()) {
-        Some(d) => Some(PathBuf::from(d)),
-        None => Some(PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?).join(".docker")),
-    }
-}
 
 /// A small JSON file of the Docker CLI: `Ok(None)` when it is not there; only a regular file
 /// of at most 4 MiB is read (a FIFO or a device there must not hang or fill memory).
@@ -452,8 +455,8 @@ fn read_docker_file(path: &Path) -> std::result::Result<Option<serde_json::Value
 /// The Docker context selected other than `default`, and what selected it: DOCKER_CONTEXT,
 /// else `currentContext` in config.json (a config that cannot be read selects none, as for
 /// credentials).
-fn docker_context(config_dir: Option<&Path>) -> Option<(String, &'static str)> {
-    let (name, variable) = match env("DOCKER_CONTEXT") {
+fn docker_context(config_dir: Option<&Path>, docker_context: Option<&str>) -> Option<(String, &'static str)> {
+    let (name, variable) = match docker_context {
         Some(name) => (name.trim().to_string(), "DOCKER_CONTEXT"),
         None => {
             let config = read_docker_file(&config_dir?.join("config.json")).ok()??;
@@ -538,21 +541,21 @@ fn context_engine(config_dir: Option<&Path>, name: &str, variable: &str) -> Resu
 /// Reads `docker:NAME`.
 pub(super) fn open_docker(reference_text: &str, name: &str, options: &Options) -> Result<Vec<Image>> {
     check_name(name, "docker")?;
-    let engine = docker_engine()?;
+    let engine = docker_engine(options)?;
     open_through_api(reference_text, name, &engine, options)
 }
 
 /// Reads `podman:NAME`: the API socket when one answers, else `podman image save`.
 pub(super) fn open_podman(reference_text: &str, name: &str, options: &Options) -> Result<Vec<Image>> {
     check_name(name, "podman")?;
-    if let Some(host) = env("CONTAINER_HOST") {
+    if let Some(host) = &options.engine.container_host {
         if host.trim().starts_with("ssh://") {
             // podman itself knows the ssh connection (keys, known hosts); let it export.
             return podman_save(reference_text, name, options);
         }
         let engine = Engine {
             kind: Kind::Podman,
-            endpoint: parse_host("CONTAINER_HOST", &host, Kind::Podman)?,
+            endpoint: parse_host("CONTAINER_HOST", host, Kind::Podman)?,
             origin: "from CONTAINER_HOST".to_string(),
         };
         // With CONTAINER_HOST set, `podman` goes to that service too, so a dead one is an
@@ -560,21 +563,20 @@ pub(super) fn open_podman(reference_text: &str, name: &str, options: &Options) -
         return open_through_api(reference_text, name, &engine, options);
     }
     let mut sockets = Vec::new();
-    if let Some(dir) = env("XDG_RUNTIME_DIR") {
+    if let Some(dir) = &options.engine.xdg_runtime_dir {
         sockets.push((
-            Path::new(&dir).join("podman/podman.sock"),
+            dir.join("podman/podman.sock"),
             "$XDG_RUNTIME_DIR/podman/podman.sock",
         ));
     }
     sockets.push((PathBuf::from(ROOTFUL_PODMAN_SOCKET), "the rootful default"));
     for (path, origin) in sockets {
-        let endpoint = Endpoint::Unix(path);
         // A socket that accepts is a service (or systemd starting one); one that does not is
         // left for the next place, and in the end for `podman image save`.
-        if http::Conn::connect(&endpoint, API_TIMEOUTS.connect).is_ok() {
+        if std::os::unix::net::UnixStream::connect(&path).is_ok() {
             let engine = Engine {
                 kind: Kind::Podman,
-                endpoint,
+                endpoint: Endpoint::Unix(path),
                 origin: origin.to_string(),
             };
             return open_through_api(reference_text, name, &engine, options);

@@ -1,0 +1,451 @@
+//! The per-layer analysis cache: what a layer contributes to the file tree (paths, kinds,
+//! modes, owners, sizes, links, ELF facts) and the file contents kept from it, stored by the
+//! layer's diff_id so that a second read of an image, or of another image on the same base,
+//! reads only the layers it has not seen.
+//!
+//! - Where: `DIR/layers/v<FORMAT>-<memlint version>/sha256/<diff_id hex>`. An upgrade starts a
+//!   new folder rather than tripping over the old entries; the old ones age out by eviction.
+//! - Key: the diff_id (sha256 of the uncompressed tar), which the config gives before any
+//!   blob is opened, for every source; the same layer stored gzip or zstd, in a registry, an
+//!   OCI layout or a `docker save` archive, is one entry. The rootfs source (`dir:`) has no
+//!   digests and so no cache.
+//! - Trust: like Docker's layer store, a cached layer is trusted by its diff_id. An entry is
+//!   only written after the blob it came from was read and its diff_id verified against the
+//!   config, and each entry carries a sha256 of itself, so damage reads as a miss.
+//! - Interests: an entry records what it was read for (keep rules, script patterns, ELF
+//!   flags). A lookup uses it only when it holds everything the current read would keep, and
+//!   trims it to exactly that, so a cached read gives the same tree as reading the blob.
+//! - Files: written to a unique temporary name beside the final one, synced, then renamed, so
+//!   readers only ever see complete entries and concurrent runs writing the same layer both
+//!   succeed. Least recently used entries (a hit refreshes the mtime) are removed once the
+//!   folder passes its bound (`MEMLINT_CACHE_MAX_BYTES`, read by `commands/`; default 2 GiB).
+//! - Failures: a damaged entry is removed with one warning and the layer is read from the
+//!   image; an entry larger than this run's limits allow is a plain miss and stays; a folder
+//!   that cannot be written or read gives one warning and the run goes on without the cache.
+//!   The cache never fails a lint.
+//! - Links: only real folders are walked, written and read; a symbolic link in place of
+//!   `layers` or the entries folder turns the cache off with one warning, and eviction skips
+//!   linked folders, so neither leads outside the cache.
+//! - Warnings go to the [`Warnings`] sink the cache was opened with; `commands/` prints them.
+//!
+//! The folder policy (layout, atomic writes, eviction) is in [`folder`], the entry format in
+//! [`wire`], and whether an entry can serve a read in [`fit`].
+
+mod fit;
+mod folder;
+mod wire;
+
+pub use wire::FORMAT;
+
+use crate::digest::Digest;
+use crate::tree::{Interests, LayerDiff, Limits};
+use crate::warnings::Warnings;
+use std::ffi::OsStr;
+use std::fs::{self, File};
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::SystemTime;
+use wire::Rejected;
+
+/// The bound of the cache folder when none is given.
+pub const DEFAULT_MAX_BYTES: u64 = 2 << 30;
+
+/// A cache folder.
+#[derive(Debug)]
+pub struct LayerCache {
+    dir: PathBuf,
+    max_bytes: u64,
+    warnings: Warnings,
+    /// Set after the folder could not be read: the rest of the run goes on without it.
+    reads_off: AtomicBool,
+    /// Set after an entry could not be written (read-only folder, full disk); reads go on,
+    /// since a read-only cache shared by CI jobs is still worth reading.
+    writes_off: AtomicBool,
+    /// Something was written since the last eviction pass.
+    wrote: AtomicBool,
+}
+
+impl LayerCache {
+    /// The folder users expect, from the values of `XDG_CACHE_HOME` and `HOME`:
+    /// `$XDG_CACHE_HOME/memlint` when that is an absolute path, else `~/.cache/memlint`.
+    pub fn default_dir(xdg_cache_home: Option<&OsStr>, home: Option<&OsStr>) -> Option<PathBuf> {
+        let base = xdg_cache_home
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .or_else(|| {
+                home.filter(|v| !v.is_empty())
+                    .map(|h| PathBuf::from(h).join(".cache"))
+            })?;
+        Some(base.join("memlint"))
+    }
+
+    /// A cache in `dir` whose entries are kept under `max_bytes` together; warnings go to
+    /// `warnings`. Nothing is touched on disk until a layer is looked up or written.
+    pub fn new(dir: &Path, max_bytes: u64, warnings: Warnings) -> LayerCache {
+        LayerCache {
+            dir: dir.to_path_buf(),
+            max_bytes,
+            warnings,
+            reads_off: AtomicBool::new(false),
+            writes_off: AtomicBool::new(false),
+            wrote: AtomicBool::new(false),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Where the entry for a layer lives; only sha256 diff_ids are keys, since only those are
+    /// verified while reading.
+    pub fn entry_path(&self, diff_id: &Digest) -> Option<PathBuf> {
+        diff_id
+            .is_sha256()
+            .then(|| folder::entries_dir(&self.dir).join(diff_id.hex()))
+    }
+
+    /// Whether the folders from `layers` down to the entries folder are real folders (or not
+    /// there yet). A symbolic link among them could lead writes, and the removals of damaged or
+    /// evicted entries, outside the cache; such a cache is not used, with one warning.
+    fn folders_are_real(&self) -> bool {
+        let Some(at) = folder::first_unreal_folder(&self.dir) else {
+            return true;
+        };
+        self.writes_off.store(true, Ordering::Relaxed);
+        if !self.reads_off.swap(true, Ordering::Relaxed) {
+            self.warnings.warn(&format!(
+                "the layer cache folder {} is not a plain folder (a symbolic link?); going on without the cache",
+                at.display()
+            ));
+        }
+        false
+    }
+
+    /// Whether an entry exists for the layer (cheap: the file is not read, so it may still turn
+    /// out damaged or made for other interests).
+    pub fn contains(&self, diff_id: &Digest) -> bool {
+        !self.reads_off.load(Ordering::Relaxed)
+            && self
+                .entry_path(diff_id)
+                .is_some_and(|p| fs::metadata(p).is_ok_and(|m| m.is_file()))
+    }
+
+    /// The layer as a read with `wanted` under `limits` would give it, when an entry holds all
+    /// of that. A damaged entry is removed with a warning; an entry read for other interests
+    /// is left for the caller to overwrite.
+    pub(crate) fn load(&self, diff_id: &Digest, wanted: &Interests, limits: &Limits) -> Option<LayerDiff> {
+        if self.reads_off.load(Ordering::Relaxed) {
+            return None;
+        }
+        let path = self.entry_path(diff_id)?;
+        if !self.folders_are_real() {
+            return None;
+        }
+        let mut file = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
+            Err(e) => {
+                if !self.reads_off.swap(true, Ordering::Relaxed) {
+                    self.warnings.warn(&format!(
+                        "cannot read the layer cache in {} ({e}); going on without it",
+                        self.dir.display()
+                    ));
+                }
+                return None;
+            }
+        };
+        let bound = read_bound(limits);
+        // An entry larger than this run's limits allow is a miss, not damage: a run with the
+        // usual limits can still use it.
+        if file.metadata().map_or(true, |m| !m.is_file() || m.len() > bound) {
+            return None;
+        }
+        let mut bytes = Vec::new();
+        let decoded = match (&mut file).take(bound.saturating_add(1)).read_to_end(&mut bytes) {
+            Err(e) => Err(Rejected::Damaged(format!("it cannot be read: {e}"))),
+            // It grew while it was read (another run replaced it): a miss.
+            Ok(_) if bytes.len() as u64 > bound => Err(Rejected::TooLarge),
+            Ok(_) => wire::decode(&bytes, diff_id, bound),
+        };
+        drop(bytes);
+        let (mut diff, made_with) = match decoded {
+            Ok(d) => d,
+            Err(Rejected::TooLarge) => return None,
+            Err(Rejected::Damaged(reason)) => {
+                self.warnings.warn(&format!(
+                    "the layer cache entry {} is damaged ({reason}); it is removed and the layer read from the image",
+                    path.display()
+                ));
+                let _ = fs::remove_file(&path);
+                return None;
+            }
+        };
+        if !fit::fit(&mut diff.entries, &made_with, wanted, limits) {
+            return None;
+        }
+        // The mtime is the recency eviction goes by; a folder we cannot touch is still usable.
+        let _ = file.set_modified(SystemTime::now());
+        Some(diff)
+    }
+
+    /// Writes the entry for a layer whose diff_id was verified, read with `made_with`. Any
+    /// failure turns writing off for the rest of the run, with one warning.
+    pub(crate) fn store(&self, diff: &LayerDiff, made_with: &Interests, limits: &Limits) {
+        if self.writes_off.load(Ordering::Relaxed) {
+            return;
+        }
+        let Some(path) = self.entry_path(&diff.diff_id) else {
+            return;
+        };
+        if !self.folders_are_real() {
+            return;
+        }
+        let bytes = match wire::encode(diff, made_with, read_bound(limits)) {
+            Ok(Some(b)) => b,
+            // Too large to be read back under these limits: not worth the disk.
+            Ok(None) => return,
+            Err(e) => return self.write_failed(&e),
+        };
+        match folder::write_atomically(&path, &bytes) {
+            Ok(()) => self.wrote.store(true, Ordering::Relaxed),
+            Err(e) => self.write_failed(&e),
+        }
+    }
+
+    fn write_failed(&self, e: &io::Error) {
+        if !self.writes_off.swap(true, Ordering::Relaxed) {
+            self.warnings.warn(&format!(
+                "cannot write the layer cache in {} ({e}); going on without it (--cache-dir moves it, --no-cache turns it off)",
+                self.dir.display()
+            ));
+        }
+    }
+
+    /// After writing: removes temporary files that a dead run left, and when the entries pass
+    /// the bound, the least recently used ones until they are under 90% of it.
+    pub(crate) fn evict(&self) {
+        if self.wrote.swap(false, Ordering::Relaxed) {
+            folder::evict(&self.dir, self.max_bytes);
+        }
+    }
+}
+
+/// The largest entry (compressed or not) read back: a layer's metadata and kept contents can
+/// take no more than this in memory when read from its blob either.
+fn read_bound(limits: &Limits) -> u64 {
+    limits
+        .max_metadata_bytes
+        .saturating_add(limits.max_kept_bytes_per_layer)
+}
+
+/// Layers to test the cache with, and a comparable view of what a read gives.
+#[cfg(test)]
+mod sample {
+    use crate::tree::layer::read_layer;
+    use crate::tree::{Interests, LayerDiff, Limits};
+
+    /// A plain tar of `(path, contents)` files.
+    pub(super) fn tar(files: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut b = tar::Builder::new(Vec::new());
+        for (path, data) in files {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(data.len() as u64);
+            h.set_mode(0o755);
+            h.set_entry_type(tar::EntryType::Regular);
+            b.append_data(&mut h, path, *data).unwrap();
+        }
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Symlink);
+        h.set_size(0);
+        b.append_link(&mut h, "usr/bin/sh", "dash").unwrap();
+        b.into_inner().unwrap()
+    }
+
+    pub(super) fn elf() -> Vec<u8> {
+        // A 64-bit little-endian x86-64 executable header, no program headers.
+        let mut h = vec![0u8; 64];
+        h[..4].copy_from_slice(b"\x7fELF");
+        h[4] = 2;
+        h[5] = 1;
+        h[16] = 2;
+        h[18] = 62;
+        h
+    }
+
+    pub(super) fn sample() -> Vec<u8> {
+        let elf = elf();
+        tar(&[
+            ("etc/os-release", b"ID=debian\nVERSION_ID=12\n"),
+            ("usr/bin/start", b"#!/bin/sh\nexec /opt/app/run \"$@\"\n"),
+            ("opt/app/run", b"#!/bin/sh\necho run\n"),
+            ("opt/app/data", b"not a script"),
+            ("usr/bin/tool", &elf),
+            ("var/lib/dpkg/status", &[b'x'; 5000]),
+        ])
+    }
+
+    pub(super) fn read(tar: &[u8], interests: &Interests, limits: &Limits) -> LayerDiff {
+        read_layer(tar, interests, limits).unwrap()
+    }
+
+    /// What a tree cares about, in a comparable form.
+    pub(super) fn view(d: &LayerDiff) -> Vec<String> {
+        d.entries
+            .iter()
+            .map(|e| format!("{:?} {:?} {:?} {:?} {}", e.path, e.kind, e.content, e.elf, e.size))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::folder::{read_dir, STALE_TEMP};
+    use super::sample::{read, sample, view};
+    use super::wire::VERSION;
+    use super::*;
+    use std::time::Duration;
+
+    fn quiet_cache(dir: &Path, max_bytes: u64) -> LayerCache {
+        LayerCache::new(dir, max_bytes, Warnings::ignored())
+    }
+
+    #[test]
+    fn an_entry_over_this_runs_bound_is_a_miss_that_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = Limits::default();
+        let interests = Interests::for_facts();
+        let cache = quiet_cache(dir.path(), 1 << 30);
+        let diff = read(&sample(), &interests, &limits);
+        cache.store(&diff, &interests, &limits);
+        let path = cache.entry_path(&diff.diff_id).unwrap();
+        let before = fs::read(&path).unwrap();
+        for tight in [
+            // Below the file's size: refused before it is read.
+            Limits {
+                max_metadata_bytes: 0,
+                max_kept_bytes_per_layer: 16,
+                ..Limits::default()
+            },
+            // Above the file's size, below what it unpacks to.
+            Limits {
+                max_metadata_bytes: 0,
+                max_kept_bytes_per_layer: before.len() as u64,
+                ..Limits::default()
+            },
+        ] {
+            assert!(cache.load(&diff.diff_id, &interests, &tight).is_none());
+            assert_eq!(fs::read(&path).unwrap(), before);
+        }
+        assert!(cache.load(&diff.diff_id, &interests, &limits).is_some());
+    }
+
+    #[test]
+    fn symbolic_links_in_the_cache_lead_nowhere_outside_it() {
+        use std::os::unix::fs::symlink;
+        let limits = Limits::default();
+        let interests = Interests::for_facts();
+        let diff = read(&sample(), &interests, &limits);
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("victim");
+        fs::create_dir_all(victim.join("sha256")).unwrap();
+        fs::write(victim.join("file"), b"keep").unwrap();
+        fs::write(victim.join("sha256").join("file"), b"keep").unwrap();
+
+        // Eviction does not follow a linked version or algorithm folder.
+        let dir = tempfile::tempdir().unwrap();
+        let layers = dir.path().join("layers");
+        fs::create_dir_all(layers.join("v0-old")).unwrap();
+        symlink(&victim, layers.join("v0-old").join("sha256")).unwrap();
+        symlink(&victim, layers.join("v0-other")).unwrap();
+        let cache = quiet_cache(dir.path(), 0);
+        cache.store(&diff, &interests, &limits);
+        cache.evict();
+        assert_eq!(fs::read(victim.join("file")).unwrap(), b"keep");
+        assert_eq!(fs::read(victim.join("sha256").join("file")).unwrap(), b"keep");
+        assert!(fs::symlink_metadata(layers.join("v0-other")).is_ok());
+
+        // A linked entries folder (or `layers` folder) is neither written nor read.
+        for linked in [
+            PathBuf::from("layers")
+                .join(format!("v{FORMAT}-{VERSION}"))
+                .join("sha256"),
+            PathBuf::from("layers"),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let at = dir.path().join(&linked);
+            fs::create_dir_all(at.parent().unwrap()).unwrap();
+            symlink(&victim, &at).unwrap();
+            let cache = quiet_cache(dir.path(), 1 << 30);
+            cache.store(&diff, &interests, &limits);
+            let mut names: Vec<_> = read_dir(&victim);
+            names.sort();
+            assert_eq!(
+                names,
+                vec![victim.join("file"), victim.join("sha256")],
+                "{linked:?}"
+            );
+            assert!(cache.load(&diff.diff_id, &interests, &limits).is_none());
+        }
+    }
+
+    #[test]
+    fn store_load_and_evict() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = Limits::default();
+        let interests = Interests::for_facts();
+        let cache = quiet_cache(dir.path(), 1 << 30);
+        let diff = read(&sample(), &interests, &limits);
+        assert!(!cache.contains(&diff.diff_id));
+        assert!(cache.load(&diff.diff_id, &interests, &limits).is_none());
+        cache.store(&diff, &interests, &limits);
+        assert!(cache.contains(&diff.diff_id));
+        let back = cache.load(&diff.diff_id, &interests, &limits).unwrap();
+        assert_eq!(view(&back), view(&diff));
+        // Only the entry is left: the temporary file was renamed.
+        let path = cache.entry_path(&diff.diff_id).unwrap();
+        assert_eq!(read_dir(path.parent().unwrap()), vec![path.clone()]);
+
+        // A damaged entry is removed.
+        let mut bytes = fs::read(&path).unwrap();
+        bytes.truncate(bytes.len() - 1);
+        fs::write(&path, &bytes).unwrap();
+        assert!(cache.load(&diff.diff_id, &interests, &limits).is_none());
+        assert!(!path.exists());
+
+        // Eviction drops the least recently used entries down to 90% of the bound.
+        let small = quiet_cache(dir.path(), 0);
+        let mut paths = Vec::new();
+        for i in 0..4u8 {
+            let mut d = diff.clone();
+            d.diff_id = Digest::of(&[i]);
+            small.store(&d, &interests, &limits);
+            paths.push(small.entry_path(&d.diff_id).unwrap());
+        }
+        let one = fs::metadata(&paths[0]).unwrap().len();
+        let bounded = quiet_cache(dir.path(), one * 3);
+        let old = SystemTime::now() - Duration::from_secs(100);
+        for (i, p) in paths.iter().enumerate() {
+            File::options()
+                .write(true)
+                .open(p)
+                .unwrap()
+                .set_modified(old + Duration::from_secs(i as u64))
+                .unwrap();
+        }
+        let stale = path.parent().unwrap().join(".tmp-dead");
+        fs::write(&stale, b"x").unwrap();
+        File::options()
+            .write(true)
+            .open(&stale)
+            .unwrap()
+            .set_modified(SystemTime::now() - 2 * STALE_TEMP)
+            .unwrap();
+        bounded.wrote.store(true, Ordering::Relaxed);
+        bounded.evict();
+        let left: Vec<bool> = paths.iter().map(|p| p.exists()).collect();
+        assert_eq!(left, [false, false, true, true]);
+        assert!(!stale.exists());
+    }
+}

@@ -1,0 +1,363 @@
+//! Reading the chosen image's layers into its tree, in named steps: each layer becomes an
+//! input (a layer a streamed archive already read, a layer cache lookup that falls back to the
+//! blob, or the blob), the tree builder reads and merges them on worker threads, and each
+//! layer it read is checked against the manifest and config ([`check_layer`]) before the layer
+//! cache may keep it ([`remember_layer`]). A failure names its layer ([`build_error`]).
+
+use super::progress::Progress;
+use super::{limit_error, Options, Store};
+use crate::cache::LayerCache;
+use crate::digest::Digest;
+use crate::error::{Error, Result};
+use crate::image::{Image, Layer};
+use crate::platform::Platform;
+use crate::tree::build::{build, BuildError, BuildErrorKind, LayerInput, Lookup, OpenBlob};
+use crate::tree::layer::LayerError;
+use crate::tree::merge::MergeError;
+use crate::tree::{Compression, Interests, LayerDiff};
+use oci_spec::image::ImageConfiguration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// The manifest chosen for an image and what it needs to be read.
+pub(crate) struct Chosen {
+    pub name: Option<String>,
+    pub manifest_digest: Option<Digest>,
+    pub manifest_media_type: Option<String>,
+    pub config_digest: Option<Digest>,
+    pub config: ImageConfiguration,
+    pub platform: Platform,
+    pub platforms: Vec<Platform>,
+    pub layers: Vec<LayerPlan>,
+}
+
+/// A layer to read and what it must hash to.
+pub(crate) struct LayerPlan {
+    pub member: String,
+    pub media_type: String,
+    /// The blob digest the manifest gives (or the member name implies).
+    pub digest: Option<Digest>,
+    pub size: Option<u64>,
+    pub diff_id: Option<Digest>,
+    pub history: Option<String>,
+}
+
+/// Which layers the layer cache served, set by the lookups on the worker threads.
+type Hits = Arc<Vec<AtomicBool>>;
+
+/// Reads the chosen image's layers into a tree. With a layer cache, a layer whose diff_id has a
+/// usable entry is taken from it and its blob never opened (for a registry: never downloaded);
+/// every layer read and verified here is written to it.
+pub(crate) fn read_layers(
+    reference_text: &str,
+    source: &'static str,
+    store: Arc<dyn Store>,
+    chosen: Chosen,
+    options: &Options,
+) -> Result<Image> {
+    let location = store.location();
+    let interests = Arc::new(options.interests.for_config(Some(&chosen.config)));
+    let count = chosen.layers.len();
+    let hits: Hits = Arc::new((0..count).map(|_| AtomicBool::new(false)).collect());
+    let progress = Arc::new(Progress::new(options.progress, count));
+    // Layers a streamed archive read before the config was known, with `options.interests`.
+    let mut streamed = vec![false; count];
+    let mut inputs = Vec::with_capacity(count);
+    for (i, plan) in chosen.layers.iter().enumerate() {
+        if let Some(diff) = store.take_read_layer(&plan.member) {
+            inputs.push(LayerInput::Read(Box::new(diff)));
+            streamed[i] = true;
+            continue;
+        }
+        let blob = open_blob(&store, plan, i, &progress);
+        let lookup = match cached_key(options.cache.as_ref(), plan) {
+            Some((cache, key)) => {
+                let hit = CacheHit {
+                    index: i,
+                    hits: hits.clone(),
+                };
+                Some(cache_lookup(cache, key, plan, &store, &interests, options, hit))
+            }
+            None => None,
+        };
+        // A cached layer needs no blob (a local store may not have exported it).
+        if lookup.is_none() && store.size(&plan.member).is_none() {
+            return Err(Error::MissingBlob {
+                what: "layer".to_string(),
+                member: plan.member.clone(),
+                location,
+            });
+        }
+        inputs.push(match lookup {
+            Some(lookup) => LayerInput::Cached { lookup, blob },
+            None => LayerInput::Blob(blob),
+        });
+    }
+    let plans = &chosen.layers;
+    let check = |i: usize, diff: &LayerDiff| -> Result<()> {
+        let hit = hits[i].load(Ordering::SeqCst);
+        check_layer(&plans[i], i, diff, hit, &location)?;
+        if let (Some(cache), false) = (options.cache.as_ref(), hit) {
+            if plans[i].diff_id.as_ref().is_some_and(Digest::is_sha256) {
+                remember_layer(cache, diff, streamed[i], &interests, options);
+            }
+        }
+        Ok(())
+    };
+    let built = build(inputs, &interests, &options.limits, options.workers, check);
+    if let Some(cache) = &options.cache {
+        cache.evict();
+    }
+    let (tree, stats) = built.map_err(|e| build_error(e, plans, &location))?;
+    let layers = chosen
+        .layers
+        .into_iter()
+        .zip(stats)
+        .zip(hits.iter())
+        .map(|((plan, s), hit)| Layer {
+            digest: plan.digest.unwrap_or_else(|| s.blob_digest.clone()),
+            media_type: plan.media_type,
+            size: s.blob_size,
+            uncompressed_size: s.uncompressed_size,
+            diff_id: s.diff_id,
+            compression: s.compression,
+            entries: s.entries,
+            history: plan.history,
+            from_cache: hit.load(Ordering::SeqCst),
+        })
+        .collect();
+    Ok(Image {
+        reference: reference_text.to_string(),
+        source,
+        location,
+        name: chosen.name,
+        manifest_digest: chosen.manifest_digest,
+        manifest_media_type: chosen.manifest_media_type,
+        config_digest: chosen.config_digest,
+        platform: chosen.platform,
+        platforms: chosen.platforms,
+        config: Some(chosen.config),
+        layers,
+        tree,
+    })
+}
+
+/// Opens a layer's blob when the builder asks for it (not at all when the layer cache serves
+/// the layer), its reads moving the progress display.
+fn open_blob(store: &Arc<dyn Store>, plan: &LayerPlan, index: usize, progress: &Arc<Progress>) -> OpenBlob {
+    let (store, member, progress) = (store.clone(), plan.member.clone(), progress.clone());
+    let label = plan
+        .digest
+        .as_ref()
+        .map_or_else(|| plan.member.clone(), |d| d.to_string());
+    let size = plan.size.or_else(|| store.size(&plan.member));
+    Box::new(move || {
+        store
+            .open(&member)
+            .map(|r| progress.track(index, &label, size, r))
+            .map_err(|e| {
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    std::io::Error::new(
+                        e.kind(),
+                        format!(
+                            "the image does not hold the blob {member}, and its layer cache entry could not be used ({e})"
+                        ),
+                    )
+                } else {
+                    e
+                }
+            })
+    })
+}
+
+/// The layer cache and the key of a layer it has an entry for: its sha256 diff_id.
+fn cached_key(cache: Option<&Arc<LayerCache>>, plan: &LayerPlan) -> Option<(Arc<LayerCache>, Digest)> {
+    let cache = cache?;
+    let key = plan.diff_id.clone().filter(Digest::is_sha256)?;
+    cache.contains(&key).then(|| (cache.clone(), key))
+}
+
+/// Marks one layer as served by the layer cache.
+struct CacheHit {
+    index: usize,
+    hits: Hits,
+}
+
+/// Looks a layer up in the layer cache on a worker, completing the entry with what this image
+/// stores of it.
+fn cache_lookup(
+    cache: Arc<LayerCache>,
+    key: Digest,
+    plan: &LayerPlan,
+    store: &Arc<dyn Store>,
+    interests: &Arc<Interests>,
+    options: &Options,
+    hit: CacheHit,
+) -> Lookup {
+    let (store, interests, limits) = (store.clone(), interests.clone(), options.limits.clone());
+    let (member, media_type, digest, size) = (
+        plan.member.clone(),
+        plan.media_type.clone(),
+        plan.digest.clone(),
+        plan.size,
+    );
+    Box::new(move || {
+        let mut diff = cache.load(&key, &interests, &limits)?;
+        // The entry may have been read from another blob of the same layer (gzip from a
+        // registry, plain in an archive): say what this image stores, as far as is known
+        // without opening its blob.
+        diff.compression = compression_of(&media_type).unwrap_or(diff.compression);
+        let plain = diff.compression == Compression::None;
+        diff.blob_digest = match digest {
+            Some(d) => d,
+            // An uncompressed blob is the tar the diff_id hashes.
+            None if plain => diff.diff_id.clone(),
+            None => diff.blob_digest,
+        };
+        diff.blob_size = size.or_else(|| store.size(&member)).unwrap_or(if plain {
+            diff.uncompressed_size
+        } else {
+            diff.blob_size
+        });
+        hit.hits[hit.index].store(true, Ordering::SeqCst);
+        Some(diff)
+    })
+}
+
+/// The compression a layer media type names, when it names one.
+fn compression_of(media_type: &str) -> Option<Compression> {
+    if media_type.ends_with("gzip") {
+        Some(Compression::Gzip)
+    } else if media_type.ends_with("zstd") {
+        Some(Compression::Zstd)
+    } else if media_type.ends_with(".tar") {
+        Some(Compression::None)
+    } else {
+        None
+    }
+}
+
+/// Checks a layer against what the manifest and config say of it: blob digest and size (not
+/// for a layer the cache served, whose blob was never opened) and diff_id.
+fn check_layer(
+    plan: &LayerPlan,
+    index: usize,
+    diff: &LayerDiff,
+    from_cache: bool,
+    location: &str,
+) -> Result<()> {
+    let mismatch = |what: &str, expected: &Digest, actual: &Digest| Error::DigestMismatch {
+        what: format!("layer {} ({what})", index + 1),
+        member: plan.member.clone(),
+        location: location.to_string(),
+        expected: expected.to_string(),
+        actual: actual.to_string(),
+    };
+    if let Some(expected) = plan.digest.as_ref().filter(|d| d.is_sha256() && !from_cache) {
+        if *expected != diff.blob_digest {
+            return Err(mismatch("blob", expected, &diff.blob_digest));
+        }
+    }
+    if let Some(size) = plan.size.filter(|_| !from_cache) {
+        if size != diff.blob_size {
+            return Err(Error::Layer {
+                layer: format!("{} ({})", index + 1, plan.member),
+                location: location.to_string(),
+                reason: format!("the manifest says {size} bytes, the blob has {}", diff.blob_size),
+                help:
+                    "the blob was cut short or changed after it was written; export or pull the image again"
+                        .to_string(),
+            });
+        }
+    }
+    if let Some(expected) = plan.diff_id.as_ref().filter(|d| d.is_sha256()) {
+        if *expected != diff.diff_id {
+            return Err(mismatch(
+                "uncompressed, against the config's diff_id",
+                expected,
+                &diff.diff_id,
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Writes a layer that was read from its blob and verified against the config's diff_id to the
+/// layer cache: only then may the cache vouch for it.
+fn remember_layer(
+    cache: &LayerCache,
+    diff: &LayerDiff,
+    streamed: bool,
+    interests: &Interests,
+    options: &Options,
+) {
+    if !streamed {
+        cache.store(diff, interests, &options.limits);
+    } else if !cache.contains(&diff.diff_id) {
+        // Read for fewer interests than the config adds: never in place of an entry that may
+        // hold more.
+        cache.store(diff, &options.interests, &options.limits);
+    }
+}
+
+/// A failed layer as the error that names it, its limit, and what to do.
+fn build_error(e: BuildError, plans: &[LayerPlan], location: &str) -> Error {
+    let plan = &plans[e.index];
+    let layer = match &plan.digest {
+        Some(d) => format!("{} ({d})", e.index + 1),
+        None => format!("{} ({})", e.index + 1, plan.member),
+    };
+    match *e.kind {
+        BuildErrorKind::Rejected(err) => *err,
+        BuildErrorKind::Read(err) => read_error(err, layer, location),
+        BuildErrorKind::Merge(MergeError::Loop { path, limit }) => limit_error(
+            "max_link_depth",
+            limit as u64,
+            format!("layer {layer}: the symbolic links in the folders of `/{path}`"),
+            location,
+        ),
+        BuildErrorKind::Merge(MergeError::PathTooLong { path, limit }) => limit_error(
+            "max_path_len",
+            limit as u64,
+            format!(
+                "layer {layer}: the path that entry `/{}…` lands at once its links are followed",
+                path.chars().take(64).collect::<String>()
+            ),
+            location,
+        ),
+        BuildErrorKind::Merge(err) => Error::Layer {
+            layer,
+            location: location.to_string(),
+            reason: err.to_string(),
+            help: "container runtimes refuse this layer too; rebuild the image".to_string(),
+        },
+    }
+}
+
+/// A layer that could not be read: a limit it passed, or what is wrong with it.
+fn read_error(err: LayerError, layer: String, location: &str) -> Error {
+    if let LayerError::Limit { name, limit, what } = &err {
+        return limit_error(name, *limit, format!("layer {layer}: {what}"), location);
+    }
+    if let LayerError::PathTooLong { name, limit, start } = &err {
+        return limit_error(
+            name,
+            *limit as u64,
+            format!("layer {layer}: the path of entry `{start}…`"),
+            location,
+        );
+    }
+    let truncated = matches!(&err, LayerError::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof)
+        || err.to_string().contains("unexpected end");
+    Error::Layer {
+        layer,
+        location: location.to_string(),
+        reason: err.to_string(),
+        help: if truncated {
+            "the layer ends too early: the file was cut short while being written or copied; export the image again"
+                .to_string()
+        } else {
+            "the layer is damaged or not a tar stream; export or pull the image again".to_string()
+        },
+    }
+}

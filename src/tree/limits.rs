@@ -1,0 +1,201 @@
+//! The caps that keep memory and time bounded whatever an image holds, by name, and the text
+//! form that sets them (`name=value,name=value`, sizes such as `128G`): the form of the
+//! `MEMLINT_LIMITS` environment variable, which `commands/` reads and applies.
+
+const KIB: u64 = 1024;
+const MIB: u64 = 1024 * KIB;
+const GIB: u64 = 1024 * MIB;
+
+/// A layer is only refused for its compression ratio once it has unpacked this much, so that
+/// small layers of zeros (an empty file system image, a sparse database file) always pass.
+pub const RATIO_GRACE: u64 = GIB;
+
+/// Caps that keep memory and time bounded whatever the image holds. Each has a name (the field
+/// name) that the error names when it is hit; `MEMLINT_LIMITS=name=value,...` or
+/// [`Limits::set`] change them.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Limits {
+    /// Tar entries in one layer.
+    pub max_entries_per_layer: u64,
+    /// Bytes of one entry's path, and of one link target.
+    pub max_path_len: usize,
+    /// Bytes of the extended headers (PAX, GNU long name and long link) of one tar entry. Go's
+    /// archive/tar, which containerd and Docker use, refuses more than 1 MiB too.
+    pub max_extended_header_bytes: u64,
+    /// Unpacked (uncompressed tar) bytes of one layer.
+    pub max_layer_bytes: u64,
+    /// Unpacked bytes per stored byte of one layer, checked once the layer has unpacked more
+    /// than [`RATIO_GRACE`] (1 GiB); 0 turns the check off. Stops compression bombs early: real
+    /// layers compress 2:1 to 20:1, gzip cannot pass about 1,030:1 even on zeros, zstd can go
+    /// far beyond; only a layer that is nearly all zeros passes 500:1.
+    pub max_compression_ratio: u64,
+    /// Kept contents of one file; a longer file is kept truncated (and marked so), as when it
+    /// is longer than what its check asked for.
+    pub max_kept_bytes_per_file: u64,
+    /// Kept file contents of one layer, all files together.
+    pub max_kept_bytes_per_layer: u64,
+    /// Kept file contents (and JSON documents of a streamed archive) of one image.
+    pub max_kept_bytes_total: u64,
+    /// Estimated memory for the paths, links and ELF facts of every entry of one image (or of
+    /// a whole streamed archive), before they are merged into the tree.
+    pub max_metadata_bytes: u64,
+    /// Symbolic links followed in one path lookup (Linux's MAXSYMLINKS is 40).
+    pub max_link_depth: u32,
+    /// Bytes of one JSON document: index, manifest, config, `manifest.json`.
+    pub max_json_bytes: u64,
+    /// Descriptors walked through an image's indexes (nested ones included), and images listed
+    /// by `manifest.json`: bounds the work a layout whose indexes list each other many times
+    /// can cause.
+    pub max_index_entries: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_entries_per_layer: 2_000_000,
+            max_path_len: 4096,
+            max_extended_header_bytes: MIB,
+            max_layer_bytes: 64 * GIB,
+            max_compression_ratio: 500,
+            max_kept_bytes_per_file: 16 * MIB,
+            max_kept_bytes_per_layer: 256 * MIB,
+            max_kept_bytes_total: 512 * MIB,
+            max_metadata_bytes: 2 * GIB,
+            max_link_depth: 40,
+            max_json_bytes: 16 * MIB,
+            max_index_entries: 4096,
+        }
+    }
+}
+
+impl Limits {
+    /// The names [`Limits::set`] accepts, in the order of the fields.
+    pub const NAMES: &'static [&'static str] = &[
+        "max_entries_per_layer",
+        "max_path_len",
+        "max_extended_header_bytes",
+        "max_layer_bytes",
+        "max_compression_ratio",
+        "max_kept_bytes_per_file",
+        "max_kept_bytes_per_layer",
+        "max_kept_bytes_total",
+        "max_metadata_bytes",
+        "max_link_depth",
+        "max_json_bytes",
+        "max_index_entries",
+    ];
+
+    /// Sets one limit by name from text: a number, optionally with a `K`, `M`, `G` or `T`
+    /// suffix (powers of 1024, `KiB`/`KB` accepted too).
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
+        let v = parse_size(value).ok_or_else(|| {
+            format!("`{value}` is not a size for {name} (write a number such as 4096, 64M or 2G)")
+        })?;
+        let small = |v: u64| usize::try_from(v).map_err(|_| format!("{value} is too large for {name}"));
+        match name {
+            "max_entries_per_layer" => self.max_entries_per_layer = v,
+            "max_path_len" => self.max_path_len = small(v)?,
+            "max_extended_header_bytes" => self.max_extended_header_bytes = v,
+            "max_layer_bytes" => self.max_layer_bytes = v,
+            "max_compression_ratio" => self.max_compression_ratio = v,
+            "max_kept_bytes_per_file" => self.max_kept_bytes_per_file = v,
+            "max_kept_bytes_per_layer" => self.max_kept_bytes_per_layer = v,
+            "max_kept_bytes_total" => self.max_kept_bytes_total = v,
+            "max_metadata_bytes" => self.max_metadata_bytes = v,
+            "max_link_depth" => {
+                self.max_link_depth =
+                    u32::try_from(v).map_err(|_| format!("{value} is too large for {name}"))?
+            }
+            "max_json_bytes" => self.max_json_bytes = v,
+            "max_index_entries" => self.max_index_entries = v,
+            _ => {
+                return Err(format!(
+                    "there is no limit `{name}`; the limits are {}",
+                    Self::NAMES.join(", ")
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies `name=value` pairs separated by commas or white space (the form of the
+    /// `MEMLINT_LIMITS` environment variable, and of one `--limit`). Only the names the text
+    /// sets change, so several sources layer by applying them from the weakest to the
+    /// strongest: a config file's table, then `MEMLINT_LIMITS`, then the command line.
+    pub fn apply(&mut self, spec: &str) -> Result<(), String> {
+        for pair in spec
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|p| !p.is_empty())
+        {
+            let (name, value) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("`{pair}` is not of the form name=value"))?;
+            self.set(name.trim(), value.trim())?;
+        }
+        Ok(())
+    }
+
+    /// The default limits with `spec` applied (see [`Limits::apply`]).
+    pub fn parse(spec: &str) -> Result<Limits, String> {
+        let mut limits = Limits::default();
+        limits.apply(spec)?;
+        Ok(limits)
+    }
+}
+
+/// A size: a number, optionally with a `K`, `M`, `G` or `T` suffix (powers of 1024; `KiB` and
+/// `KB` are read the same).
+pub fn parse_size(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+    let n: u64 = t[..digits].parse().ok()?;
+    let unit = match t[digits..].trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => KIB,
+        "m" | "mb" | "mib" => MIB,
+        "g" | "gb" | "gib" => GIB,
+        "t" | "tb" | "tib" => 1024 * GIB,
+        _ => return None,
+    };
+    n.checked_mul(unit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_parse_and_name_themselves() {
+        let mut l = Limits::default();
+        l.apply("max_layer_bytes=2G, max_path_len=8K max_link_depth=8")
+            .unwrap();
+        assert_eq!(l.max_layer_bytes, 2 << 30);
+        assert_eq!(l.max_path_len, 8192);
+        assert_eq!(l.max_link_depth, 8);
+        l.set("max_json_bytes", "3MiB").unwrap();
+        assert_eq!(l.max_json_bytes, 3 << 20);
+        assert!(l.set("max_nothing", "1").unwrap_err().contains("max_layer_bytes"));
+        assert!(l.set("max_layer_bytes", "-1").is_err());
+        assert!(l.set("max_layer_bytes", "99999999999T").is_err());
+        assert!(l.set("max_link_depth", "5000000000").is_err());
+        assert!(l.apply("max_layer_bytes").is_err());
+        // Layered: a later text overrides only the names it sets.
+        let mut layered = Limits::parse("max_path_len=1K,max_link_depth=3").unwrap();
+        layered.apply("max_link_depth=5").unwrap();
+        assert_eq!((layered.max_path_len, layered.max_link_depth), (1024, 5));
+        assert_eq!(layered.max_layer_bytes, Limits::default().max_layer_bytes);
+        assert!(Limits::parse("max_path_len=8192,nonsense=1").is_err());
+        for name in Limits::NAMES {
+            Limits::default().set(name, "1").unwrap();
+        }
+        // The names are the serialised field names, so a config file can hold them too.
+        let json = serde_json::to_value(Limits::default()).unwrap();
+        let keys: Vec<&str> = json.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut names = Limits::NAMES.to_vec();
+        names.sort_unstable();
+        let mut keys = keys;
+        keys.sort_unstable();
+        assert_eq!(keys, names);
+    }
+}

@@ -21,3 +21,4 @@ pub mod rules;
 pub mod settings;
 pub mod sources;
 pub mod tree;
+pub mod version;

@@ -16,9 +16,9 @@
 //!   (nodejs/node#44436); older versions exit with code 9.
 
 use super::entrypoint::{Entrypoint, DEFAULT_PATH};
-use super::next::Version;
 use super::Env;
 use crate::tree::{FileTree, NodeId, NodeKind};
+use crate::version::Version;
 use serde::Serialize;
 
 /// File names of the node executable.

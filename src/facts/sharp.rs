@@ -16,9 +16,9 @@
 
 use super::libc::{Libc, LibcFamily};
 use super::loader::Loader;
-use super::next::Version;
 use crate::elf::{machine_arch, ElfClass, ElfInfo};
 use crate::tree::{FileTree, NodeId, NodeKind, ROOT};
+use crate::version::Version;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeSet;

@@ -3,6 +3,7 @@
 //! plainly `exec` another program, down to the program that runs and its ELF interpreter.
 
 use super::Env;
+use crate::shell;
 use crate::tree::{FileTree, NodeKind};
 use oci_spec::image::ImageConfiguration;
 use serde::Serialize;
@@ -279,8 +280,8 @@ fn exec_target(text: &str, args: &[String], finder: &Finder) -> Option<Vec<Strin
             continue;
         }
         if let Some(rest) = t.strip_prefix("set -- ") {
-            let words = split_words(rest, &[]);
-            if words.last().map(String::as_str) == Some("\u{0}@") {
+            let words = shell::split_words(rest, shell::SH);
+            if words.last().map(String::as_str) == Some(shell::ALL_ARGS) {
                 prefix = Some(words[..words.len() - 1].to_vec());
             }
         }
@@ -319,8 +320,8 @@ fn last_command(script: &str, args: &[String]) -> Option<Vec<String>> {
 
 fn command_words(cmd: &str, args: &[String]) -> Option<Vec<String>> {
     let mut words: Vec<String> = Vec::new();
-    for w in split_words(cmd, args) {
-        if w == "\u{0}@" {
+    for w in shell::split_words(cmd, shell::SH) {
+        if w == shell::ALL_ARGS {
             words.extend(args.iter().cloned());
         } else {
             words.push(w);
@@ -373,62 +374,12 @@ fn split_commands(s: &str) -> Vec<String> {
         .collect()
 }
 
-/// POSIX-ish word splitting with quotes; `"$@"` and `$@` become a NUL-marked placeholder.
-fn split_words(s: &str, _args: &[String]) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut in_word = false;
-    let mut chars = s.chars().peekable();
-    let (mut sq, mut dq) = (false, false);
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' if !dq => {
-                sq = !sq;
-                in_word = true;
-            }
-            '"' if !sq => {
-                dq = !dq;
-                in_word = true;
-            }
-            '\\' if !sq => {
-                if let Some(n) = chars.next() {
-                    cur.push(n);
-                    in_word = true;
-                }
-            }
-            '$' if !sq && matches!(chars.peek(), Some('@') | Some('*')) => {
-                chars.next();
-                cur.push_str("\u{0}@");
-                in_word = true;
-            }
-            c if c.is_whitespace() && !sq && !dq => {
-                if in_word {
-                    words.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            c => {
-                cur.push(c);
-                in_word = true;
-            }
-        }
-    }
-    if in_word {
-        words.push(cur);
-    }
-    words
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn shell_words_and_commands() {
-        assert_eq!(
-            split_words(r#"node --max-old-space-size=512 "a b" 'c d' e\ f"#, &[]),
-            ["node", "--max-old-space-size=512", "a b", "c d", "e f"]
-        );
         assert_eq!(
             split_commands("cd /app && exec node server.js; echo done"),
             ["cd /app", "exec node server.js", "echo done"]

@@ -5,7 +5,9 @@ use serde_json::Value;
 
 /// Parses kept JSON. A truncated file is not parsed (its end is missing). A UTF-8 byte order
 /// mark is skipped, and comments and trailing commas are tolerated, as the configuration
-/// provider reads appsettings files (`JsonCommentHandling.Skip`, `AllowTrailingCommas`).
+/// provider reads appsettings files (`JsonCommentHandling.Skip`, `AllowTrailingCommas`); the
+/// rest of JSON5 (single quotes, unquoted names, hexadecimal numbers…) is refused, as .NET
+/// refuses it. Plain JSON (every deps.json .NET writes) takes serde_json's faster path.
 pub(super) fn parse_json(content: &Content) -> Option<Value> {
     if content.truncated {
         return None;
@@ -14,81 +16,27 @@ pub(super) fn parse_json(content: &Content) -> Option<Value> {
         .bytes
         .strip_prefix(b"\xEF\xBB\xBF")
         .unwrap_or(&content.bytes);
-    serde_json::from_slice(bytes)
-        .ok()
-        .or_else(|| serde_json::from_slice(&strip_trailing_commas(&strip_comments(bytes))).ok())
+    serde_json::from_slice(bytes).ok().or_else(|| {
+        let text = std::str::from_utf8(bytes).ok()?;
+        jsonc_parser::parse_to_serde_value::<Option<Value>>(text, &DOTNET_JSON)
+            .ok()
+            .flatten()
+    })
 }
 
-/// `//` and `/* */` comments outside strings, replaced by a space.
-fn strip_comments(input: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(input.len());
-    let mut i = 0;
-    let mut in_string = false;
-    while i < input.len() {
-        let b = input[i];
-        if in_string {
-            out.push(b);
-            if b == b'\\' {
-                if let Some(&next) = input.get(i + 1) {
-                    out.push(next);
-                    i += 1;
-                }
-            } else if b == b'"' {
-                in_string = false;
-            }
-            i += 1;
-            continue;
-        }
-        match (b, input.get(i + 1)) {
-            (b'/', Some(b'/')) => {
-                while i < input.len() && input[i] != b'\n' {
-                    i += 1;
-                }
-                out.push(b' ');
-            }
-            (b'/', Some(b'*')) => {
-                i += 2;
-                while i < input.len() && !(input[i] == b'*' && input.get(i + 1) == Some(&b'/')) {
-                    i += 1;
-                }
-                i = (i + 2).min(input.len());
-                out.push(b' ');
-            }
-            _ => {
-                in_string = b == b'"';
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    out
-}
-
-/// Commas outside strings that only white space separates from a closing `}` or `]`.
-fn strip_trailing_commas(input: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(input.len());
-    let mut in_string = false;
-    let mut escaped = false;
-    for (i, &b) in input.iter().enumerate() {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-        } else if b == b'"' {
-            in_string = true;
-        } else if b == b',' {
-            let next = input[i + 1..].iter().find(|c| !c.is_ascii_whitespace());
-            if matches!(next, Some(b'}' | b']')) {
-                continue;
-            }
-        }
-        out.push(b);
-    }
-    out
-}
+/// What `System.Text.Json` accepts with `JsonCommentHandling.Skip` and `AllowTrailingCommas`.
+const DOTNET_JSON: jsonc_parser::ParseOptions = jsonc_parser::ParseOptions {
+    allow_comments: true,
+    allow_trailing_commas: true,
+    allow_loose_object_property_names: false,
+    allow_missing_commas: false,
+    allow_single_quoted_strings: false,
+    allow_hexadecimal_numbers: false,
+    allow_unary_plus_numbers: false,
+    allow_bare_decimal_point_numbers: false,
+    allow_non_finite_numbers: false,
+    allow_extended_string_escapes: false,
+};
 
 #[cfg(test)]
 mod tests {
@@ -109,5 +57,40 @@ mod tests {
             serde_json::json!({"a": "x // not a comment", "b": [1, 2], "c": "\",/*"})
         );
         assert!(parse_json(&content(b"{\"a\": 1,, }")).is_none());
+    }
+
+    /// Only comments and trailing commas: .NET refuses the rest of JSON5, and so does this.
+    #[test]
+    fn json5_beyond_comments_and_trailing_commas_is_refused() {
+        for bad in [
+            &b"{a: 1}"[..],
+            b"{'a': 1}",
+            b"{\"a\": 0x10}",
+            b"{\"a\": +1}",
+            b"{\"a\": .5}",
+            b"{\"a\": NaN}",
+            b"{\"a\": 1 \"b\": 2}",
+            b"[1,,2]",
+            b"[,]",
+            b"{,}",
+            b"{\"a\": \"\\x41\"}",
+            b"{} {}",
+            b"// only a comment",
+            b"{\"a\": \"\xFF\"} // not UTF-8",
+        ] {
+            assert!(
+                parse_json(&content(bad)).is_none(),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+        // Hostile nesting is refused by both parsers' depth limits, never by a stack overflow.
+        let deep = format!("{}1{} // c", "[".repeat(100_000), "]".repeat(100_000));
+        assert!(parse_json(&content(deep.as_bytes())).is_none());
+        // Comments anywhere white space may be, and a trailing comma after the last item.
+        assert_eq!(
+            parse_json(&content(b"// head\n[ /* one */ 1, /* two */ 2, ] /* tail */")),
+            Some(serde_json::json!([1, 2]))
+        );
     }
 }

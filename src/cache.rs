@@ -916,6 +916,16 @@ mod tests {
         ])
     }
 
+    /// What a read for the facts keeps of [`sample`]: os-release, the dpkg database, scripts
+    /// in /usr/bin and ELF facts (the cache sees interests, not who declared them).
+    fn interests() -> Interests {
+        Interests::default()
+            .keep("/etc/os-release", 256 * 1024)
+            .keep("/var/lib/dpkg/status", 16 * 1024 * 1024)
+            .script("/usr/bin/*")
+            .scan_elf()
+    }
+
     fn read(tar: &[u8], interests: &Interests, limits: &Limits) -> LayerDiff {
         read_layer(tar, interests, limits).unwrap()
     }
@@ -931,7 +941,7 @@ mod tests {
     #[test]
     fn entries_round_trip() {
         let limits = Limits::default();
-        let interests = Interests::for_facts();
+        let interests = interests();
         let diff = read(&sample(), &interests, &limits);
         assert!(diff.entries.iter().any(|e| e.elf.is_some()));
         let bytes = encode(&diff, &interests, read_bound(&limits)).unwrap().unwrap();
@@ -980,7 +990,7 @@ mod tests {
     fn an_entry_over_this_runs_bound_is_a_miss_that_stays() {
         let dir = tempfile::tempdir().unwrap();
         let limits = Limits::default();
-        let interests = Interests::for_facts();
+        let interests = interests();
         let cache = LayerCache::with_max_bytes(dir.path(), 1 << 30);
         let diff = read(&sample(), &interests, &limits);
         cache.store(&diff, &interests, &limits);
@@ -1011,7 +1021,7 @@ mod tests {
     fn symbolic_links_in_the_cache_lead_nowhere_outside_it() {
         use std::os::unix::fs::symlink;
         let limits = Limits::default();
-        let interests = Interests::for_facts();
+        let interests = interests();
         let diff = read(&sample(), &interests, &limits);
         let outside = tempfile::tempdir().unwrap();
         let victim = outside.path().join("victim");
@@ -1060,16 +1070,9 @@ mod tests {
     fn a_fitting_entry_gives_exactly_what_a_read_gives() {
         let limits = Limits::default();
         let tar = sample();
-        let base = Interests::for_facts();
-        let config = oci_spec::image::ConfigBuilder::default()
-            .cmd(vec!["/opt/app/run".to_string()])
-            .build()
-            .unwrap();
-        let image = oci_spec::image::ImageConfigurationBuilder::default()
-            .config(config)
-            .build()
-            .unwrap();
-        let wide = base.for_config(Some(&image));
+        let base = interests();
+        // What an image whose Cmd is /opt/app/run adds.
+        let wide = base.clone().script("/opt/app/run");
         assert!(wide.wants_script(&["opt", "app", "run"]));
         assert!(!base.wants_script(&["opt", "app", "run"]));
 
@@ -1136,7 +1139,7 @@ mod tests {
     fn store_load_and_evict() {
         let dir = tempfile::tempdir().unwrap();
         let limits = Limits::default();
-        let interests = Interests::for_facts();
+        let interests = interests();
         let cache = LayerCache::with_max_bytes(dir.path(), 1 << 30);
         let diff = read(&sample(), &interests, &limits);
         assert!(!cache.contains(&diff.diff_id));

@@ -11,7 +11,7 @@
 //! 14400 from 16.0.0; `maximumDiskCacheSize` exists from 15.5.14 in 15.x and from 16.1.7 in 16.x
 //! (not in 16.0.x, nor 16.1.0–16.1.6).
 
-use crate::tree::{FileTree, NodeId, ROOT};
+use crate::tree::{FileTree, Interests, NodeId, ROOT};
 use crate::version::Version;
 use serde::Serialize;
 use serde_json::Value;
@@ -106,6 +106,13 @@ struct Manifest {
     has_server_js: bool,
 }
 
+/// What [`derive`] reads: `node_modules/next/package.json` and `.next/required-server-files.json`.
+pub fn interests() -> Interests {
+    Interests::default()
+        .keep("**/node_modules/*/package.json", super::SMALL_FILE)
+        .keep("**/.next/required-server-files.json", super::LARGE_FILE)
+}
+
 pub fn derive(tree: &FileTree) -> Option<NextFacts> {
     let mut installs = Vec::new();
     let mut manifests = Vec::new();
@@ -117,9 +124,8 @@ pub fn derive(tree: &FileTree) -> Option<NextFacts> {
                 if tree.node(parent).name() == "next"
                     && tree.node(tree.parent(parent)).name() == "node_modules" =>
             {
-                let json = n
-                    .content
-                    .as_deref()
+                let json = tree
+                    .content(id)
                     .and_then(|c| serde_json::from_slice::<Value>(&c.bytes).ok());
                 let version = json
                     .as_ref()
@@ -133,9 +139,8 @@ pub fn derive(tree: &FileTree) -> Option<NextFacts> {
             }
             "required-server-files.json" if tree.node(parent).name() == ".next" && n.is_file() => {
                 let root_id = tree.parent(parent);
-                let json = n
-                    .content
-                    .as_deref()
+                let json = tree
+                    .content(id)
                     .and_then(|c| serde_json::from_slice::<Value>(&c.bytes).ok());
                 let has_server_js = tree.child(root_id, "server.js").is_some();
                 manifests.push(Manifest {
@@ -376,7 +381,8 @@ mod tests {
     }
 
     fn tree(entries: Vec<LayerEntry>) -> FileTree {
-        FileTree::from_entries(entries).unwrap()
+        // Kept for what this module declares, and nothing else.
+        FileTree::from_entries(entries).unwrap().keeping(interests())
     }
 
     fn next_pkg(version: &str) -> String {

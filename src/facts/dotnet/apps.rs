@@ -82,18 +82,13 @@ pub(super) fn read(tree: &FileTree) -> Found {
         .runtimeconfigs
         .iter()
         .filter(|&&id| !installed(id))
-        .map(|&id| {
-            (
-                id,
-                tree.node(id).content.as_deref().and_then(RuntimeConfig::parse),
-            )
-        })
+        .map(|&id| (id, tree.content(id).and_then(RuntimeConfig::parse)))
         .collect();
     let deps: Vec<(NodeId, Option<DepsJson>)> = found
         .deps
         .iter()
         .filter(|&&id| !installed(id))
-        .map(|&id| (id, tree.node(id).content.as_deref().and_then(DepsJson::parse)))
+        .map(|&id| (id, tree.content(id).and_then(DepsJson::parse)))
         .collect();
 
     let mut runtimes = shared_runtimes(tree, &roots, &found.coreclr_dirs);

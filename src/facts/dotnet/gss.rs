@@ -64,7 +64,7 @@ pub(super) fn settings(tree: &FileTree, env: &Env, appsettings: &[NodeId]) -> Gs
     let mut found = Vec::new();
     for &id in appsettings {
         let path = tree.path_of(id);
-        let Some(json) = tree.node(id).content.as_deref().and_then(parse_json) else {
+        let Some(json) = tree.content(id).and_then(parse_json) else {
             continue;
         };
         let mut keys = Vec::new();

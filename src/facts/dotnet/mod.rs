@@ -32,6 +32,7 @@ pub use gss::{ConnectionString, GssSettings};
 
 use super::loader::Loader;
 use super::Env;
+use crate::tree::Interests;
 use serde::Serialize;
 
 /// The library .NET's GSS shim loads (dotnet/runtime#59526); official .NET 8+ images lack it.
@@ -63,6 +64,16 @@ pub struct GssapiLibrary {
     /// The file the image's loader would open, when there is one.
     pub resolved: Option<String>,
     pub searched_as: String,
+}
+
+/// What [`derive`] reads: every app's `*.runtimeconfig.json` and `*.deps.json`, and the
+/// `appsettings*.json` files that may hold connection strings (libcoreclr.so and the GSS
+/// library only by their paths, through the loader).
+pub fn interests() -> Interests {
+    Interests::default()
+        .keep("**/*.deps.json", crate::facts::LARGE_FILE)
+        .keep("**/*.runtimeconfig.json", crate::facts::SMALL_FILE)
+        .keep("**/appsettings*.json", crate::facts::SMALL_FILE)
 }
 
 pub fn derive(loader: &Loader, env: &Env) -> DotnetFacts {
@@ -147,7 +158,10 @@ mod tests {
                 F::Link(p, t) => entry(p, EntryKind::Symlink(t.to_string()), None),
             })
             .collect();
-        FileTree::from_entries(entries).unwrap()
+        // Kept for what this module and the loader it asks declare, and nothing else.
+        FileTree::from_entries(entries)
+            .unwrap()
+            .keeping(interests().union(crate::facts::loader::interests()))
     }
 
     fn facts(files: &[F], env: &[&str]) -> DotnetFacts {

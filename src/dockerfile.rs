@@ -3,6 +3,7 @@
 //! `--target`), global `ARG`s substituted in `FROM`, and inline
 //! `# memlint ignore=RULE[,RULE] reason="…"` comments.
 
+use crate::shell;
 use std::collections::BTreeMap;
 
 /// One instruction.
@@ -20,6 +21,28 @@ pub struct Instruction {
     pub stage: Option<usize>,
     /// Rules silenced by a `# memlint ignore=…` comment on the line above, with the reason.
     pub ignores: Vec<InlineIgnore>,
+    /// The file's escape character (`# escape=`): a backslash unless it names a backtick.
+    pub escape: char,
+}
+
+impl Instruction {
+    /// The variables an `ENV` instruction sets (`ENV K=V K2="v 2"` or the old `ENV K V`),
+    /// quotes and escapes removed as [`shell::dockerfile`] says.
+    pub fn env_keys(&self) -> Vec<(String, String)> {
+        let words = shell::split_words(&self.args, shell::dockerfile(self.escape));
+        if words.first().is_some_and(|w| w.contains('=')) {
+            words
+                .into_iter()
+                .filter_map(|w| w.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+                .collect()
+        } else {
+            let mut it = self.args.trim().splitn(2, char::is_whitespace);
+            match (it.next(), it.next()) {
+                (Some(k), Some(v)) => vec![(k.to_string(), v.trim().to_string())],
+                _ => Vec::new(),
+            }
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -112,12 +135,12 @@ impl Dockerfile {
                 out.stages.len().checked_sub(1)
             };
             if keyword == "ARG" && stage.is_none() {
-                for (k, v) in parse_arg(&args) {
+                for (k, v) in parse_arg(&args, escape) {
                     global_args.insert(k, v);
                 }
             }
             if keyword == "FROM" {
-                let (base, name) = parse_from(&args, &global_args);
+                let (base, name) = parse_from(&args, &global_args, escape);
                 out.stages.push(Stage {
                     name,
                     base,
@@ -131,6 +154,7 @@ impl Dockerfile {
                 end_line: i as u32,
                 stage,
                 ignores: std::mem::take(&mut pending_ignores),
+                escape,
             });
         }
         out
@@ -242,8 +266,8 @@ fn parse_inline_ignore(comment: &str, line: u32) -> Option<InlineIgnore> {
 }
 
 /// `ARG NAME[=default] …`
-fn parse_arg(args: &str) -> Vec<(String, String)> {
-    split_words(args)
+fn parse_arg(args: &str, escape: char) -> Vec<(String, String)> {
+    shell::split_words(args, shell::dockerfile(escape))
         .into_iter()
         .map(|w| match w.split_once('=') {
             Some((k, v)) => (k.to_string(), v.to_string()),
@@ -254,8 +278,8 @@ fn parse_arg(args: &str) -> Vec<(String, String)> {
 
 /// `FROM [--platform=…] image [AS name]`, with `$VAR`/`${VAR}`/`${VAR:-default}` from the
 /// global ARGs.
-fn parse_from(args: &str, globals: &BTreeMap<String, String>) -> (String, Option<String>) {
-    let words: Vec<String> = split_words(args)
+fn parse_from(args: &str, globals: &BTreeMap<String, String>, escape: char) -> (String, Option<String>) {
+    let words: Vec<String> = shell::split_words(args, shell::dockerfile(escape))
         .into_iter()
         .filter(|w| !w.starts_with("--"))
         .collect();
@@ -308,55 +332,6 @@ fn substitute(s: &str, vars: &BTreeMap<String, String>) -> String {
     out
 }
 
-fn split_words(s: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let (mut sq, mut dq, mut in_word) = (false, false, false);
-    for c in s.chars() {
-        match c {
-            '\'' if !dq => {
-                sq = !sq;
-                in_word = true;
-            }
-            '"' if !sq => {
-                dq = !dq;
-                in_word = true;
-            }
-            c if c.is_whitespace() && !sq && !dq => {
-                if in_word {
-                    words.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            c => {
-                cur.push(c);
-                in_word = true;
-            }
-        }
-    }
-    if in_word {
-        words.push(cur);
-    }
-    words
-}
-
-/// The variables an `ENV` instruction sets (`ENV K=V K2="v 2"` or the old `ENV K V`).
-pub fn env_keys(args: &str) -> Vec<(String, String)> {
-    let words = split_words(args);
-    if words.first().is_some_and(|w| w.contains('=')) {
-        words
-            .into_iter()
-            .filter_map(|w| w.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
-            .collect()
-    } else {
-        let mut it = args.trim().splitn(2, char::is_whitespace);
-        match (it.next(), it.next()) {
-            (Some(k), Some(v)) => vec![(k.to_string(), v.trim().to_string())],
-            _ => Vec::new(),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -401,7 +376,7 @@ RUN true
             ["ld-preload-missing", "sharp-glibc-allocator"]
         );
         assert_eq!(env.ignores[0].reason.as_deref(), Some("arm64 only, fixed in #12"));
-        let keys = env_keys(&env.args);
+        let keys = env.env_keys();
         assert_eq!(
             keys[0],
             (
@@ -430,8 +405,34 @@ RUN true
         let d = Dockerfile::parse("# escape=`\nFROM mcr.microsoft.com/dotnet/aspnet:10.0\nRUN echo a `\n  b\nENV PGGSSENCMODE disable\n");
         assert_eq!(d.instructions[1].args, "echo a    b");
         assert_eq!(
-            env_keys(&d.instructions[2].args),
+            d.instructions[2].env_keys(),
             [("PGGSSENCMODE".to_string(), "disable".to_string())]
+        );
+    }
+
+    /// `ENV` values are split as BuildKit splits them (see [`shell::dockerfile`]): escapes
+    /// outside quotes, only `"`, `$` and the escape character inside double quotes, and with
+    /// `# escape=`` ` backslashes are ordinary characters.
+    #[test]
+    fn env_values_follow_the_escape_character() {
+        let d = Dockerfile::parse(
+            "FROM debian\nENV MY_DOG=Rex\\ The\\ Dog OPTS=\"--a=\\\"b c\\\" \\d\" ARGS=\"$@\"\n",
+        );
+        assert_eq!(
+            d.instructions[1].env_keys(),
+            [
+                ("MY_DOG".to_string(), "Rex The Dog".to_string()),
+                ("OPTS".to_string(), r#"--a="b c" \d"#.to_string()),
+                ("ARGS".to_string(), "$@".to_string()),
+            ]
+        );
+        let d = Dockerfile::parse("# escape=`\nFROM windows\nENV DIR=C:\\app\\bin NAME=a` b\n");
+        assert_eq!(
+            d.instructions[1].env_keys(),
+            [
+                ("DIR".to_string(), r"C:\app\bin".to_string()),
+                ("NAME".to_string(), "a b".to_string()),
+            ]
         );
     }
 }

@@ -19,6 +19,8 @@ pub mod reference;
 pub mod report;
 pub mod rules;
 pub mod settings;
+pub mod shell;
 pub mod sources;
 pub mod tree;
+pub mod version;
 pub mod warnings;

@@ -3,7 +3,7 @@
 //! findings, `ENV NODE_OPTIONS` or `CMD` for Node flags…), and says in the evidence which layer
 //! brought the files the finding names (from the image history).
 
-use crate::dockerfile::{env_keys, Dockerfile, Instruction};
+use crate::dockerfile::{Dockerfile, Instruction};
 use crate::facts::preload::PreloadSource;
 use crate::facts::Facts;
 use crate::finding::{Finding, Location};
@@ -45,7 +45,7 @@ impl<'a> DockerfileContext<'a> {
     }
 
     fn env_setting(&self, key: &str) -> Option<&'a Instruction> {
-        self.last(|i| i.keyword == "ENV" && env_keys(&i.args).iter().any(|(k, _)| k == key))
+        self.last(|i| i.keyword == "ENV" && i.env_keys().iter().any(|(k, _)| k == key))
     }
 
     fn from(&self) -> Option<&'a Instruction> {

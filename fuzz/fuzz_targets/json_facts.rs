@@ -5,8 +5,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use memlint::platform::Platform;
 use memlint::image::Image;
+use memlint::platform::Platform;
 use memlint::tree::{Content, EntryKind, FileTree, LayerEntry};
 
 const JSON_FILES: &[&str] = &[
@@ -69,12 +69,15 @@ fuzz_target!(|data: &[u8]| {
         EntryKind::File,
         None,
     ));
-    let Ok(tree) = FileTree::from_entries(entries) else {
-        return;
-    };
     let Ok(config) = serde_json::from_str(CONFIG) else {
         return;
     };
+    // Kept for what the facts declare, as a real read records it.
+    let kept_for = memlint::facts::interests().union(memlint::facts::interests_for(&config));
+    let Ok(tree) = FileTree::from_entries(entries) else {
+        return;
+    };
+    let tree = tree.keeping(kept_for);
     let platform = Platform::new("linux", "amd64", None);
     let image = Image {
         reference: "fuzz".to_string(),

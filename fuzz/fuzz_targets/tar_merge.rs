@@ -4,7 +4,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use memlint::tree::layer::read_layer;
-use memlint::tree::{FileTree, Interests, Limits};
+use memlint::tree::{FileTree, Limits};
 
 fuzz_target!(|data: &[u8]| {
     // Small limits keep each run fast; the limits themselves are part of what is tested.
@@ -16,11 +16,11 @@ fuzz_target!(|data: &[u8]| {
         max_metadata_bytes: 64 << 20,
         ..Limits::default()
     };
-    let interests = Interests::for_facts();
+    let interests = memlint::facts::interests();
     let Ok(diff) = read_layer(data, &interests, &limits) else {
         return;
     };
-    let mut tree = FileTree::with_limits(&limits);
+    let mut tree = FileTree::with_limits(&limits).keeping(interests);
     let again = diff.clone();
     if tree.apply(diff, 0).is_ok() {
         let _ = tree.apply(again, 1);
@@ -32,6 +32,9 @@ fuzz_target!(|data: &[u8]| {
         let _ = tree.lookup(&path);
         let _ = tree.lookup_nofollow(&path);
         let _ = tree.removed_by(&path);
-        let _ = tree.contents(&path);
+        // Only where an interest asked: any other path is a caller's bug, caught in debug.
+        if tree.keeps(&path) {
+            let _ = tree.contents(&path);
+        }
     }
 });

@@ -79,20 +79,23 @@ mod tests {
     use crate::tree::interest::PathPattern;
     use crate::tree::LayerDiff;
 
+    /// What a read for the facts keeps of [`sample`]: os-release, the dpkg database, scripts
+    /// in /usr/bin and ELF facts (the cache sees interests, not who declared them).
+    fn interests() -> Interests {
+        Interests::default()
+            .keep("/etc/os-release", 256 * 1024)
+            .keep("/var/lib/dpkg/status", 16 * 1024 * 1024)
+            .script("/usr/bin/*")
+            .scan_elf()
+    }
+
     #[test]
     fn a_fitting_entry_gives_exactly_what_a_read_gives() {
         let limits = Limits::default();
         let tar = sample();
-        let base = Interests::for_facts();
-        let config = oci_spec::image::ConfigBuilder::default()
-            .cmd(vec!["/opt/app/run".to_string()])
-            .build()
-            .unwrap();
-        let image = oci_spec::image::ImageConfigurationBuilder::default()
-            .config(config)
-            .build()
-            .unwrap();
-        let wide = base.for_config(Some(&image));
+        let base = interests();
+        // What an image whose Cmd is /opt/app/run adds.
+        let wide = base.clone().script("/opt/app/run");
         assert!(wide.wants_script(&["opt", "app", "run"]));
         assert!(!base.wants_script(&["opt", "app", "run"]));
 

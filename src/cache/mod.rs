@@ -307,6 +307,16 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    /// What a read for the facts keeps of [`sample`]: os-release, the dpkg database, scripts
+    /// in /usr/bin and ELF facts (the cache sees interests, not who declared them).
+    fn interests() -> Interests {
+        Interests::default()
+            .keep("/etc/os-release", 256 * 1024)
+            .keep("/var/lib/dpkg/status", 16 * 1024 * 1024)
+            .script("/usr/bin/*")
+            .scan_elf()
+    }
+
     fn quiet_cache(dir: &Path, max_bytes: u64) -> LayerCache {
         LayerCache::new(dir, max_bytes, Warnings::ignored())
     }
@@ -315,7 +325,7 @@ mod tests {
     fn an_entry_over_this_runs_bound_is_a_miss_that_stays() {
         let dir = tempfile::tempdir().unwrap();
         let limits = Limits::default();
-        let interests = Interests::for_facts();
+        let interests = interests();
         let cache = quiet_cache(dir.path(), 1 << 30);
         let diff = read(&sample(), &interests, &limits);
         cache.store(&diff, &interests, &limits);
@@ -345,7 +355,7 @@ mod tests {
     fn symbolic_links_in_the_cache_lead_nowhere_outside_it() {
         use std::os::unix::fs::symlink;
         let limits = Limits::default();
-        let interests = Interests::for_facts();
+        let interests = interests();
         let diff = read(&sample(), &interests, &limits);
         let outside = tempfile::tempdir().unwrap();
         let victim = outside.path().join("victim");
@@ -394,7 +404,7 @@ mod tests {
     fn store_load_and_evict() {
         let dir = tempfile::tempdir().unwrap();
         let limits = Limits::default();
-        let interests = Interests::for_facts();
+        let interests = interests();
         let cache = quiet_cache(dir.path(), 1 << 30);
         let diff = read(&sample(), &interests, &limits);
         assert!(!cache.contains(&diff.diff_id));

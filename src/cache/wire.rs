@@ -464,10 +464,20 @@ mod tests {
     use super::*;
     use crate::tree::Limits;
 
+    /// What a read for the facts keeps of [`sample`]: os-release, the dpkg database, scripts
+    /// in /usr/bin and ELF facts (the cache sees interests, not who declared them).
+    fn interests() -> Interests {
+        Interests::default()
+            .keep("/etc/os-release", 256 * 1024)
+            .keep("/var/lib/dpkg/status", 16 * 1024 * 1024)
+            .script("/usr/bin/*")
+            .scan_elf()
+    }
+
     #[test]
     fn entries_round_trip() {
         let limits = Limits::default();
-        let interests = Interests::for_facts();
+        let interests = interests();
         let diff = read(&sample(), &interests, &limits);
         assert!(diff.entries.iter().any(|e| e.elf.is_some()));
         let bytes = encode(&diff, &interests, read_bound(&limits)).unwrap().unwrap();

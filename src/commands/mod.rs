@@ -115,7 +115,11 @@ pub(crate) fn source_options(
 ) -> Result<crate::sources::Options> {
     use crate::sources::{registry::RegistryOptions, Options};
     use std::io::IsTerminal;
-    let mut options = Options::default();
+    let mut options = Options {
+        interests: crate::facts::interests(),
+        config_interests: Some(crate::facts::interests_for),
+        ..Options::default()
+    };
     if let Some(j) = jobs {
         options.workers = j.max(1);
     }

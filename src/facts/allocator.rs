@@ -7,6 +7,7 @@ use super::libc::{Libc, LibcFamily};
 use super::loader::Loader;
 use super::preload::{allocator_of, Preload, PreloadStatus};
 use super::Env;
+use crate::tree::Interests;
 use serde::Serialize;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -74,6 +75,12 @@ pub fn arena_cap(env: &Env) -> Option<ArenaCap> {
             source: "GLIBC_TUNABLES",
         })
     })
+}
+
+/// What [`derive`] reads: the dynamic sections and the allocator markers of the entrypoint
+/// and the libraries it loads.
+pub fn interests() -> Interests {
+    Interests::default().scan_elf()
 }
 
 pub fn derive(

@@ -3,7 +3,8 @@
 //! plainly `exec` another program, down to the program that runs and its ELF interpreter.
 
 use super::Env;
-use crate::tree::{FileTree, NodeKind};
+use crate::shell;
+use crate::tree::{FileTree, Interests, NodeKind};
 use oci_spec::image::ImageConfiguration;
 use serde::Serialize;
 
@@ -63,6 +64,71 @@ impl Entrypoint {
             .flat_map(|s| s.argv.iter().map(String::as_str))
             .chain(self.args.iter().map(String::as_str))
     }
+}
+
+/// Folders where entrypoint scripts usually are, kept before the config is known (a streamed
+/// archive may send its layers first): Docker's default PATH, the root, the usual app folders.
+const SCRIPT_FOLDERS: &[&str] = &[
+    "/usr/local/sbin",
+    "/usr/local/bin",
+    "/usr/sbin",
+    "/usr/bin",
+    "/sbin",
+    "/bin",
+    "/",
+    "/app",
+    "/usr/src/app",
+    "/docker-entrypoint.d",
+];
+
+/// What [`derive`] reads whatever the config says: scripts in [`SCRIPT_FOLDERS`], and the
+/// ELF head (interpreter) of the program.
+pub fn interests() -> Interests {
+    SCRIPT_FOLDERS
+        .iter()
+        .fold(Interests::default(), |i, d| i.script(&scripts_in(d)))
+        .read_elf_heads()
+}
+
+/// What the config adds to [`interests`]: the scripts in its PATH folders and working folder,
+/// and the absolute paths its Entrypoint and Cmd name, so that the entrypoint can be followed
+/// to the program it runs.
+pub fn interests_for(config: &ImageConfiguration) -> Interests {
+    let c = config.config().as_ref();
+    let env = c.and_then(|c| c.env().clone()).unwrap_or_default();
+    let path_var = env
+        .iter()
+        .rev()
+        .find_map(|e| e.strip_prefix("PATH="))
+        .unwrap_or(DEFAULT_PATH);
+    let working_dir = c
+        .and_then(|c| c.working_dir().as_deref())
+        .filter(|w| w.starts_with('/'));
+    let dirs = path_var
+        .split(':')
+        .filter(|d| d.starts_with('/'))
+        .chain(working_dir)
+        .chain(["/", "/docker-entrypoint.d"]);
+    let mut out = dirs.fold(Interests::default(), |i, d| i.script(&scripts_in(d)));
+    let argv = c
+        .map(|c| {
+            c.entrypoint()
+                .clone()
+                .unwrap_or_default()
+                .into_iter()
+                .chain(c.cmd().clone().unwrap_or_default())
+        })
+        .into_iter()
+        .flatten();
+    for a in argv.filter(|a| a.starts_with('/')) {
+        out = out.script(&a);
+    }
+    out
+}
+
+/// The pattern of the files directly in folder `dir`.
+fn scripts_in(dir: &str) -> String {
+    format!("{}/*", dir.trim_end_matches('/'))
 }
 
 pub fn derive(tree: &FileTree, config: Option<&ImageConfiguration>, env: &Env) -> Entrypoint {
@@ -135,21 +201,23 @@ pub fn derive(tree: &FileTree, config: Option<&ImageConfiguration>, env: &Env) -
             current = next;
             continue;
         }
-        let node = tree.lookup(&path).ok().flatten().map(|id| tree.node(id));
-        if let Some(elf) = node.and_then(|n| n.elf.as_deref()) {
+        let id = tree.lookup(&path).ok().flatten();
+        let node = id.map(|id| tree.node(id));
+        if let Some(elf) = id.and_then(|id| tree.elf(id)) {
             e.kind = ProgramKind::Elf;
             e.interpreter = elf.head.interpreter.clone();
             e.program = Some(path);
             e.args = current;
             return e;
         }
-        let text = node
-            .and_then(|n| n.content.as_deref())
-            .map(|c| String::from_utf8_lossy(&c.bytes).into_owned());
+        // The program may be anywhere the config's PATH or a script points: its contents are
+        // known only where an interest asked for them.
+        let content = id.and_then(|id| tree.kept_content(id));
+        let text = content.map(|c| String::from_utf8_lossy(&c.bytes).into_owned());
         let Some(text) = text.filter(|t| t.starts_with("#!")) else {
             e.program = Some(path);
             e.args = current;
-            e.kind = if node.is_some_and(|n| n.size > 2 && n.content.is_none()) {
+            e.kind = if node.is_some_and(|n| n.size > 2 && content.is_none()) {
                 e.note = Some("the program's contents were not kept, so its kind is unknown".into());
                 ProgramKind::Other
             } else {
@@ -279,8 +347,8 @@ fn exec_target(text: &str, args: &[String], finder: &Finder) -> Option<Vec<Strin
             continue;
         }
         if let Some(rest) = t.strip_prefix("set -- ") {
-            let words = split_words(rest, &[]);
-            if words.last().map(String::as_str) == Some("\u{0}@") {
+            let words = shell::split_words(rest, shell::SH);
+            if words.last().map(String::as_str) == Some(shell::ALL_ARGS) {
                 prefix = Some(words[..words.len() - 1].to_vec());
             }
         }
@@ -319,8 +387,8 @@ fn last_command(script: &str, args: &[String]) -> Option<Vec<String>> {
 
 fn command_words(cmd: &str, args: &[String]) -> Option<Vec<String>> {
     let mut words: Vec<String> = Vec::new();
-    for w in split_words(cmd, args) {
-        if w == "\u{0}@" {
+    for w in shell::split_words(cmd, shell::SH) {
+        if w == shell::ALL_ARGS {
             words.extend(args.iter().cloned());
         } else {
             words.push(w);
@@ -373,62 +441,12 @@ fn split_commands(s: &str) -> Vec<String> {
         .collect()
 }
 
-/// POSIX-ish word splitting with quotes; `"$@"` and `$@` become a NUL-marked placeholder.
-fn split_words(s: &str, _args: &[String]) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut in_word = false;
-    let mut chars = s.chars().peekable();
-    let (mut sq, mut dq) = (false, false);
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' if !dq => {
-                sq = !sq;
-                in_word = true;
-            }
-            '"' if !sq => {
-                dq = !dq;
-                in_word = true;
-            }
-            '\\' if !sq => {
-                if let Some(n) = chars.next() {
-                    cur.push(n);
-                    in_word = true;
-                }
-            }
-            '$' if !sq && matches!(chars.peek(), Some('@') | Some('*')) => {
-                chars.next();
-                cur.push_str("\u{0}@");
-                in_word = true;
-            }
-            c if c.is_whitespace() && !sq && !dq => {
-                if in_word {
-                    words.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            c => {
-                cur.push(c);
-                in_word = true;
-            }
-        }
-    }
-    if in_word {
-        words.push(cur);
-    }
-    words
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn shell_words_and_commands() {
-        assert_eq!(
-            split_words(r#"node --max-old-space-size=512 "a b" 'c d' e\ f"#, &[]),
-            ["node", "--max-old-space-size=512", "a b", "c d", "e f"]
-        );
         assert_eq!(
             split_commands("cd /app && exec node server.js; echo done"),
             ["cd /app", "exec node server.js", "echo done"]
@@ -439,6 +457,43 @@ mod tests {
         );
         let args = vec!["node".to_string(), "x.js".to_string()];
         assert_eq!(command_words(r#"exec "$@""#, &args).unwrap(), args);
+    }
+
+    #[test]
+    fn the_config_adds_its_path_working_folder_and_commands() {
+        let config: ImageConfiguration = serde_json::from_str(
+            r#"{"architecture": "amd64", "os": "linux",
+                "config": {"Env": ["PATH=/usr/bin", "PATH=/opt/app/bin/:/usr/bin:relative"],
+                           "Entrypoint": ["/srv/run.sh"], "Cmd": ["node", "/app/server.js"],
+                           "WorkingDir": "/work"},
+                "rootfs": {"type": "layers", "diff_ids": []}}"#,
+        )
+        .unwrap();
+        let added = interests_for(&config);
+        let scripts: Vec<&str> = added.scripts.iter().map(|p| p.as_str()).collect();
+        // The last PATH wins, relative folders are skipped; then the working folder, the
+        // root and docker-entrypoint.d, then the absolute paths of Entrypoint and Cmd.
+        assert_eq!(
+            scripts,
+            [
+                "/opt/app/bin/*",
+                "/usr/bin/*",
+                "/work/*",
+                "/*",
+                "/docker-entrypoint.d/*",
+                "/srv/run.sh",
+                "/app/server.js"
+            ]
+        );
+        assert!(added.keep.is_empty() && !added.elf_heads);
+        // Without PATH, Docker's default.
+        let bare: ImageConfiguration = serde_json::from_str(
+            r#"{"architecture": "amd64", "os": "linux", "config": {},
+                "rootfs": {"type": "layers", "diff_ids": []}}"#,
+        )
+        .unwrap();
+        assert!(interests_for(&bare).covers("/usr/local/sbin/x"));
+        assert!(interests().covers("/usr/src/app/start.sh") && !interests().covers("/srv/x"));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use super::entrypoint::{Entrypoint, ProgramKind};
 use super::os::OsFacts;
 use super::platform::PlatformFacts;
-use crate::tree::FileTree;
+use crate::tree::{FileTree, Interests};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -56,6 +56,12 @@ pub struct Libc {
     pub evidence: Vec<String>,
 }
 
+/// What [`derive`] reads: the interpreter every ELF file names, and the release string in
+/// glibc's libc.so.6 (a marker the scan finds).
+pub fn interests() -> Interests {
+    Interests::default().scan_elf()
+}
+
 pub fn derive(tree: &FileTree, os: &OsFacts, entry: &Entrypoint, platform: &PlatformFacts) -> Libc {
     let mut evidence = Vec::new();
     // Interpreters that the image's executables name.
@@ -64,9 +70,8 @@ pub fn derive(tree: &FileTree, os: &OsFacts, entry: &Entrypoint, platform: &Plat
     let mut musl_files = Vec::new();
     let mut glibc_files = Vec::new();
     for id in tree.walk() {
-        let node = tree.node(id);
-        let name = node.name();
-        if let Some(elf) = node.elf.as_deref() {
+        let name = tree.node(id).name();
+        if let Some(elf) = tree.elf(id) {
             if let Some(i) = &elf.head.interpreter {
                 *interps.entry(i.clone()).or_default() += 1;
             }

@@ -16,8 +16,9 @@ use super::ldcache::{self, LdCache};
 use super::libc::{Libc, LibcFamily};
 use super::platform::PlatformFacts;
 use super::Env;
+use super::{LARGE_FILE, SMALL_FILE};
 use crate::elf::{ElfClass, ElfInfo, ElfType};
-use crate::tree::{FileTree, NodeKind};
+use crate::tree::{FileTree, Interests, NodeKind};
 use serde::Serialize;
 
 /// Where a library was found.
@@ -175,6 +176,28 @@ fn platform_string(machine: u16) -> Option<&'static str> {
     })
 }
 
+const LD_SO_CACHE: &str = "/etc/ld.so.cache";
+const LD_SO_CONF: &str = "/etc/ld.so.conf";
+/// The folder Debian's and Red Hat's ld.so.conf include; an `include` line may name another,
+/// whose files are read when someone asked to keep them.
+const LD_SO_CONF_D: &str = "/etc/ld.so.conf.d";
+
+/// musl's search path file for an architecture (`/etc/ld-musl-x86_64.path`).
+fn musl_path_file(arch: &str) -> String {
+    format!("/etc/ld-musl-{arch}.path")
+}
+
+/// What the loader reads: glibc's cache and configuration, musl's path file, and the ELF
+/// facts (machine, DT_NEEDED, RPATH, RUNPATH) of every object it resolves.
+pub fn interests() -> Interests {
+    Interests::default()
+        .keep(LD_SO_CACHE, LARGE_FILE)
+        .keep(LD_SO_CONF, SMALL_FILE)
+        .keep(&format!("{LD_SO_CONF_D}/*"), SMALL_FILE)
+        .keep(&musl_path_file("*"), SMALL_FILE)
+        .scan_elf()
+}
+
 impl<'a> Loader<'a> {
     pub fn new(
         tree: &'a FileTree,
@@ -186,7 +209,7 @@ impl<'a> Loader<'a> {
     ) -> Loader<'a> {
         let entry_elf = entry_program
             .and_then(|p| tree.lookup(p).ok().flatten())
-            .and_then(|id| tree.node(id).elf.as_deref())
+            .and_then(|id| tree.elf(id))
             .map(|e| (e.head.machine, e.head.class));
         let machine = entry_elf.or_else(|| arch_machine(&platform.declared.architecture));
         let triplet = machine.and_then(|(m, c)| triplet(m, c));
@@ -203,10 +226,10 @@ impl<'a> Loader<'a> {
 
         let (mut cache, mut cache_error) = (None, None);
         if family == LibcFamily::Glibc {
-            if let Some(c) = tree.contents("/etc/ld.so.cache") {
+            if let Some(c) = tree.contents(LD_SO_CACHE) {
                 match LdCache::parse(&c.bytes) {
                     Ok(parsed) => cache = Some(parsed),
-                    Err(e) => cache_error = Some(format!("/etc/ld.so.cache is unreadable: {e}")),
+                    Err(e) => cache_error = Some(format!("{LD_SO_CACHE} is unreadable: {e}")),
                 }
             }
         }
@@ -220,16 +243,14 @@ impl<'a> Loader<'a> {
         match family {
             LibcFamily::Musl => {
                 let arch = machine.and_then(|(m, _)| musl_arch(m));
-                let from_file = arch
-                    .and_then(|a| tree.contents(&format!("/etc/ld-musl-{a}.path")))
-                    .map(|c| {
-                        String::from_utf8_lossy(&c.bytes)
-                            .split(['\n', ':'])
-                            .map(str::trim)
-                            .filter(|p| !p.is_empty())
-                            .map(str::to_string)
-                            .collect::<Vec<_>>()
-                    });
+                let from_file = arch.and_then(|a| tree.contents(&musl_path_file(a))).map(|c| {
+                    String::from_utf8_lossy(&c.bytes)
+                        .split(['\n', ':'])
+                        .map(str::trim)
+                        .filter(|p| !p.is_empty())
+                        .map(str::to_string)
+                        .collect::<Vec<_>>()
+                });
                 system_dirs = from_file
                     .unwrap_or_else(|| vec!["/lib".into(), "/usr/local/lib".into(), "/usr/lib".into()]);
             }
@@ -298,7 +319,7 @@ impl<'a> Loader<'a> {
     /// The ELF info of the file at a path (symlinks followed).
     pub fn elf_at(&self, path: &str) -> Option<&'a ElfInfo> {
         let id = self.tree.lookup(path).ok()??;
-        self.tree.node(id).elf.as_deref()
+        self.tree.elf(id)
     }
 
     /// Expands `$ORIGIN`, `$LIB` and `$PLATFORM` (ld.so(8) "Dynamic string tokens").
@@ -436,7 +457,7 @@ impl<'a> Loader<'a> {
         if !matches!(node.kind, NodeKind::File) {
             return false;
         }
-        if let (Some(elf), Some((m, c)), false) = (node.elf.as_deref(), self.machine, take_any_machine) {
+        if let (Some(elf), Some((m, c)), false) = (self.tree.elf(id), self.machine, take_any_machine) {
             if elf.head.class != c {
                 r.skipped.push(Skipped {
                     path: path.to_string(),
@@ -480,7 +501,7 @@ impl<'a> Loader<'a> {
                 prefixes
                     .iter()
                     .any(|p| name.starts_with(p) && name.contains(".so"))
-                    && n.elf.as_deref().is_some_and(|e| {
+                    && self.tree.elf(id).is_some_and(|e| {
                         e.head.elf_type == ElfType::Shared
                             && self
                                 .machine
@@ -546,13 +567,22 @@ fn parent_dir(path: &str) -> String {
 /// The folders /etc/ld.so.conf lists, following `include` lines (globs in one folder).
 fn read_ld_so_conf(tree: &FileTree) -> Vec<String> {
     let mut out = Vec::new();
-    let mut queue = vec!["/etc/ld.so.conf".to_string()];
+    let mut queue = vec![LD_SO_CONF.to_string()];
     let mut seen = std::collections::BTreeSet::new();
     while let Some(file) = queue.pop() {
         if !seen.insert(file.clone()) || seen.len() > 64 {
             continue;
         }
-        let Some(c) = tree.contents(&file) else { continue };
+        // An `include` may name any folder: what the reader kept there, if anything.
+        let c = if file == LD_SO_CONF {
+            tree.contents(&file)
+        } else {
+            tree.lookup(&file)
+                .ok()
+                .flatten()
+                .and_then(|id| tree.kept_content(id))
+        };
+        let Some(c) = c else { continue };
         for line in String::from_utf8_lossy(&c.bytes).lines() {
             let line = line.split('#').next().unwrap_or("").trim();
             if line.is_empty() {
@@ -674,7 +704,19 @@ pub(crate) mod tests {
                 }
             })
             .collect();
-        FileTree::from_entries(entries).unwrap()
+        // Kept for what the loader and the facts its tests derive (os, platform, libc, and
+        // preload and allocator, whose tests build their trees here) declare.
+        let kept_for = [
+            interests(),
+            crate::facts::os::interests(),
+            crate::facts::platform::interests(),
+            crate::facts::libc::interests(),
+            crate::facts::preload::interests(),
+            crate::facts::allocator::interests(),
+        ]
+        .into_iter()
+        .fold(Interests::default(), Interests::union);
+        FileTree::from_entries(entries).unwrap().keeping(kept_for)
     }
 
     pub(crate) fn with_loader<R>(
@@ -693,7 +735,7 @@ pub(crate) mod tests {
                 .lookup(program)
                 .ok()
                 .flatten()
-                .and_then(|id| t.node(id).elf.as_deref())
+                .and_then(|id| t.elf(id))
                 .and_then(|e| e.head.interpreter.clone()),
             ..Default::default()
         };

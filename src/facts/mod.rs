@@ -19,7 +19,42 @@ pub mod sharp;
 pub use env::Env;
 
 use crate::image::Image;
+use crate::tree::Interests;
+use oci_spec::image::ImageConfiguration;
 use serde::Serialize;
+
+/// The cap for a small text or JSON file a fact reads (os-release, ld.so.conf, package.json).
+pub(crate) const SMALL_FILE: u64 = 256 * 1024;
+/// The cap for a database or manifest that grows with the image (the dpkg and apk databases,
+/// ld.so.cache, deps.json, Next.js's required-server-files.json).
+pub(crate) const LARGE_FILE: u64 = 16 * 1024 * 1024;
+
+/// Every file content and ELF fact the facts read, whatever the config says: each module
+/// declares its own beside the code that reads them. The layer reader keeps these and skips
+/// the rest.
+pub fn interests() -> Interests {
+    [
+        entrypoint::interests(),
+        os::interests(),
+        platform::interests(),
+        libc::interests(),
+        loader::interests(),
+        preload::interests(),
+        allocator::interests(),
+        node::interests(),
+        sharp::interests(),
+        next::interests(),
+        dotnet::interests(),
+    ]
+    .into_iter()
+    .fold(Interests::default(), Interests::union)
+}
+
+/// What the image's config adds to [`interests`] once it is known: the scripts its entrypoint
+/// may run.
+pub fn interests_for(config: &ImageConfiguration) -> Interests {
+    entrypoint::interests_for(config)
+}
 
 /// Everything memlint knows about an image. JSON keys are a contract with users' scripts.
 #[derive(Debug, Serialize)]
@@ -85,5 +120,199 @@ pub fn derive(image: &Image) -> Facts {
         sharp,
         next,
         dotnet,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::elf::{ElfClass, ElfInfo};
+    use crate::facts::loader::tests::elf;
+    use crate::platform::Platform;
+    use crate::tree::{Content, EntryKind, FileTree, LayerEntry};
+
+    /// A file every facts module reads, at the place it reads it.
+    fn text(path: &str, text: &str) -> LayerEntry {
+        LayerEntry {
+            path: path
+                .split('/')
+                .filter(|p| !p.is_empty())
+                .map(str::to_string)
+                .collect(),
+            kind: EntryKind::File,
+            mode: 0o755,
+            uid: 0,
+            gid: 0,
+            size: text.len() as u64,
+            content: Some(Content {
+                bytes: text.as_bytes().to_vec(),
+                truncated: false,
+            }),
+            elf: None,
+        }
+    }
+
+    fn binary(path: &str, info: ElfInfo) -> LayerEntry {
+        LayerEntry {
+            content: None,
+            size: 4096,
+            elf: Some(Box::new(info)),
+            ..text(path, "")
+        }
+    }
+
+    const CONFIG: &str = r#"{
+      "architecture": "amd64", "os": "linux",
+      "config": {
+        "Env": ["PATH=/opt/app/bin:/usr/local/bin:/usr/bin:/bin"],
+        "Entrypoint": ["start"], "Cmd": ["node", "server.js"], "WorkingDir": "/app"
+      },
+      "rootfs": {"type": "layers", "diff_ids": []}
+    }"#;
+
+    /// An image holding one file for every read of every facts module, its contents kept
+    /// for `kept_for` as a layer read with those interests would record.
+    fn image(kept_for: impl FnOnce(&ImageConfiguration) -> Interests) -> Image {
+        let interp = "/lib64/ld-linux-x86-64.so.2";
+        let mut node = elf(62, ElfClass::Elf64, Some(interp), &["libc.so.6"], &[], &[]);
+        node.head.elf_type = crate::elf::ElfType::Executable;
+        node.scan.node_release = Some("20.11.1".into());
+        let mut libc = elf(62, ElfClass::Elf64, None, &[], &[], &[]);
+        libc.scan.glibc_release = Some("2.36".into());
+        let entries = vec![
+            text("etc/os-release", "ID=debian\nVERSION_ID=12\n"),
+            text(
+                "var/lib/dpkg/status",
+                "Package: libc6\nStatus: install ok installed\nVersion: 2.36-9\n",
+            ),
+            text("var/lib/dpkg/status.d/tzdata", "Package: tzdata\nVersion: 2024a\n"),
+            text("lib/apk/db/installed", "P:busybox\nV:1.36.1-r2\n"),
+            text("etc/ld.so.cache", "not a cache"),
+            text("etc/ld.so.conf", "include /etc/ld.so.conf.d/*.conf\n"),
+            text("etc/ld.so.conf.d/local.conf", "/opt/lib\n"),
+            text("etc/ld.so.preload", "/opt/lib/libpreload.so\n"),
+            binary(interp, elf(62, ElfClass::Elf64, None, &[], &[], &[])),
+            binary("lib/x86_64-linux-gnu/libc.so.6", libc),
+            binary("opt/lib/libpreload.so", elf(62, ElfClass::Elf64, None, &[], &[], &[])),
+            binary("usr/local/bin/node", node),
+            text(
+                "usr/local/include/node/node_version.h",
+                "#define NODE_MAJOR_VERSION 20\n#define NODE_MINOR_VERSION 11\n#define NODE_PATCH_VERSION 1\n",
+            ),
+            // In a folder only the config's PATH names.
+            text("opt/app/bin/start", "#!/bin/sh\nexec \"$@\"\n"),
+            text("bin/sh", "#!"),
+            text("app/server.js", ""),
+            text("app/node_modules/sharp/package.json", r#"{"name":"sharp","version":"0.34.1"}"#),
+            text(
+                "app/node_modules/@img/sharp-linux-x64/package.json",
+                r#"{"name":"@img/sharp-linux-x64","version":"0.34.1"}"#,
+            ),
+            text("app/node_modules/next/package.json", r#"{"name":"next","version":"15.5.14"}"#),
+            text("app/.next/required-server-files.json", r#"{"config":{"images":{}}}"#),
+            text(
+                "srv/Api.runtimeconfig.json",
+                r#"{"runtimeOptions":{"tfm":"net8.0","framework":{"name":"Microsoft.NETCore.App","version":"8.0.0"}}}"#,
+            ),
+            text(
+                "srv/Api.deps.json",
+                r#"{"libraries":{"Npgsql/8.0.5":{"type":"package"}}}"#,
+            ),
+            text(
+                "srv/appsettings.json",
+                "{ // .NET accepts comments\n \"ConnectionStrings\": {\"Db\": \"Host=db;GSS Encryption Mode=Disable\"}, }",
+            ),
+        ];
+        let config: ImageConfiguration = serde_json::from_str(CONFIG).unwrap();
+        let tree = FileTree::from_entries(entries)
+            .unwrap()
+            .keeping(kept_for(&config));
+        let platform = Platform::linux_amd64();
+        Image {
+            reference: "test".into(),
+            source: "dir",
+            location: "test".into(),
+            name: None,
+            manifest_digest: None,
+            manifest_media_type: None,
+            config_digest: None,
+            platforms: vec![platform.clone()],
+            platform,
+            config: Some(config),
+            layers: Vec::new(),
+            tree,
+        }
+    }
+
+    /// Every facts module reads only what it declares: with the contents kept for what the
+    /// facts declare, a read of anything else would panic (debug builds), and each read
+    /// below finds its file.
+    #[test]
+    fn every_read_is_declared() {
+        let image = image(|c| interests().union(interests_for(c)));
+        // Files reached through paths the image chose (the config's PATH, an ld.so.conf
+        // include, the status.d folder, an @img package) are read without the tree's check:
+        // they must be declared all the same, or a real read would not have kept them.
+        for id in image.tree.walk() {
+            let path = image.tree.path_of(id);
+            let read_by_no_fact = ["/app/server.js", "/bin/sh"].contains(&path.as_str());
+            if image.tree.kept_content(id).is_some() && !read_by_no_fact {
+                assert!(image.tree.keeps(&path), "{path} is read but not declared");
+            }
+        }
+        let f = derive(&image);
+        assert_eq!(
+            f.os.release.as_ref().and_then(|r| r.id.as_deref()),
+            Some("debian")
+        );
+        for p in ["libc6", "tzdata", "busybox"] {
+            assert!(f.os.package(p).is_some(), "{p}");
+        }
+        assert_eq!(f.libc.version.as_deref(), Some("2.36"));
+        assert!(f.loader.ld_so_cache_error.is_some());
+        assert_eq!(f.loader.ld_so_conf_dirs, ["/opt/lib"]);
+        assert_eq!(f.preloads.len(), 1);
+        assert_eq!(f.entrypoint.program.as_deref(), Some("/usr/local/bin/node"));
+        assert_eq!(f.entrypoint.steps[0].path.as_deref(), Some("/opt/app/bin/start"));
+        let node = f.node.as_ref().unwrap();
+        assert_eq!(
+            node.version_source.as_deref(),
+            Some("/usr/local/include/node/node_version.h")
+        );
+        let sharp = &f.sharp.installs[0];
+        assert_eq!(sharp.version.as_deref(), Some("0.34.1"));
+        assert_eq!(sharp.addons[0].version.as_deref(), Some("0.34.1"));
+        let next = f.next.as_ref().unwrap();
+        assert_eq!(next.version.as_deref(), Some("15.5.14"));
+        assert!(next.config_found);
+        assert_eq!(f.dotnet.apps[0].target_framework.as_deref(), Some("net8.0"));
+        assert_eq!(f.dotnet.npgsql.len(), 1);
+        assert!(f.dotnet.gss.disabled, "{}", f.dotnet.gss.reason);
+    }
+
+    /// A module whose reads nobody declared fails loudly rather than reading "not installed".
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "contents of /etc/os-release read, but no interest asked for them")]
+    fn a_read_left_undeclared_fails_loudly() {
+        let without_os = |c: &ImageConfiguration| {
+            [
+                entrypoint::interests(),
+                platform::interests(),
+                libc::interests(),
+                loader::interests(),
+                preload::interests(),
+                allocator::interests(),
+                node::interests(),
+                sharp::interests(),
+                next::interests(),
+                dotnet::interests(),
+                interests_for(c),
+            ]
+            .into_iter()
+            .fold(Interests::default(), Interests::union)
+        };
+        let _ = derive(&image(without_os));
     }
 }

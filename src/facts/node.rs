@@ -16,9 +16,9 @@
 //!   (nodejs/node#44436); older versions exit with code 9.
 
 use super::entrypoint::{Entrypoint, DEFAULT_PATH};
-use super::next::Version;
 use super::Env;
-use crate::tree::{FileTree, NodeId, NodeKind};
+use crate::tree::{FileTree, Interests, NodeId, NodeKind};
+use crate::version::Version;
 use serde::Serialize;
 
 /// File names of the node executable.
@@ -58,6 +58,14 @@ impl NodeFacts {
     pub fn parsed_version(&self) -> Option<Version> {
         self.version.as_deref().and_then(Version::parse)
     }
+}
+
+/// What [`derive`] reads: node's `include/node/node_version.h` headers, and the Node.js
+/// release string the scan finds in a node binary.
+pub fn interests() -> Interests {
+    Interests::default()
+        .keep("**/include/node/node_version.h", super::SMALL_FILE)
+        .scan_elf()
 }
 
 pub fn derive(tree: &FileTree, env: &Env, entry: &Entrypoint) -> Option<NodeFacts> {
@@ -113,10 +121,7 @@ fn is_node_program(tree: &FileTree, path: &str) -> bool {
     let Ok(Some(id)) = tree.lookup(path) else {
         return false;
     };
-    tree.node(id)
-        .elf
-        .as_deref()
-        .is_some_and(|e| e.scan.node_release.is_some())
+    tree.elf(id).is_some_and(|e| e.scan.node_release.is_some())
 }
 
 /// The first `node` (or `nodejs`) execvp would find in PATH, canonical.
@@ -138,9 +143,8 @@ fn find_in_path(tree: &FileTree, path_var: &str) -> Option<String> {
 /// in a `bin` folder.
 fn find_anywhere(tree: &FileTree) -> Option<String> {
     tree.walk().find_map(|id| {
-        let n = tree.node(id);
-        let elf = n.elf.as_deref()?;
-        if !NODE_NAMES.contains(&n.name()) {
+        let elf = tree.elf(id)?;
+        if !NODE_NAMES.contains(&tree.node(id).name()) {
             return None;
         }
         let in_bin = tree.node(tree.parent(id)).name() == "bin";
@@ -173,7 +177,7 @@ fn version(tree: &FileTree, env: &Env, binary: &str) -> Option<(String, String)>
         .lookup(binary)
         .ok()
         .flatten()
-        .and_then(|id| tree.node(id).elf.as_deref())
+        .and_then(|id| tree.elf(id))
         .and_then(|e| e.scan.node_release.clone());
     if let Some(v) = release {
         return Some((v, binary.to_string()));
@@ -189,7 +193,7 @@ fn version_headers(tree: &FileTree) -> Vec<(String, String)> {
         if n.name() != "node_version.h" || !is_under(tree, id, &["node", "include"]) {
             continue;
         }
-        let Some(content) = n.content.as_deref() else {
+        let Some(content) = tree.content(id) else {
             continue;
         };
         if let Some(v) = parse_node_version_h(&String::from_utf8_lossy(&content.bytes)) {
@@ -492,7 +496,8 @@ mod tests {
     }
 
     fn tree(entries: Vec<LayerEntry>) -> FileTree {
-        FileTree::from_entries(entries).unwrap()
+        // Kept for what this module declares, and nothing else.
+        FileTree::from_entries(entries).unwrap().keeping(interests())
     }
 
     fn argv(words: &[&str]) -> Vec<String> {

@@ -1,6 +1,7 @@
 //! The distribution (/etc/os-release) and the installed packages (dpkg, apk).
 
-use crate::tree::FileTree;
+use super::{LARGE_FILE, SMALL_FILE};
+use crate::tree::{FileTree, Interests};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -69,9 +70,26 @@ impl OsFacts {
     }
 }
 
+/// Where os-release may be, in the order systemd reads it.
+const OS_RELEASE: [&str; 2] = ["/etc/os-release", "/usr/lib/os-release"];
+const DPKG_STATUS: &str = "/var/lib/dpkg/status";
+/// Distroless keeps one file per package here instead of a status file.
+const DPKG_STATUS_D: &str = "/var/lib/dpkg/status.d";
+const APK_INSTALLED: &str = "/lib/apk/db/installed";
+
+/// The files [`derive`] reads.
+pub fn interests() -> Interests {
+    Interests::default()
+        .keep(OS_RELEASE[0], SMALL_FILE)
+        .keep(OS_RELEASE[1], SMALL_FILE)
+        .keep(DPKG_STATUS, LARGE_FILE)
+        .keep(&format!("{DPKG_STATUS_D}/*"), SMALL_FILE)
+        .keep(APK_INSTALLED, LARGE_FILE)
+}
+
 pub fn derive(tree: &FileTree) -> OsFacts {
     let mut facts = OsFacts::default();
-    for path in ["/etc/os-release", "/usr/lib/os-release"] {
+    for path in OS_RELEASE {
         if let Some(c) = tree.contents(path) {
             let mut r = parse_os_release(&String::from_utf8_lossy(&c.bytes));
             r.path = path.to_string();
@@ -79,26 +97,26 @@ pub fn derive(tree: &FileTree) -> OsFacts {
             break;
         }
     }
-    if let Some(c) = tree.contents("/var/lib/dpkg/status") {
+    if let Some(c) = tree.contents(DPKG_STATUS) {
         facts.package_manager = Some(PackageManager::Dpkg);
-        facts.package_db.push("/var/lib/dpkg/status".into());
+        facts.package_db.push(DPKG_STATUS.into());
         parse_dpkg_status(&String::from_utf8_lossy(&c.bytes), &mut facts.packages);
     }
-    // Distroless keeps one file per package instead of a status file.
-    if let Ok(Some(dir)) = tree.lookup("/var/lib/dpkg/status.d") {
+    if let Ok(Some(dir)) = tree.lookup(DPKG_STATUS_D) {
         if let crate::tree::NodeKind::Dir(children) = &tree.node(dir).kind {
             for &id in children.values() {
-                if let Some(c) = tree.node(id).content.as_deref() {
+                // The folder may be a link to one nobody asked to keep.
+                if let Some(c) = tree.kept_content(id) {
                     facts.package_manager = Some(PackageManager::Dpkg);
                     parse_dpkg_status(&String::from_utf8_lossy(&c.bytes), &mut facts.packages);
                 }
             }
-            facts.package_db.push("/var/lib/dpkg/status.d/".into());
+            facts.package_db.push(format!("{DPKG_STATUS_D}/"));
         }
     }
-    if let Some(c) = tree.contents("/lib/apk/db/installed") {
+    if let Some(c) = tree.contents(APK_INSTALLED) {
         facts.package_manager = Some(PackageManager::Apk);
-        facts.package_db.push("/lib/apk/db/installed".into());
+        facts.package_db.push(APK_INSTALLED.into());
         parse_apk_installed(&String::from_utf8_lossy(&c.bytes), &mut facts.packages);
     }
     facts.package_count = facts.packages.len();

@@ -2,7 +2,7 @@
 
 use crate::elf::machine_arch;
 use crate::platform::Platform;
-use crate::tree::FileTree;
+use crate::tree::{FileTree, Interests};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -19,10 +19,15 @@ pub struct PlatformFacts {
     pub mismatch: bool,
 }
 
+/// What [`derive`] reads: the machine of every ELF file.
+pub fn interests() -> Interests {
+    Interests::default().read_elf_heads()
+}
+
 pub fn derive(tree: &FileTree, declared: &Platform) -> PlatformFacts {
     let mut counts: BTreeMap<String, u64> = BTreeMap::new();
     for id in tree.walk() {
-        if let Some(elf) = tree.node(id).elf.as_deref() {
+        if let Some(elf) = tree.elf(id) {
             let arch = machine_arch(elf.head.machine, elf.head.class).map(str::to_string);
             *counts
                 .entry(arch.unwrap_or_else(|| format!("machine-{}", elf.head.machine)))

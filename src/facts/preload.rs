@@ -13,6 +13,7 @@ use super::libc::LibcFamily;
 use super::loader::{Loader, Resolution, Via, TRIPLETS};
 use super::Env;
 use crate::elf::ElfType;
+use crate::tree::Interests;
 use serde::Serialize;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -92,6 +93,16 @@ pub fn split_file(text: &str) -> Vec<String> {
         .collect()
 }
 
+const LD_SO_PRELOAD: &str = "/etc/ld.so.preload";
+
+/// What [`derive`] reads: /etc/ld.so.preload, and the ELF facts of what it preloads (its type,
+/// machine and the allocator linked into it).
+pub fn interests() -> Interests {
+    Interests::default()
+        .keep(LD_SO_PRELOAD, super::SMALL_FILE)
+        .scan_elf()
+}
+
 pub fn derive(loader: &Loader, env: &Env, entry: &Entrypoint) -> Vec<Preload> {
     let tree = loader.tree();
     let mut out = Vec::new();
@@ -103,7 +114,7 @@ pub fn derive(loader: &Loader, env: &Env, entry: &Entrypoint) -> Vec<Preload> {
     }
     // musl has no /etc/ld.so.preload.
     if family != LibcFamily::Musl {
-        if let Some(c) = tree.contents("/etc/ld.so.preload") {
+        if let Some(c) = tree.contents(LD_SO_PRELOAD) {
             for e in split_file(&String::from_utf8_lossy(&c.bytes)) {
                 out.push(check(loader, &e, PreloadSource::LdSoPreload, entry));
             }
@@ -178,8 +189,7 @@ fn check(loader: &Loader, entry: &str, source: PreloadSource, ep: &Entrypoint) -
         return p;
     };
     p.resolved = Some(path.clone());
-    let node = tree.lookup(&path).ok().flatten().map(|id| tree.node(id));
-    let elf = node.and_then(|n| n.elf.as_deref());
+    let elf = tree.lookup(&path).ok().flatten().and_then(|id| tree.elf(id));
     p.allocator = allocator_of(&path, elf.and_then(|e| e.scan.embedded_allocator)).or(p.allocator);
     let Some(elf) = elf else {
         p.status = PreloadStatus::Incompatible;

@@ -16,9 +16,9 @@
 
 use super::libc::{Libc, LibcFamily};
 use super::loader::Loader;
-use super::next::Version;
 use crate::elf::{machine_arch, ElfClass, ElfInfo};
-use crate::tree::{FileTree, NodeId, NodeKind, ROOT};
+use crate::tree::{Content, FileTree, Interests, NodeId, NodeKind, ROOT};
+use crate::version::Version;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -90,6 +90,15 @@ struct Candidate {
     min_glibc: Option<Version>,
 }
 
+/// What [`derive`] reads: the `package.json` of sharp and of its `@img/sharp-*` packages, and
+/// which files are ELF (libvips).
+pub fn interests() -> Interests {
+    Interests::default()
+        .keep("**/node_modules/*/package.json", super::SMALL_FILE)
+        .keep("**/node_modules/@*/*/package.json", super::SMALL_FILE)
+        .read_elf_heads()
+}
+
 pub fn derive(loader: &Loader, libc: &Libc) -> SharpFacts {
     let tree = loader.tree();
     let machine = loader.machine();
@@ -103,7 +112,7 @@ pub fn derive(loader: &Loader, libc: &Libc) -> SharpFacts {
     for id in tree.walk() {
         let n = tree.node(id);
         let name = n.name();
-        if name.starts_with("libvips") && name.contains(".so") && n.elf.is_some() {
+        if name.starts_with("libvips") && name.contains(".so") && tree.elf(id).is_some() {
             facts.libvips.push(tree.path_of(id));
         }
         if name == "package.json" && n.is_file() {
@@ -111,7 +120,7 @@ pub fn derive(loader: &Loader, libc: &Libc) -> SharpFacts {
             if tree.node(dir).name() == "sharp" && tree.node(tree.parent(dir)).name() == "node_modules" {
                 facts
                     .installs
-                    .push(install(loader, dir, json_of(tree, id).as_ref(), &runtime));
+                    .push(install(loader, dir, json_of(tree.content(id)).as_ref(), &runtime));
             }
         }
     }
@@ -120,8 +129,8 @@ pub fn derive(loader: &Loader, libc: &Libc) -> SharpFacts {
     facts
 }
 
-fn json_of(tree: &FileTree, id: NodeId) -> Option<Value> {
-    let c = tree.node(id).content.as_deref()?;
+fn json_of(content: Option<&Content>) -> Option<Value> {
+    let c = content?;
     serde_json::from_slice(&c.bytes).ok()
 }
 
@@ -159,7 +168,9 @@ fn install(loader: &Loader, dir: NodeId, json: Option<&Value>, runtime: &Runtime
             let pkg_path = tree.path_of(pkg_dir);
             let pkg_json = tree
                 .child(pkg_dir, "package.json")
-                .and_then(|id| json_of(tree, id));
+                // The package may be a link to a folder nobody asked to keep (it then reads
+                // as unknown, as the reader kept nothing there).
+                .and_then(|id| json_of(tree.kept_content(id)));
             let pkg_version = json_version(pkg_json.as_ref());
             let file = img_addon_file(tree, &pkg_path, &platform, pkg_version.as_deref());
             let min_glibc = pkg_json.as_ref().and_then(min_glibc);
@@ -647,7 +658,10 @@ mod tests {
     }
 
     fn tree(entries: Vec<LayerEntry>) -> FileTree {
-        FileTree::from_entries(entries).unwrap()
+        // Kept for what this module and the loader it asks declare, and nothing else.
+        FileTree::from_entries(entries)
+            .unwrap()
+            .keeping(interests().union(crate::facts::loader::interests()))
     }
 
     fn libc(family: LibcFamily) -> Libc {

@@ -1,7 +1,7 @@
 use super::{Outcome, Rule};
-use crate::facts::next::Version;
 use crate::facts::Facts;
 use crate::finding::Severity;
+use crate::version::Version;
 
 pub(crate) const RULE: Rule = Rule {
     id: "next-image-disk-cache",

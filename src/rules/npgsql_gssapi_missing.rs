@@ -1,7 +1,7 @@
 use super::{fixes, Outcome, Rule};
-use crate::facts::next::Version;
 use crate::facts::Facts;
 use crate::finding::Severity;
+use crate::version::Version;
 
 pub(crate) const RULE: Rule = Rule {
     id: "npgsql-gssapi-missing",

@@ -1,8 +1,8 @@
 use super::{fixes, Outcome, Rule};
 use crate::facts::libc::LibcFamily;
-use crate::facts::next::Version;
 use crate::facts::Facts;
 use crate::finding::Severity;
+use crate::version::Version;
 
 pub(crate) const RULE: Rule = Rule {
     id: "sharp-glibc-allocator",

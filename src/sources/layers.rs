@@ -56,7 +56,10 @@ pub(crate) fn read_layers(
     options: &Options,
 ) -> Result<Image> {
     let location = store.location();
-    let interests = Arc::new(options.interests.for_config(Some(&chosen.config)));
+    let interests = Arc::new(match options.config_interests {
+        Some(for_config) => options.interests.clone().union(for_config(&chosen.config)),
+        None => options.interests.clone(),
+    });
     let count = chosen.layers.len();
     let hits: Hits = Arc::new((0..count).map(|_| AtomicBool::new(false)).collect());
     let progress = Arc::new(Progress::new(options.progress, count));

@@ -39,7 +39,12 @@ pub struct Options {
     /// The platform to pick from an index or multi-image archive; `None` takes linux/amd64 when
     /// present, else the only linux image.
     pub platform: Option<Platform>,
+    /// The file contents and ELF facts to keep, before the image's config is known. The stages
+    /// that read them say which (the commands pass `facts::interests()`); none by default.
     pub interests: Interests,
+    /// What the image's config adds to `interests` once it is known (the commands pass
+    /// `facts::interests_for`: the scripts the entrypoint may run); `None` adds nothing.
+    pub config_interests: Option<fn(&ImageConfiguration) -> Interests>,
     pub limits: Limits,
     /// Layers read at once.
     pub workers: usize,
@@ -65,7 +70,8 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             platform: None,
-            interests: Interests::for_facts(),
+            interests: Interests::default(),
+            config_interests: None,
             limits: Limits::default(),
             workers: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
             all_platforms: false,

@@ -109,7 +109,7 @@ pub fn open(reference_text: &str, root: &Path, options: &Options) -> Result<Imag
             entries.push(entry);
         }
     }
-    let mut tree = FileTree::with_limits(&options.limits);
+    let mut tree = FileTree::with_limits(&options.limits).keeping(options.interests.clone());
     let diff = LayerDiff::unhashed(entries);
     tree.apply(diff, 0).map_err(|e| match e {
         crate::tree::merge::MergeError::PathTooLong { limit, .. } => super::limit_error(

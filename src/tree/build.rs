@@ -130,7 +130,7 @@ where
         }
         drop(tx);
 
-        let mut tree = FileTree::with_limits(limits);
+        let mut tree = FileTree::with_limits(limits).keeping(interests.clone());
         let mut stats = Vec::with_capacity(total);
         let mut pending: BTreeMap<usize, LayerDiff> = BTreeMap::new();
         let mut first_error: Option<BuildError> = None;

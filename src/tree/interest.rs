@@ -1,5 +1,10 @@
 //! Which file contents the layer reader keeps. Everything else is skipped as it streams by,
 //! so memory follows the number of paths, not the size of the image.
+//!
+//! This is only the mechanism: the stages that read contents say which ones they need (the
+//! facts declare theirs beside the code that reads them, `facts::interests`), and the tree
+//! remembers what it was read for, so that a read nobody asked for fails in tests instead of
+//! reading as absent ([`super::FileTree::contents`]).
 
 /// A path pattern over absolute image paths: `*` matches within one component, `**` matches
 /// any number of components (none included).
@@ -114,94 +119,52 @@ impl Interests {
         self.scripts.iter().any(|p| p.matches(path))
     }
 
-    /// Adds what the image's config points at: the entrypoint's program and the scripts in
-    /// PATH folders and the working folder, so that the entrypoint can be followed to the
-    /// program it runs.
-    pub fn for_config(&self, config: Option<&oci_spec::image::ImageConfiguration>) -> Interests {
-        let mut out = self.clone();
-        let c = config.and_then(|c| c.config().as_ref());
-        let env = c.and_then(|c| c.env().clone()).unwrap_or_default();
-        let path_var = env
-            .iter()
-            .rev()
-            .find_map(|e| e.strip_prefix("PATH="))
-            .unwrap_or("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
-            .to_string();
-        let working_dir = c
-            .and_then(|c| c.working_dir().clone())
-            .filter(|w| w.starts_with('/'));
-        let mut dirs: Vec<String> = path_var
-            .split(':')
-            .filter(|d| d.starts_with('/'))
-            .map(str::to_string)
-            .collect();
-        dirs.extend(working_dir);
-        dirs.push("/".to_string());
-        dirs.push("/docker-entrypoint.d".to_string());
-        for d in dirs {
-            out.scripts
-                .push(PathPattern::new(&format!("{}/*", d.trim_end_matches('/'))));
-        }
-        let argv = c
-            .map(|c| {
-                c.entrypoint()
-                    .clone()
-                    .unwrap_or_default()
-                    .into_iter()
-                    .chain(c.cmd().clone().unwrap_or_default())
-            })
-            .into_iter()
-            .flatten();
-        for a in argv.filter(|a| a.starts_with('/')) {
-            out.scripts.push(PathPattern::new(&a));
-        }
-        out
+    /// Adds a pattern under which scripts (files starting with `#!`) are kept.
+    pub fn script(mut self, pattern: &str) -> Self {
+        self.scripts.push(PathPattern::new(pattern));
+        self
     }
 
-    /// What the facts about libc, the loader, runtimes and packages read.
-    pub fn for_facts() -> Interests {
-        const SMALL: u64 = 256 * 1024;
-        const DB: u64 = 16 * 1024 * 1024;
-        Interests {
-            keep: Vec::new(),
-            // Scripts in Docker's default PATH and the usual app folders; `for_config` adds
-            // the image's own PATH and working folder when the config is known first.
-            scripts: [
-                "/usr/local/sbin/*",
-                "/usr/local/bin/*",
-                "/usr/sbin/*",
-                "/usr/bin/*",
-                "/sbin/*",
-                "/bin/*",
-                "/*",
-                "/app/*",
-                "/usr/src/app/*",
-                "/docker-entrypoint.d/*",
-            ]
-            .iter()
-            .map(|p| PathPattern::new(p))
-            .collect(),
-            elf_heads: true,
-            elf_scan: true,
+    /// Asks for ELF heads (class, machine, interpreter) of every regular file.
+    pub fn read_elf_heads(mut self) -> Self {
+        self.elf_heads = true;
+        self
+    }
+
+    /// Asks for ELF files to be read to their end (dynamic section, markers); implies heads.
+    pub fn scan_elf(mut self) -> Self {
+        self.elf_heads = true;
+        self.elf_scan = true;
+        self
+    }
+
+    /// Everything `self` or `other` asks for; a rule or pattern asked for twice is kept once.
+    pub fn union(mut self, other: Interests) -> Interests {
+        for k in other.keep {
+            let known = self
+                .keep
+                .iter()
+                .any(|m| m.pattern == k.pattern && m.max_bytes == k.max_bytes);
+            if !known {
+                self.keep.push(k);
+            }
         }
-        .keep("/etc/os-release", SMALL)
-        .keep("/usr/lib/os-release", SMALL)
-        .keep("/etc/ld.so.cache", DB)
-        .keep("/etc/ld.so.conf", SMALL)
-        .keep("/etc/ld.so.conf.d/*", SMALL)
-        .keep("/etc/ld.so.preload", SMALL)
-        .keep("/etc/ld-musl-*.path", SMALL)
-        .keep("/var/lib/dpkg/status", DB)
-        .keep("/var/lib/dpkg/status.d/*", SMALL)
-        .keep("/lib/apk/db/installed", DB)
-        .keep("/usr/bin/ldd", SMALL)
-        .keep("**/*.deps.json", DB)
-        .keep("**/*.runtimeconfig.json", SMALL)
-        .keep("**/appsettings*.json", SMALL)
-        .keep("**/node_modules/*/package.json", SMALL)
-        .keep("**/node_modules/@*/*/package.json", SMALL)
-        .keep("**/.next/required-server-files.json", DB)
-        .keep("**/include/node/node_version.h", SMALL)
+        for p in other.scripts {
+            if !self.scripts.contains(&p) {
+                self.scripts.push(p);
+            }
+        }
+        self.elf_heads |= other.elf_heads;
+        self.elf_scan |= other.elf_scan;
+        self
+    }
+
+    /// Whether a read with these interests keeps the contents of the file at `path` (an
+    /// absolute image path) when it is there: a keep rule matches it, or a script pattern
+    /// does (then only a file starting with `#!` is kept).
+    pub fn covers(&self, path: &str) -> bool {
+        let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+        self.keep_cap(&parts).is_some() || self.wants_script(&parts)
     }
 }
 
@@ -237,6 +200,24 @@ mod tests {
         assert!(m("/etc/ld.so.conf.d/*", "/etc/ld.so.conf.d/libc.conf"));
         assert!(m("a?c", "abc"));
         assert!(!m("a*c", "abd"));
+    }
+
+    #[test]
+    fn union_keeps_each_request_once_and_covers_both() {
+        let a = Interests::default().keep("/a", 10).script("/bin/*");
+        let b = Interests::default()
+            .keep("/a", 10)
+            .keep("/b/*.json", 20)
+            .script("/bin/*")
+            .script("/opt/*")
+            .scan_elf();
+        let u = a.clone().union(b);
+        assert_eq!(u.keep.len(), 2);
+        assert_eq!(u.scripts.len(), 2);
+        assert!(u.elf_heads && u.elf_scan && !a.elf_heads);
+        assert!(u.covers("/a") && u.covers("/b/x.json") && u.covers("/opt/run"));
+        assert!(!u.covers("/b/x.txt") && !u.covers("/opt/app/run"));
+        assert!(!Interests::default().covers("/a"));
     }
 
     #[test]

@@ -902,7 +902,9 @@ mod tests {
         let mut tar = file(b"etc/os-release", &vec![b'a'; 5000]);
         tar.extend_from_slice(&file(b"etc/ld.so.conf", &vec![b'b'; 5000]));
         tar.extend_from_slice(&[0u8; 1024]);
-        let interests = Interests::for_facts();
+        let interests = Interests::default()
+            .keep("/etc/os-release", 256 * 1024)
+            .keep("/etc/ld.so.conf", 256 * 1024);
         let per_file = Limits {
             max_kept_bytes_per_file: 100,
             ..Limits::default()

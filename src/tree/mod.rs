@@ -53,7 +53,8 @@ pub struct Node {
     pub layer: Option<u32>,
     /// For a hard link: the path it was linked to in its layer.
     pub hardlink_to: Option<String>,
-    pub content: Option<Box<Content>>,
+    /// Read through [`FileTree::content`], which checks that an interest asked for it.
+    content: Option<Box<Content>>,
     pub elf: Option<Box<ElfInfo>>,
 }
 
@@ -131,6 +132,9 @@ pub struct FileTree {
     max_links: u32,
     /// Bytes of the path an entry may land at ([`Limits::max_path_len`]).
     max_path_len: usize,
+    /// What the contents were kept for: a content accessor asked for a path outside them
+    /// fails in debug builds, since the reader could never have kept it.
+    kept_for: Interests,
 }
 
 pub const ROOT: NodeId = 0;
@@ -149,6 +153,7 @@ impl FileTree {
             removed: BTreeMap::new(),
             max_links: resolve::MAX_LINKS,
             max_path_len: Limits::default().max_path_len,
+            kept_for: Interests::default(),
         }
     }
 
@@ -159,6 +164,27 @@ impl FileTree {
             max_path_len: limits.max_path_len,
             ..FileTree::new()
         }
+    }
+
+    /// The tree, remembering that its contents were kept for `interests` (what the layers were
+    /// read with). A tree that was never told keeps nothing, and every content read from it
+    /// fails in debug builds.
+    pub fn keeping(mut self, interests: Interests) -> FileTree {
+        self.kept_for = interests;
+        self
+    }
+
+    /// What the contents were kept for.
+    pub fn kept_for(&self) -> &Interests {
+        &self.kept_for
+    }
+
+    /// Whether the reader was asked to keep the contents of the file at `path` (an absolute
+    /// path as written, before links are followed). A file found through a path the image
+    /// chose (a script in its PATH, an `include` of ld.so.conf) may lie outside what anyone
+    /// asked for: ask this first, and read its contents only when it says yes.
+    pub fn keeps(&self, path: &str) -> bool {
+        self.kept_for.covers(path)
     }
 
     /// Symbolic links one lookup may follow.
@@ -336,10 +362,48 @@ impl FileTree {
         }
     }
 
-    /// The kept contents of the file at `path` (symlinks followed).
+    /// The kept contents of the file at `path` (symlinks followed). `path` must be one the
+    /// tree was read to keep ([`FileTree::keeps`]): asking for another is a bug in the caller
+    /// (its interests do not declare the file, so the reader never kept it and it would read
+    /// as absent), and panics in debug builds.
     pub fn contents(&self, path: &str) -> Option<&Content> {
+        debug_assert!(
+            self.keeps(path),
+            "contents of {path} read, but no interest asked for them: declare the path beside the code that reads it"
+        );
         let id = self.lookup(path).ok()??;
-        self.node(id).content.as_deref()
+        self.nodes[id as usize].content.as_deref()
+    }
+
+    /// The kept contents of node `id`, found by walking the tree. Its path must be one the tree
+    /// was read to keep, as for [`FileTree::contents`].
+    pub fn content(&self, id: NodeId) -> Option<&Content> {
+        debug_assert!(
+            self.keeps(&self.path_of(id)),
+            "contents of {} read, but no interest asked for them: declare the path beside the code that reads it",
+            self.path_of(id)
+        );
+        self.nodes[id as usize].content.as_deref()
+    }
+
+    /// What the reader kept of node `id`, without asking whether an interest covers its path:
+    /// for a file reached through a path the image chose (a link, a PATH entry, an `include`),
+    /// which may lie anywhere and then holds nothing (or what a hard link to a kept file
+    /// carries). Every other read goes through [`FileTree::content`] or
+    /// [`FileTree::contents`], which catch a path left undeclared.
+    pub fn kept_content(&self, id: NodeId) -> Option<&Content> {
+        self.nodes[id as usize].content.as_deref()
+    }
+
+    /// The ELF facts of node `id`. The tree must have been read for ELF heads; a reader of
+    /// the dynamic section or markers declares [`Interests::scan_elf`] too.
+    pub fn elf(&self, id: NodeId) -> Option<&ElfInfo> {
+        debug_assert!(
+            self.kept_for.elf_heads,
+            "ELF facts of {} read, but no interest asked for ELF heads",
+            self.path_of(id)
+        );
+        self.nodes[id as usize].elf.as_deref()
     }
 }
 
@@ -357,5 +421,89 @@ impl Iterator for Walk<'_> {
             self.stack.extend(children.values().rev().copied());
         }
         Some(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(path: &str, text: &str) -> LayerEntry {
+        LayerEntry {
+            path: path
+                .split('/')
+                .filter(|p| !p.is_empty())
+                .map(str::to_string)
+                .collect(),
+            kind: EntryKind::File,
+            mode: 0o644,
+            uid: 0,
+            gid: 0,
+            size: text.len() as u64,
+            content: Some(Content {
+                bytes: text.as_bytes().to_vec(),
+                truncated: false,
+            }),
+            elf: None,
+        }
+    }
+
+    fn tree() -> FileTree {
+        FileTree::from_entries(vec![
+            file("etc/os-release", "ID=debian\n"),
+            file("etc/hostname", "box\n"),
+        ])
+        .unwrap()
+        .keeping(Interests::default().keep("/etc/os-release", 1024))
+    }
+
+    #[test]
+    fn declared_contents_read() {
+        let t = tree();
+        assert!(t.keeps("/etc/os-release") && !t.keeps("/etc/hostname"));
+        assert_eq!(t.contents("/etc/os-release").unwrap().bytes, b"ID=debian\n");
+        let id = t.lookup("/etc/os-release").unwrap().unwrap();
+        assert!(t.content(id).is_some());
+        // A declared path that is not in the image reads as absent: that is an answer.
+        let t = t.keeping(Interests::default().keep("/etc/*", 1024));
+        assert!(t.contents("/etc/passwd").is_none());
+        // What the image chose is read without the check, and holds what the reader kept.
+        let other = t.lookup("/etc/hostname").unwrap().unwrap();
+        assert_eq!(t.kept_content(other).unwrap().bytes, b"box\n");
+    }
+
+    /// A read nobody declared fails loudly instead of reading as "not there".
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "contents of /etc/hostname read, but no interest asked for them")]
+    fn undeclared_path_panics() {
+        let _ = tree().contents("/etc/hostname");
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "contents of /etc/hostname read, but no interest asked for them")]
+    fn undeclared_node_panics() {
+        let t = tree();
+        let id = t.lookup("/etc/hostname").unwrap().unwrap();
+        let _ = t.content(id);
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "no interest asked for ELF heads")]
+    fn undeclared_elf_panics() {
+        let t = tree();
+        let id = t.lookup("/etc/os-release").unwrap().unwrap();
+        let _ = t.elf(id);
+    }
+
+    /// A tree nobody told what it was read for keeps nothing, so every read from it fails.
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "contents of /etc/os-release read")]
+    fn a_tree_without_interests_declares_nothing() {
+        let t = FileTree::from_entries(vec![file("etc/os-release", "ID=debian\n")]).unwrap();
+        let _ = t.contents("/etc/os-release");
     }
 }

@@ -1,0 +1,280 @@
+//! Connection strings as .NET's `DbConnectionStringBuilder` (and so Npgsql) reads them.
+
+/// Splits a connection string into (lower-case key, value) pairs as
+/// `System.Data.Common.DbConnectionOptions` does without ODBC rules (`GetKeyValuePair`), which
+/// `DbConnectionStringBuilder.ConnectionString` and so Npgsql use: `;`-separated `key=value`,
+/// `==` for a `=` inside a key, values in `"…"` or `'…'` with the quote doubled inside, white
+/// space trimmed around unquoted values. A value-less `key=` gives `None`. `None` overall for a
+/// string the builder rejects.
+pub(super) fn parse_connection_string(s: &str) -> Option<Vec<(String, Option<String>)>> {
+    let chars: Vec<char> = s.chars().collect();
+    let mut pos = 0;
+    let mut out = Vec::new();
+    while pos < chars.len() {
+        let (next, pair) = key_value_pair(&chars, pos)?;
+        match pair {
+            Some(p) => out.push(p),
+            None => break,
+        }
+        pos = next;
+    }
+    Some(out)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum State {
+    NothingYet,
+    Key,
+    KeyEqual,
+    KeyEnd,
+    UnquotedValue,
+    DoubleQuoteValue,
+    DoubleQuoteValueQuote,
+    SingleQuoteValue,
+    SingleQuoteValueQuote,
+    QuotedValueEnd,
+    NullTermination,
+}
+
+type Pair = (String, Option<String>);
+
+/// One `key=value` from `pos`: the position after it and the pair (`None` when only white space
+/// and separators were left). `None` overall for a syntax error.
+fn key_value_pair(chars: &[char], mut pos: usize) -> Option<(usize, Option<Pair>)> {
+    use State::*;
+    let mut buffer = String::new();
+    let mut key: Option<String> = None;
+    let mut value: Option<String> = None;
+    let mut state = NothingYet;
+    let mut current = '\0';
+    'chars: while pos < chars.len() {
+        current = chars[pos];
+        // One character can pass through two states (the C# `goto case`): loop until it is
+        // consumed (`continue 'chars` after advancing), appended (`break`), or ends the pair.
+        loop {
+            match state {
+                NothingYet => {
+                    if current == ';' || current.is_whitespace() {
+                        pos += 1;
+                        continue 'chars;
+                    }
+                    if current == '\0' {
+                        state = NullTermination;
+                        pos += 1;
+                        continue 'chars;
+                    }
+                    if current.is_control() {
+                        return None;
+                    }
+                    if current == '=' {
+                        state = KeyEqual;
+                        pos += 1;
+                        continue 'chars;
+                    }
+                    state = Key;
+                    break;
+                }
+                Key => {
+                    if current == '=' {
+                        state = KeyEqual;
+                        pos += 1;
+                        continue 'chars;
+                    }
+                    if !current.is_whitespace() && current.is_control() {
+                        return None;
+                    }
+                    break;
+                }
+                KeyEqual => {
+                    if current == '=' {
+                        // `==`: a literal `=` in the key.
+                        state = Key;
+                        break;
+                    }
+                    let name = key_name(&buffer);
+                    if name.is_empty() {
+                        return None;
+                    }
+                    key = Some(name);
+                    buffer.clear();
+                    state = KeyEnd;
+                    continue;
+                }
+                KeyEnd => {
+                    if current.is_whitespace() {
+                        pos += 1;
+                        continue 'chars;
+                    }
+                    if current == '\'' {
+                        state = SingleQuoteValue;
+                        pos += 1;
+                        continue 'chars;
+                    }
+                    if current == '"' {
+                        state = DoubleQuoteValue;
+                        pos += 1;
+                        continue 'chars;
+                    }
+                    if current == ';' || current == '\0' {
+                        break 'chars;
+                    }
+                    if current.is_control() {
+                        return None;
+                    }
+                    state = UnquotedValue;
+                    break;
+                }
+                UnquotedValue => {
+                    if !current.is_whitespace() && (current.is_control() || current == ';') {
+                        break 'chars;
+                    }
+                    break;
+                }
+                DoubleQuoteValue | SingleQuoteValue => {
+                    let quote = if state == DoubleQuoteValue { '"' } else { '\'' };
+                    if current == quote {
+                        state = if state == DoubleQuoteValue {
+                            DoubleQuoteValueQuote
+                        } else {
+                            SingleQuoteValueQuote
+                        };
+                        pos += 1;
+                        continue 'chars;
+                    }
+                    if current == '\0' {
+                        return None;
+                    }
+                    break;
+                }
+                DoubleQuoteValueQuote | SingleQuoteValueQuote => {
+                    let quote = if state == DoubleQuoteValueQuote { '"' } else { '\'' };
+                    if current == quote {
+                        // A doubled quote stands for one.
+                        state = if state == DoubleQuoteValueQuote {
+                            DoubleQuoteValue
+                        } else {
+                            SingleQuoteValue
+                        };
+                        break;
+                    }
+                    value = Some(buffer.clone());
+                    state = QuotedValueEnd;
+                    continue;
+                }
+                QuotedValueEnd => {
+                    if current.is_whitespace() {
+                        pos += 1;
+                        continue 'chars;
+                    }
+                    if current == ';' {
+                        break 'chars;
+                    }
+                    if current == '\0' {
+                        state = NullTermination;
+                        pos += 1;
+                        continue 'chars;
+                    }
+                    return None;
+                }
+                NullTermination => {
+                    if current == '\0' || current.is_whitespace() {
+                        pos += 1;
+                        continue 'chars;
+                    }
+                    return None;
+                }
+            }
+        }
+        buffer.push(current);
+        pos += 1;
+    }
+    match state {
+        Key | DoubleQuoteValue | SingleQuoteValue => return None,
+        KeyEqual => {
+            let name = key_name(&buffer);
+            if name.is_empty() {
+                return None;
+            }
+            key = Some(name);
+        }
+        UnquotedValue => {
+            let v = buffer.trim();
+            if v.ends_with(['\'', '"']) {
+                return None;
+            }
+            value = Some(v.to_string());
+        }
+        DoubleQuoteValueQuote | SingleQuoteValueQuote | QuotedValueEnd => value = Some(buffer),
+        NothingYet | KeyEnd | NullTermination => {}
+    }
+    if current == ';' && pos < chars.len() {
+        pos += 1;
+    }
+    Some((pos, key.map(|k| (k, value))))
+}
+
+/// Trailing white space trimmed, lower-cased (`GetKeyName`).
+fn key_name(buffer: &str) -> String {
+    buffer.trim_end().to_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connection_string_syntax() {
+        let p = |s: &str| parse_connection_string(s);
+        let pairs = |v: &[(&str, Option<&str>)]| -> Option<Vec<Pair>> {
+            Some(
+                v.iter()
+                    .map(|(k, v)| (k.to_string(), v.map(str::to_string)))
+                    .collect(),
+            )
+        };
+        assert_eq!(
+            p("Host=db;Database=app;SslMode=Require;GssEncryptionMode=Disable"),
+            pairs(&[
+                ("host", Some("db")),
+                ("database", Some("app")),
+                ("sslmode", Some("Require")),
+                ("gssencryptionmode", Some("Disable"))
+            ])
+        );
+        // Spaces around keys and values, empty segments, a key with inner spaces, case folded keys only.
+        assert_eq!(
+            p(" ;; Host = db ; GSS Encryption Mode =  Prefer  ;"),
+            pairs(&[("host", Some("db")), ("gss encryption mode", Some("Prefer"))])
+        );
+        // Quoted values keep `;` and spaces; a doubled quote is one quote.
+        assert_eq!(
+            p(r#"Password="a;b ""c"""; Search Path='x''y'; Host=h"#),
+            pairs(&[
+                ("password", Some(r#"a;b "c""#)),
+                ("search path", Some("x'y")),
+                ("host", Some("h"))
+            ])
+        );
+        // `==` is a `=` inside a key; a bare `key=` has no value.
+        assert_eq!(
+            p("a==b=1;Gss Encryption Mode=;x="),
+            pairs(&[("a=b", Some("1")), ("gss encryption mode", None), ("x", None)])
+        );
+        assert_eq!(
+            p("Host=db;Timeout=15 "),
+            pairs(&[("host", Some("db")), ("timeout", Some("15"))])
+        );
+        assert_eq!(p(""), pairs(&[]));
+        // What the builder rejects.
+        for bad in [
+            "Host=db;Password=\"open",
+            "Host=db;GssEncryptionMode",
+            "Host=db;x=abc\"",
+            "Host=\"db\" x",
+            "=value",
+            "Host=d\u{1}b",
+        ] {
+            assert_eq!(p(bad), None, "{bad:?} should not parse");
+        }
+    }
+}

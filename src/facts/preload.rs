@@ -14,6 +14,7 @@ use super::loader::{Loader, Resolution, Via, TRIPLETS};
 use super::Env;
 use crate::elf::ElfType;
 use serde::Serialize;
+use std::fmt;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum PreloadSource {
@@ -41,10 +42,13 @@ pub struct Preload {
     /// The file the loader opens (canonical path), or null.
     pub resolved: Option<String>,
     pub reason: String,
+    /// The image paths `reason` names (scoped ignores and layer provenance match on these).
+    #[serde(skip)]
+    pub reason_paths: Vec<String>,
     /// How it was found (path, LD_LIBRARY_PATH, ld.so.cache, system folder…).
     pub via: Option<Via>,
     /// The allocator this library is, when it is one.
-    pub allocator: Option<&'static str>,
+    pub allocator: Option<Allocator>,
     /// Its own DT_NEEDED libraries that do not resolve in the image.
     pub unresolved_needed: Vec<String>,
     /// Files in this image that the entry was probably meant to name.
@@ -55,17 +59,63 @@ pub struct Preload {
     pub removed_by: Option<String>,
 }
 
-/// The allocator a library is, from its name or its own messages.
-pub fn allocator_of(name: &str, embedded: Option<&'static str>) -> Option<&'static str> {
+/// A malloc implementation: a replacement allocator, or the C library's own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Allocator {
+    Jemalloc,
+    Tcmalloc,
+    Mimalloc,
+    Glibc,
+    Musl,
+    Unknown,
+}
+
+impl Allocator {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Allocator::Jemalloc => "jemalloc",
+            Allocator::Tcmalloc => "tcmalloc",
+            Allocator::Mimalloc => "mimalloc",
+            Allocator::Glibc => "glibc",
+            Allocator::Musl => "musl",
+            Allocator::Unknown => "unknown",
+        }
+    }
+
+    /// Whether it replaces the C library's malloc.
+    pub fn is_replacement(self) -> bool {
+        matches!(
+            self,
+            Allocator::Jemalloc | Allocator::Tcmalloc | Allocator::Mimalloc
+        )
+    }
+
+    /// A replacement allocator by its name (as an ELF scan of its messages gives it).
+    pub fn replacement_named(name: &str) -> Option<Allocator> {
+        [Allocator::Jemalloc, Allocator::Tcmalloc, Allocator::Mimalloc]
+            .into_iter()
+            .find(|a| a.as_str() == name)
+    }
+}
+
+impl fmt::Display for Allocator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The allocator a library is, from its name or its own messages (the name an ELF scan found).
+pub fn allocator_of(name: &str, embedded: Option<&str>) -> Option<Allocator> {
     let base = name.rsplit('/').next().unwrap_or(name);
     if base.starts_with("libjemalloc") {
-        Some("jemalloc")
+        Some(Allocator::Jemalloc)
     } else if base.starts_with("libtcmalloc") {
-        Some("tcmalloc")
+        Some(Allocator::Tcmalloc)
     } else if base.starts_with("libmimalloc") {
-        Some("mimalloc")
+        Some(Allocator::Mimalloc)
     } else {
-        embedded
+        embedded.and_then(Allocator::replacement_named)
     }
 }
 
@@ -124,6 +174,7 @@ fn check(loader: &Loader, entry: &str, source: PreloadSource, ep: &Entrypoint) -
         status: PreloadStatus::Missing,
         resolved: None,
         reason: String::new(),
+        reason_paths: Vec::new(),
         via: r.via,
         allocator: allocator_of(&base, None),
         unresolved_needed: Vec::new(),
@@ -147,6 +198,7 @@ fn check(loader: &Loader, entry: &str, source: PreloadSource, ep: &Entrypoint) -
                 ),
                 _ => format!("{} is {}", s.path, s.reason),
             };
+            p.reason_paths = vec![s.path.clone()];
             p.resolved = loader
                 .tree()
                 .lookup(&s.path)
@@ -155,16 +207,20 @@ fn check(loader: &Loader, entry: &str, source: PreloadSource, ep: &Entrypoint) -
                 .map(|id| tree.path_of(id));
         } else if let Some(s) = r.skipped.iter().find(|s| s.reason.starts_with("dangling")) {
             p.reason = format!("{} is a {}", s.path, s.reason);
+            p.reason_paths = vec![s.path.clone()];
         } else if let Some(layer) = removed_layer(loader, &expanded) {
             p.removed_in_layer = Some(layer + 1);
             p.reason = format!("{expanded} was removed by layer {}", layer + 1);
+            p.reason_paths = absolute(&expanded);
         } else if let Some(t) = foreign_triplet(&expanded, loader.triplet()) {
             p.reason = format!(
                 "{expanded} does not exist: {t} is another architecture's folder (this image's is {})",
                 loader.triplet().unwrap_or("unknown")
             );
+            p.reason_paths = absolute(&expanded);
         } else if expanded.contains('/') {
             p.reason = format!("{expanded} does not exist in the image");
+            p.reason_paths = absolute(&expanded);
         } else {
             p.reason = format!("no {expanded} in LD_LIBRARY_PATH, the ld.so.cache or the system folders");
         }
@@ -178,6 +234,8 @@ fn check(loader: &Loader, entry: &str, source: PreloadSource, ep: &Entrypoint) -
         return p;
     };
     p.resolved = Some(path.clone());
+    // Every reason from here on names the file the loader opens.
+    p.reason_paths = vec![path.clone()];
     let node = tree.lookup(&path).ok().flatten().map(|id| tree.node(id));
     let elf = node.and_then(|n| n.elf.as_deref());
     p.allocator = allocator_of(&path, elf.and_then(|e| e.scan.embedded_allocator)).or(p.allocator);
@@ -253,12 +311,20 @@ fn check(loader: &Loader, entry: &str, source: PreloadSource, ep: &Entrypoint) -
     p.reason = if r.found_as.as_deref() == Some(path.as_str()) {
         format!("loads {path} (found through {via})")
     } else {
-        format!(
-            "loads {path} through {} (found through {via})",
-            r.found_as.unwrap_or_default()
-        )
+        let found_as = r.found_as.unwrap_or_default();
+        p.reason_paths.extend(absolute(&found_as));
+        format!("loads {path} through {found_as} (found through {via})")
     };
     p
+}
+
+/// `path` as an image path, when it is one (an entry can also be a bare or relative name).
+fn absolute(path: &str) -> Vec<String> {
+    if path.starts_with('/') {
+        vec![path.to_string()]
+    } else {
+        Vec::new()
+    }
 }
 
 /// The layer whose whiteout removed `path` (resolving the folders it lies in).
@@ -316,10 +382,17 @@ mod tests {
         );
         assert_eq!(
             allocator_of("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", None),
-            Some("jemalloc")
+            Some(Allocator::Jemalloc)
         );
-        assert_eq!(allocator_of("libtcmalloc_minimal.so.4", None), Some("tcmalloc"));
-        assert_eq!(allocator_of("libfoo.so", Some("mimalloc")), Some("mimalloc"));
+        assert_eq!(
+            allocator_of("libtcmalloc_minimal.so.4", None),
+            Some(Allocator::Tcmalloc)
+        );
+        assert_eq!(
+            allocator_of("libfoo.so", Some("mimalloc")),
+            Some(Allocator::Mimalloc)
+        );
+        assert_eq!(allocator_of("libfoo.so", Some("snmalloc")), None);
         assert_eq!(
             foreign_triplet(
                 "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2",

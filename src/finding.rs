@@ -214,3 +214,37 @@ impl Finding {
         self
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evidence_serialises_as_its_words_alone() {
+        let e = Evidence::naming(
+            "sharp 0.34.5 at /app/node_modules/sharp",
+            ["/app/node_modules/sharp"],
+        );
+        assert_eq!(
+            serde_json::to_value(&e).unwrap(),
+            "sharp 0.34.5 at /app/node_modules/sharp"
+        );
+        assert_eq!(e.to_string(), e.text());
+        assert_eq!(e.paths(), ["/app/node_modules/sharp"]);
+        assert!(Evidence::plain("LD_PRELOAD=/usr/lib/libjemalloc.so.2")
+            .paths()
+            .is_empty());
+    }
+
+    #[test]
+    fn fail_on_names() {
+        for f in [FailOn::Error, FailOn::Warning, FailOn::Note, FailOn::Never] {
+            assert_eq!(FailOn::parse(f.as_str()), Some(f));
+            assert_eq!(serde_json::to_value(f).unwrap(), f.as_str());
+            assert_eq!(<FailOn as clap::ValueEnum>::from_str(f.as_str(), false), Ok(f));
+        }
+        assert_eq!(FailOn::parse("Error"), None);
+        assert_eq!(FailOn::Never.threshold(), None);
+        assert_eq!(FailOn::Note.threshold(), Some(Severity::Note));
+    }
+}

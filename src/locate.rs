@@ -128,3 +128,86 @@ fn short(history: &str) -> String {
         h.to_string()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DOCKERFILE: &str = "\
+FROM debian:12 AS base
+ENV GLIBC_TUNABLES=glibc.malloc.arena_max=2
+RUN apt-get install -y libjemalloc2
+
+FROM node:22 AS unrelated
+ENV MALLOC_ARENA_MAX=4
+
+FROM base
+ENV MALLOC_ARENA_MAX=2 NODE_OPTIONS=--max-old-space-size=768
+COPY app/ /app/
+CMD [\"node\", \"/app/server.js\"]
+";
+
+    fn line(ctx: &DockerfileContext, anchor: Anchor) -> Option<u32> {
+        ctx.anchor(anchor).map(|i| i.line)
+    }
+
+    #[test]
+    fn anchors_name_instructions_of_the_target_stage_chain() {
+        let d = Dockerfile::parse(DOCKERFILE);
+        let ctx = DockerfileContext::new(&d, "Dockerfile", None).unwrap();
+        // Keys in preference order: the first key any ENV sets wins, even when a later key is set
+        // further down.
+        assert_eq!(
+            line(&ctx, Anchor::Env(&["MALLOC_ARENA_MAX", "GLIBC_TUNABLES"])),
+            Some(9)
+        );
+        assert_eq!(
+            line(&ctx, Anchor::Env(&["GLIBC_TUNABLES", "MALLOC_ARENA_MAX"])),
+            Some(2)
+        );
+        assert_eq!(line(&ctx, Anchor::Env(&["NODE_OPTIONS"])), Some(9));
+        // The base stage's RUN is in the chain; words must appear in a RUN, COPY or ADD.
+        assert_eq!(line(&ctx, Anchor::Installs(&["jemalloc"])), Some(3));
+        assert_eq!(line(&ctx, Anchor::Installs(&["/app/"])), Some(10));
+        assert_eq!(line(&ctx, Anchor::Command), Some(11));
+        // Nothing found, or nothing asked: the target stage's FROM.
+        assert_eq!(line(&ctx, Anchor::Env(&["LD_PRELOAD"])), Some(8));
+        assert_eq!(line(&ctx, Anchor::Installs(&["ld.so.preload"])), Some(8));
+        assert_eq!(line(&ctx, Anchor::From), Some(8));
+        // Another target: a stage outside its chain does not count.
+        let unrelated = DockerfileContext::new(&d, "Dockerfile", Some("unrelated")).unwrap();
+        assert_eq!(line(&unrelated, Anchor::Env(&["MALLOC_ARENA_MAX"])), Some(6));
+        assert_eq!(line(&unrelated, Anchor::Installs(&["jemalloc"])), Some(5));
+        assert_eq!(line(&unrelated, Anchor::Command), Some(5));
+    }
+
+    #[test]
+    fn findings_land_on_their_anchor_or_on_the_artifact() {
+        let d = Dockerfile::parse(DOCKERFILE);
+        let ctx = DockerfileContext::new(&d, "deploy/Dockerfile", None).unwrap();
+        let finding = |anchor| Finding {
+            rule: "r",
+            severity: crate::finding::Severity::Note,
+            message: String::new(),
+            evidence: Vec::new(),
+            fix: String::new(),
+            location: None,
+            suppression: None,
+            anchor,
+        };
+        let mut findings = [finding(Anchor::Command), finding(Anchor::Env(&["NODE_OPTIONS"]))];
+        locate(&mut findings, Some(&ctx), "Dockerfile");
+        let at = |f: &Finding| f.location.clone().map(|l| (l.path, l.line, l.instruction));
+        assert_eq!(
+            at(&findings[0]),
+            Some((
+                "deploy/Dockerfile".to_string(),
+                11,
+                Some("CMD [\"node\", \"/app/server.js\"]".to_string())
+            ))
+        );
+        assert_eq!(at(&findings[1]).map(|(_, line, _)| line), Some(9));
+        locate(&mut findings, None, "Dockerfile");
+        assert_eq!(at(&findings[1]), Some(("Dockerfile".to_string(), 1, None)));
+    }
+}

@@ -786,4 +786,15 @@ mod tests {
         assert_eq!(f.version.as_deref(), Some("24.1.0"));
         assert_eq!(f.max_old_space_size.unwrap().value, "256");
     }
+
+    #[test]
+    fn flag_sources_serialise_as_before() {
+        for (source, name) in [
+            (FlagSource::NodeOptions, "NODE_OPTIONS"),
+            (FlagSource::CommandLine, "command line"),
+        ] {
+            assert_eq!(serde_json::to_value(source).unwrap(), name);
+            assert_eq!(source.to_string(), name);
+        }
+    }
 }

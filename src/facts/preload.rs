@@ -393,6 +393,21 @@ mod tests {
             Some(Allocator::Mimalloc)
         );
         assert_eq!(allocator_of("libfoo.so", Some("snmalloc")), None);
+        for a in [
+            Allocator::Jemalloc,
+            Allocator::Tcmalloc,
+            Allocator::Mimalloc,
+            Allocator::Glibc,
+            Allocator::Musl,
+            Allocator::Unknown,
+        ] {
+            assert_eq!(serde_json::to_value(a).unwrap(), a.as_str());
+            assert_eq!(a.to_string(), a.as_str());
+            assert_eq!(
+                a.is_replacement(),
+                Allocator::replacement_named(a.as_str()) == Some(a)
+            );
+        }
         assert_eq!(
             foreign_triplet(
                 "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2",

@@ -1,6 +1,7 @@
-//! `.memlint.toml`: ignores (global, or scoped to an image or an evidence path, with a reason
-//! and an optional expiry), per-rule severity, the images the pre-push hook lints, and
-//! `fail-on`. Validated once into [`Settings`]; mistakes point at the key in the file.
+//! `.memlint.toml`: ignores (global, or scoped to an image or to an image path the finding
+//! names, with a reason and an optional expiry), per-rule severity, the images the pre-push
+//! hook lints, and `fail-on`. Validated once into [`Settings`]; mistakes point at the key in
+//! the file.
 
 use crate::error::ConfigError;
 use crate::finding::{Evidence, FailOn, Severity};

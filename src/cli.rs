@@ -197,13 +197,7 @@ fn parse_output(s: &str) -> Result<(LintFormat, PathBuf), String> {
     Ok((format, PathBuf::from(file)))
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum FailOn {
-    Error,
-    Warning,
-    Note,
-    Never,
-}
+pub use crate::finding::FailOn;
 
 #[derive(Debug, clap::Args)]
 pub struct RulesArgs {

@@ -1,6 +1,7 @@
-//! What a rule reports: a finding with its evidence and the fix for this image.
+//! What a rule reports: a finding with its evidence, the fix for this image, and where in a
+//! Dockerfile it belongs.
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use std::fmt;
 
 /// How bad a finding is. Ordered: a note is below a warning, a warning below an error.
@@ -28,6 +29,113 @@ impl fmt::Display for Severity {
     }
 }
 
+/// The least severity that fails a run (`--fail-on`, `fail-on` in `.memlint.toml`), or never.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum FailOn {
+    Error,
+    Warning,
+    Note,
+    Never,
+}
+
+impl FailOn {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailOn::Error => "error",
+            FailOn::Warning => "warning",
+            FailOn::Note => "note",
+            FailOn::Never => "never",
+        }
+    }
+
+    /// The name as written in `.memlint.toml` or on the command line.
+    pub fn parse(name: &str) -> Option<FailOn> {
+        [FailOn::Error, FailOn::Warning, FailOn::Note, FailOn::Never]
+            .into_iter()
+            .find(|f| f.as_str() == name)
+    }
+
+    /// The least severity that fails the run; `None` for never.
+    pub fn threshold(self) -> Option<Severity> {
+        match self {
+            FailOn::Error => Some(Severity::Error),
+            FailOn::Warning => Some(Severity::Warning),
+            FailOn::Note => Some(Severity::Note),
+            FailOn::Never => None,
+        }
+    }
+}
+
+impl fmt::Display for FailOn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One line of evidence: the words a reader sees, and the image paths it names. Scoped ignores
+/// (`path =`) and layer provenance match on the paths, never on the words, so rewording a line
+/// cannot silently change what an ignore hides. Serialised as its words alone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Evidence {
+    text: String,
+    paths: Vec<String>,
+}
+
+impl Evidence {
+    /// A line that names no image path.
+    pub fn plain(text: impl Into<String>) -> Evidence {
+        Evidence {
+            text: text.into(),
+            paths: Vec::new(),
+        }
+    }
+
+    /// A line that names these image paths (absolute, as in the merged file tree).
+    pub fn naming<P: Into<String>>(text: impl Into<String>, paths: impl IntoIterator<Item = P>) -> Evidence {
+        Evidence {
+            text: text.into(),
+            paths: paths.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    pub fn paths(&self) -> &[String] {
+        &self.paths
+    }
+}
+
+impl fmt::Display for Evidence {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl Serialize for Evidence {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.text)
+    }
+}
+
+/// Where in a Dockerfile a finding belongs: the instruction that caused it or should carry its
+/// fix. Each rule names it (per finding where it depends on the finding); `locate` finds the
+/// instruction in the target stage's chain, and when there is none, the target stage's `FROM`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Anchor {
+    /// The last `ENV` that sets the first of these keys that any `ENV` sets.
+    Env(&'static [&'static str]),
+    /// The last `RUN`, `COPY` or `ADD` whose arguments mention one of these words: the
+    /// instruction that installs a package or puts a file in place.
+    Installs(&'static [&'static str]),
+    /// The last `CMD` or `ENTRYPOINT`.
+    Command,
+    /// The target stage's `FROM`.
+    From,
+}
+
 /// One problem found in an image. JSON keys are a contract with users' scripts.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Finding {
@@ -36,7 +144,7 @@ pub struct Finding {
     /// One matter-of-fact clause, no capital letter, no closing period.
     pub message: String,
     /// The paths, env entries, versions and layers that led to the finding.
-    pub evidence: Vec<String>,
+    pub evidence: Vec<Evidence>,
     /// What to change in this image, as Dockerfile lines where that is the fix.
     pub fix: String,
     /// The Dockerfile line the finding belongs to, when one is known.
@@ -45,6 +153,9 @@ pub struct Finding {
     /// Why the finding is hidden, when an ignore covers it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub suppression: Option<Suppression>,
+    /// Where in a Dockerfile it belongs.
+    #[serde(skip)]
+    pub anchor: Anchor,
 }
 
 /// A place in the repository: a Dockerfile and a line range.
@@ -70,13 +181,26 @@ pub struct Suppression {
 }
 
 impl Finding {
-    pub fn evidence(mut self, e: impl Into<String>) -> Self {
-        self.evidence.push(e.into());
+    pub fn evidence(mut self, e: Evidence) -> Self {
+        self.evidence.push(e);
         self
     }
 
-    pub fn evidence_all(mut self, e: impl IntoIterator<Item = String>) -> Self {
+    pub fn evidence_all(mut self, e: impl IntoIterator<Item = Evidence>) -> Self {
         self.evidence.extend(e);
+        self
+    }
+
+    /// The image paths the finding names, in the order its evidence names them.
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.evidence
+            .iter()
+            .flat_map(|e| e.paths.iter().map(String::as_str))
+    }
+
+    /// Places this finding somewhere other than its rule's usual anchor.
+    pub fn anchor(mut self, anchor: Anchor) -> Self {
+        self.anchor = anchor;
         self
     }
 
@@ -88,5 +212,39 @@ impl Finding {
     pub fn severity(mut self, s: Severity) -> Self {
         self.severity = s;
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evidence_serialises_as_its_words_alone() {
+        let e = Evidence::naming(
+            "sharp 0.34.5 at /app/node_modules/sharp",
+            ["/app/node_modules/sharp"],
+        );
+        assert_eq!(
+            serde_json::to_value(&e).unwrap(),
+            "sharp 0.34.5 at /app/node_modules/sharp"
+        );
+        assert_eq!(e.to_string(), e.text());
+        assert_eq!(e.paths(), ["/app/node_modules/sharp"]);
+        assert!(Evidence::plain("LD_PRELOAD=/usr/lib/libjemalloc.so.2")
+            .paths()
+            .is_empty());
+    }
+
+    #[test]
+    fn fail_on_names() {
+        for f in [FailOn::Error, FailOn::Warning, FailOn::Note, FailOn::Never] {
+            assert_eq!(FailOn::parse(f.as_str()), Some(f));
+            assert_eq!(serde_json::to_value(f).unwrap(), f.as_str());
+            assert_eq!(<FailOn as clap::ValueEnum>::from_str(f.as_str(), false), Ok(f));
+        }
+        assert_eq!(FailOn::parse("Error"), None);
+        assert_eq!(FailOn::Never.threshold(), None);
+        assert_eq!(FailOn::Note.threshold(), Some(Severity::Note));
     }
 }

@@ -1,12 +1,10 @@
-//! Puts each finding on a line: the Dockerfile instruction that caused it or should carry its
-//! fix (the `ENV LD_PRELOAD` line for preload findings, the final stage's `FROM` for allocator
-//! findings, `ENV NODE_OPTIONS` or `CMD` for Node flags…), and says in the evidence which layer
-//! brought the files the finding names (from the image history).
+//! Puts each finding on a line: the Dockerfile instruction its rule names as the finding's
+//! [`Anchor`] (an `ENV` key, the instruction that installs something, `CMD`/`ENTRYPOINT`), or
+//! the target stage's `FROM` when there is none; and says in the evidence which layer brought
+//! the image paths the finding names (from the image history).
 
 use crate::dockerfile::{Dockerfile, Instruction};
-use crate::facts::preload::PreloadSource;
-use crate::facts::Facts;
-use crate::finding::{Finding, Location};
+use crate::finding::{Anchor, Evidence, Finding, Location};
 use crate::image::Image;
 
 /// The Dockerfile a report maps onto.
@@ -52,56 +50,25 @@ impl<'a> DockerfileContext<'a> {
         self.dockerfile.from_of(self.target)
     }
 
-    /// The instruction a finding belongs to.
-    pub fn anchor(&self, f: &Finding, facts: &Facts) -> Option<&'a Instruction> {
-        let mentions = |words: &'static [&'static str]| {
-            move |i: &Instruction| {
-                (i.keyword == "RUN" || i.keyword == "COPY" || i.keyword == "ADD")
+    /// The instruction a finding belongs to: its anchor, else the target stage's `FROM`.
+    pub fn anchor(&self, anchor: Anchor) -> Option<&'a Instruction> {
+        let found = match anchor {
+            Anchor::Env(keys) => keys.iter().find_map(|k| self.env_setting(k)),
+            Anchor::Installs(words) => self.last(|i| {
+                matches!(i.keyword.as_str(), "RUN" | "COPY" | "ADD")
                     && words.iter().any(|w| i.args.contains(w))
-            }
-        };
-        let found = match f.rule {
-            "ld-preload-missing" | "ld-preload-incompatible" => {
-                let from_file = facts.preloads.iter().any(|p| {
-                    p.source == PreloadSource::LdSoPreload && f.message.contains(&format!("`{}`", p.entry))
-                });
-                if from_file {
-                    self.last(mentions(&["ld.so.preload"]))
-                } else {
-                    self.env_setting("LD_PRELOAD")
-                }
-            }
-            "jemalloc-not-preloaded" => {
-                self.last(mentions(&["jemalloc", "tcmalloc", "mimalloc", "gperftools"]))
-            }
-            "sharp-glibc-allocator" | "dotnet-glibc-allocator" => self
-                .env_setting("MALLOC_ARENA_MAX")
-                .or_else(|| self.env_setting("GLIBC_TUNABLES")),
-            "npgsql-gssapi-missing" => self.env_setting("PGGSSENCMODE"),
-            "sharp-platform-mismatch" => self.last(mentions(&["npm ", "yarn ", "pnpm ", "node_modules"])),
-            "node-semi-space" => {
-                let from_options = facts
-                    .node
-                    .as_ref()
-                    .and_then(|n| n.max_old_space_size.as_ref())
-                    .is_some_and(|o| o.source == "NODE_OPTIONS");
-                if from_options {
-                    self.env_setting("NODE_OPTIONS")
-                } else {
-                    self.last(|i| i.keyword == "CMD" || i.keyword == "ENTRYPOINT")
-                }
-            }
-            "next-image-cache-ttl" | "next-image-disk-cache" => self.last(mentions(&[".next", "next build"])),
-            _ => None,
+            }),
+            Anchor::Command => self.last(|i| i.keyword == "CMD" || i.keyword == "ENTRYPOINT"),
+            Anchor::From => None,
         };
         found.or_else(|| self.from())
     }
 }
 
 /// Sets each finding's location: its Dockerfile line, or the nominal `artifact:1`.
-pub fn locate(findings: &mut [Finding], facts: &Facts, ctx: Option<&DockerfileContext>, artifact: &str) {
+pub fn locate(findings: &mut [Finding], ctx: Option<&DockerfileContext>, artifact: &str) {
     for f in findings.iter_mut() {
-        f.location = Some(match ctx.and_then(|c| c.anchor(f, facts).map(|i| (c, i))) {
+        f.location = Some(match ctx.and_then(|c| c.anchor(f.anchor).map(|i| (c, i))) {
             Some((c, i)) => Location {
                 path: c.path.to_string(),
                 line: i.line,
@@ -118,40 +85,35 @@ pub fn locate(findings: &mut [Finding], facts: &Facts, ctx: Option<&DockerfileCo
     }
 }
 
-/// Adds "layer N (`created_by`) brought PATH" for the image paths a finding's evidence names.
+/// Adds "layer N (`created_by`) brought PATH" for the first three image paths a finding names
+/// that a layer brought.
 pub fn provenance(findings: &mut [Finding], image: &Image) {
     for f in findings.iter_mut() {
-        let mut added = Vec::new();
-        for e in &f.evidence {
-            for path in e
-                .split([' ', ',', '(', ')', '`', ';'])
-                .filter(|w| w.starts_with('/') && w.len() > 1)
-            {
-                let path = path.trim_end_matches([':', '.']);
-                if added.iter().any(|(p, _): &(String, String)| p == path) || added.len() >= 3 {
-                    continue;
-                }
-                let Ok(Some(id)) = image.tree.lookup_nofollow(path) else {
-                    continue;
-                };
-                let Some(layer) = image.tree.node(id).layer else {
-                    continue;
-                };
-                let Some(l) = image.layers.get(layer as usize) else {
-                    continue;
-                };
-                let how = l
-                    .history
-                    .as_deref()
-                    .map(|h| format!(" (`{}`)", short(h)))
-                    .unwrap_or_default();
-                added.push((
-                    path.to_string(),
-                    format!("layer {}{how} brought {path}", layer + 1),
-                ));
+        let mut added: Vec<Evidence> = Vec::new();
+        for path in f.paths() {
+            if added.len() >= 3 || added.iter().any(|e| e.paths().iter().any(|p| p == path)) {
+                continue;
             }
+            let Ok(Some(id)) = image.tree.lookup_nofollow(path) else {
+                continue;
+            };
+            let Some(layer) = image.tree.node(id).layer else {
+                continue;
+            };
+            let Some(l) = image.layers.get(layer as usize) else {
+                continue;
+            };
+            let how = l
+                .history
+                .as_deref()
+                .map(|h| format!(" (`{}`)", short(h)))
+                .unwrap_or_default();
+            added.push(Evidence::naming(
+                format!("layer {}{how} brought {path}", layer + 1),
+                [path],
+            ));
         }
-        f.evidence.extend(added.into_iter().map(|(_, e)| e));
+        f.evidence.extend(added);
     }
 }
 
@@ -164,5 +126,88 @@ fn short(history: &str) -> String {
         format!("{}…", h.chars().take(80).collect::<String>())
     } else {
         h.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DOCKERFILE: &str = "\
+FROM debian:12 AS base
+ENV GLIBC_TUNABLES=glibc.malloc.arena_max=2
+RUN apt-get install -y libjemalloc2
+
+FROM node:22 AS unrelated
+ENV MALLOC_ARENA_MAX=4
+
+FROM base
+ENV MALLOC_ARENA_MAX=2 NODE_OPTIONS=--max-old-space-size=768
+COPY app/ /app/
+CMD [\"node\", \"/app/server.js\"]
+";
+
+    fn line(ctx: &DockerfileContext, anchor: Anchor) -> Option<u32> {
+        ctx.anchor(anchor).map(|i| i.line)
+    }
+
+    #[test]
+    fn anchors_name_instructions_of_the_target_stage_chain() {
+        let d = Dockerfile::parse(DOCKERFILE);
+        let ctx = DockerfileContext::new(&d, "Dockerfile", None).unwrap();
+        // Keys in preference order: the first key any ENV sets wins, even when a later key is set
+        // further down.
+        assert_eq!(
+            line(&ctx, Anchor::Env(&["MALLOC_ARENA_MAX", "GLIBC_TUNABLES"])),
+            Some(9)
+        );
+        assert_eq!(
+            line(&ctx, Anchor::Env(&["GLIBC_TUNABLES", "MALLOC_ARENA_MAX"])),
+            Some(2)
+        );
+        assert_eq!(line(&ctx, Anchor::Env(&["NODE_OPTIONS"])), Some(9));
+        // The base stage's RUN is in the chain; words must appear in a RUN, COPY or ADD.
+        assert_eq!(line(&ctx, Anchor::Installs(&["jemalloc"])), Some(3));
+        assert_eq!(line(&ctx, Anchor::Installs(&["/app/"])), Some(10));
+        assert_eq!(line(&ctx, Anchor::Command), Some(11));
+        // Nothing found, or nothing asked: the target stage's FROM.
+        assert_eq!(line(&ctx, Anchor::Env(&["LD_PRELOAD"])), Some(8));
+        assert_eq!(line(&ctx, Anchor::Installs(&["ld.so.preload"])), Some(8));
+        assert_eq!(line(&ctx, Anchor::From), Some(8));
+        // Another target: a stage outside its chain does not count.
+        let unrelated = DockerfileContext::new(&d, "Dockerfile", Some("unrelated")).unwrap();
+        assert_eq!(line(&unrelated, Anchor::Env(&["MALLOC_ARENA_MAX"])), Some(6));
+        assert_eq!(line(&unrelated, Anchor::Installs(&["jemalloc"])), Some(5));
+        assert_eq!(line(&unrelated, Anchor::Command), Some(5));
+    }
+
+    #[test]
+    fn findings_land_on_their_anchor_or_on_the_artifact() {
+        let d = Dockerfile::parse(DOCKERFILE);
+        let ctx = DockerfileContext::new(&d, "deploy/Dockerfile", None).unwrap();
+        let finding = |anchor| Finding {
+            rule: "r",
+            severity: crate::finding::Severity::Note,
+            message: String::new(),
+            evidence: Vec::new(),
+            fix: String::new(),
+            location: None,
+            suppression: None,
+            anchor,
+        };
+        let mut findings = [finding(Anchor::Command), finding(Anchor::Env(&["NODE_OPTIONS"]))];
+        locate(&mut findings, Some(&ctx), "Dockerfile");
+        let at = |f: &Finding| f.location.clone().map(|l| (l.path, l.line, l.instruction));
+        assert_eq!(
+            at(&findings[0]),
+            Some((
+                "deploy/Dockerfile".to_string(),
+                11,
+                Some("CMD [\"node\", \"/app/server.js\"]".to_string())
+            ))
+        );
+        assert_eq!(at(&findings[1]).map(|(_, line, _)| line), Some(9));
+        locate(&mut findings, None, "Dockerfile");
+        assert_eq!(at(&findings[1]), Some(("Dockerfile".to_string(), 1, None)));
     }
 }

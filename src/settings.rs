@@ -1,9 +1,10 @@
-//! `.memlint.toml`: ignores (global, or scoped to an image or an evidence path, with a reason
-//! and an optional expiry), per-rule severity, the images the pre-push hook lints, and
-//! `fail-on`. Validated once into [`Settings`]; mistakes point at the key in the file.
+//! `.memlint.toml`: ignores (global, or scoped to an image or to an image path the finding
+//! names, with a reason and an optional expiry), per-rule severity, the images the pre-push
+//! hook lints, and `fail-on`. Validated once into [`Settings`]; mistakes point at the key in
+//! the file.
 
 use crate::error::ConfigError;
-use crate::finding::Severity;
+use crate::finding::{Evidence, FailOn, Severity};
 use crate::rules;
 use miette::{NamedSource, SourceSpan};
 use serde::Deserialize;
@@ -38,54 +39,31 @@ struct RawIgnore {
 }
 
 /// A calendar date (`expires`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Date {
-    pub year: i32,
-    pub month: u32,
-    pub day: u32,
+pub use jiff::civil::Date;
+
+/// Today in UTC, from the system clock.
+pub fn today() -> Date {
+    jiff::Timestamp::now()
+        .to_zoned_datetime(jiff::tz::TimeZone::UTC)
+        .date()
 }
 
-impl Date {
-    pub fn parse(s: &str) -> Option<Date> {
-        let mut it = s.trim().splitn(3, '-');
-        let year = it.next()?.parse().ok()?;
-        let month = it.next()?.parse().ok().filter(|m| (1..=12).contains(m))?;
-        let day = it
-            .next()?
-            .get(..2)?
-            .parse()
-            .ok()
-            .filter(|d| (1..=31).contains(d))?;
-        Some(Date { year, month, day })
-    }
-
-    /// Today (UTC), from the system clock.
-    pub fn today() -> Date {
-        let secs = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
-        Date::from_days((secs / 86_400) as i64)
-    }
-
-    /// Days since 1970-01-01 to a civil date (H. Hinnant's algorithm).
-    fn from_days(z: i64) -> Date {
-        let z = z + 719_468;
-        let era = z.div_euclid(146_097);
-        let doe = z.rem_euclid(146_097);
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-        let mp = (5 * doy + 2) / 153;
-        let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-        let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-        let year = (yoe + era * 400 + i64::from(month <= 2)) as i32;
-        Date { year, month, day }
-    }
-}
-
-impl std::fmt::Display for Date {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:04}-{:02}-{:02}", self.year, self.month, self.day)
+/// An `expires` value: a TOML date (`2027-01-31`, or the date part of a TOML date-time) or a
+/// string holding a date. Impossible dates such as 2026-02-30 are refused, with the reason.
+fn parse_expiry(value: &toml::Value) -> Result<Date, String> {
+    let out_of_range = |_| "it is out of range".to_string();
+    match value {
+        toml::Value::Datetime(d) => {
+            let day = d.date.ok_or("it has no date part")?;
+            Date::new(
+                i16::try_from(day.year).map_err(out_of_range)?,
+                i8::try_from(day.month).map_err(out_of_range)?,
+                i8::try_from(day.day).map_err(out_of_range)?,
+            )
+            .map_err(|e| e.to_string())
+        }
+        toml::Value::String(s) => s.trim().parse::<Date>().map_err(|e| e.to_string()),
+        other => Err(format!("it is a TOML {}", other.type_str())),
     }
 }
 
@@ -95,7 +73,7 @@ pub struct ScopedIgnore {
     pub rule: String,
     /// A glob (`*`, `?`) on the image reference or name.
     pub image: Option<String>,
-    /// A path that must appear in the finding's evidence.
+    /// An image path: the ignore covers findings whose evidence names it or a path under it.
     pub path: Option<String>,
     pub reason: String,
     pub expires: Option<Date>,
@@ -104,17 +82,30 @@ pub struct ScopedIgnore {
 }
 
 impl ScopedIgnore {
-    /// Whether it covers a finding of `rule` on `image` with this evidence (expiry aside).
-    pub fn covers(&self, rule: &str, image_names: &[&str], evidence: &[String]) -> bool {
+    /// Whether it covers a finding of `rule` on `image` with this evidence (expiry aside). A
+    /// `path` matches the image paths the evidence names, never its words.
+    pub fn covers(&self, rule: &str, image_names: &[&str], evidence: &[Evidence]) -> bool {
         self.rule == rule
             && self
                 .image
                 .as_deref()
                 .is_none_or(|g| image_names.iter().any(|n| glob(g, n)))
-            && self
-                .path
-                .as_deref()
-                .is_none_or(|p| evidence.iter().any(|e| e.contains(p)))
+            && self.path.as_deref().is_none_or(|p| {
+                evidence
+                    .iter()
+                    .flat_map(|e| e.paths())
+                    .any(|named| is_within(named, p))
+            })
+    }
+}
+
+/// Whether image path `path` is `within` or under it, on a component boundary: `/usr/lib`
+/// covers `/usr/lib` and `/usr/lib/libc.so.6`, not `/usr/lib64/libc.so.6`.
+fn is_within(path: &str, within: &str) -> bool {
+    let within = within.trim_end_matches('/');
+    match path.strip_prefix(within) {
+        Some(rest) => rest.is_empty() || rest.starts_with('/'),
+        None => false,
     }
 }
 
@@ -127,7 +118,7 @@ pub struct Settings {
     pub severity: BTreeMap<String, Severity>,
     pub scoped: Vec<ScopedIgnore>,
     pub images: Vec<String>,
-    pub fail_on: Option<String>,
+    pub fail_on: Option<FailOn>,
 }
 
 impl Settings {
@@ -227,9 +218,9 @@ impl Settings {
                         toml::Value::Datetime(d) => d.to_string(),
                         other => format!("{other:?}"),
                     };
-                    Some(Date::parse(&text_value).ok_or_else(|| {
+                    Some(parse_expiry(v.get_ref()).map_err(|why| {
                         err(
-                            format!("`expires = {text_value}` is not a date"),
+                            format!("`expires = {text_value}` is not a date: {why}"),
                             "write it as YYYY-MM-DD, e.g. expires = 2027-01-31".to_string(),
                             Some(v.span()),
                         )
@@ -254,14 +245,14 @@ impl Settings {
             });
         }
         if let Some(f) = &raw.fail_on {
-            if !matches!(f.get_ref().as_str(), "error" | "warning" | "note" | "never") {
+            let Some(fail_on) = FailOn::parse(f.get_ref()) else {
                 return Err(err(
                     format!("fail-on `{}` is not error, warning, note or never", f.get_ref()),
                     "the default is warning".to_string(),
                     Some(f.span()),
                 ));
-            }
-            s.fail_on = Some(f.get_ref().clone());
+            };
+            s.fail_on = Some(fail_on);
         }
         Ok(s)
     }
@@ -296,6 +287,7 @@ pub fn glob(pattern: &str, s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use jiff::civil::date;
 
     #[test]
     fn a_full_config() {
@@ -325,24 +317,46 @@ reason = "build-time tool, not the service"
         assert_eq!(s.ignore[0].0, "node-semi-space");
         assert_eq!(s.ignore[0].1, ".memlint.toml:2");
         assert_eq!(s.severity["next-image-cache-ttl"], Severity::Warning);
-        assert_eq!(
-            s.scoped[0].expires,
-            Some(Date {
-                year: 2027,
-                month: 1,
-                day: 31
-            })
-        );
+        assert_eq!(s.scoped[0].expires, Some(date(2027, 1, 31)));
         assert_eq!(s.scoped[0].origin, ".memlint.toml:9");
         assert!(s.scoped[0].covers("ld-preload-missing", &["oci-dir:img-arm64"], &[]));
         assert!(!s.scoped[0].covers("ld-preload-missing", &["oci-dir:img-amd64"], &[]));
+        let sharp = "/opt/tools/node_modules/sharp";
         assert!(s.scoped[1].covers(
             "sharp-glibc-allocator",
             &["x"],
-            &["sharp 0.34.5 at /opt/tools/node_modules/sharp".into()]
+            &[Evidence::naming(format!("sharp 0.34.5 at {sharp}"), [sharp])]
         ));
         assert_eq!(s.images.len(), 2);
-        assert_eq!(s.fail_on.as_deref(), Some("error"));
+        assert_eq!(s.fail_on, Some(FailOn::Error));
+    }
+
+    #[test]
+    fn a_path_ignore_matches_the_paths_evidence_names_not_its_words() {
+        let s = Settings::parse(
+            "[[ignores]]\nrule = \"ld-preload-missing\"\npath = \"/usr/lib/aarch64-linux-gnu\"\nreason = \"r\"\n",
+            ".memlint.toml",
+        )
+        .unwrap();
+        let covers = |e: Evidence| s.scoped[0].covers("ld-preload-missing", &["x"], &[e]);
+        let lib = "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2";
+        // A path under the folder, and the folder itself.
+        assert!(covers(Evidence::naming(format!("{lib} does not exist"), [lib])));
+        assert!(covers(Evidence::naming("x", ["/usr/lib/aarch64-linux-gnu"])));
+        // The same words naming no path, or naming another path, are not covered.
+        assert!(!covers(Evidence::plain(format!("LD_PRELOAD={lib}"))));
+        assert!(!covers(Evidence::naming(
+            format!("{lib} does not exist: the image has /usr/lib/x86_64-linux-gnu/libjemalloc.so.2"),
+            ["/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"]
+        )));
+        // A prefix that stops inside a path component is no match.
+        assert!(!covers(Evidence::naming(
+            "x",
+            ["/usr/lib/aarch64-linux-gnux/libjemalloc.so.2"]
+        )));
+        assert!(is_within("/usr/lib/x", "/usr/lib/"));
+        assert!(is_within("/anything", "/"));
+        assert!(!is_within("/usr/lib64/libc.so.6", "/usr/lib"));
     }
 
     #[test]
@@ -353,6 +367,7 @@ reason = "build-time tool, not the service"
             ("[[ignores]]\nrule = \"node-semi-space\"\nreason = \"r\"\n", "scoped to nothing"),
             ("[[ignores]]\nrule = \"node-semi-space\"\nimage = \"x\"\nreason = \"r\"\nexpires = \"soon\"\n", "YYYY-MM-DD"),
             ("[severity]\nnode-semi-space = \"fatal\"\n", "not error, warning or note"),
+            ("fail-on = \"sometimes\"\n", "not error, warning, note or never"),
             ("unknown-key = 1\n", "keys are"),
             ("ignore = [", "keys are"),
         ] {
@@ -362,33 +377,41 @@ reason = "build-time tool, not the service"
     }
 
     #[test]
+    fn impossible_expiry_dates_are_refused_at_the_key() {
+        let config = |expires: &str| {
+            format!("[[ignores]]\nrule = \"node-semi-space\"\nimage = \"x\"\nreason = \"r\"\nexpires = {expires}\n")
+        };
+        for expires in ["\"2026-02-30\"", "\"2026-13-01\"", "\"2026-1-5\"", "14"] {
+            let text = config(expires);
+            let e = Settings::parse(&text, ".memlint.toml").unwrap_err();
+            assert!(e.message.contains("` is not a date: "), "{}", e.message);
+            assert!(e.help.contains("YYYY-MM-DD"), "{}", e.help);
+            let span = e.span.expect("the error points at the value");
+            assert_eq!(&text[span.offset()..span.offset() + span.len()], expires);
+        }
+        // A bare TOML date is checked by the TOML parser itself, also at the value.
+        let text = config("2026-02-30");
+        let e = Settings::parse(&text, ".memlint.toml").unwrap_err();
+        assert_eq!(e.span.map(|s| s.offset()), text.find("2026-02-30"));
+    }
+
+    #[test]
     fn dates_and_globs() {
-        assert_eq!(
-            Date::from_days(0),
-            Date {
-                year: 1970,
-                month: 1,
-                day: 1
-            }
-        );
-        assert_eq!(
-            Date::from_days(20_787),
-            Date {
-                year: 2026,
-                month: 11,
-                day: 30
-            }
-        );
-        assert!(Date::parse("2026-02-30").is_some());
-        assert!(Date::parse("2026-13-01").is_none());
-        assert!(
-            Date::today()
-                > Date {
-                    year: 2025,
-                    month: 1,
-                    day: 1
-                }
-        );
+        let expiry = |v: toml::Value| parse_expiry(&v);
+        assert_eq!(expiry("2024-02-29".into()), Ok(date(2024, 2, 29)));
+        assert_eq!(expiry(" 2027-01-31 ".into()), Ok(date(2027, 1, 31)));
+        assert!(expiry("2026-02-30".into()).is_err());
+        assert!(expiry("2025-02-29".into()).is_err());
+        assert!(expiry("2026-13-01".into()).is_err());
+        let datetime: toml::Value = "2027-01-31T10:00:00Z"
+            .parse::<toml::value::Datetime>()
+            .unwrap()
+            .into();
+        assert_eq!(expiry(datetime), Ok(date(2027, 1, 31)));
+        let time_only: toml::Value = "10:00:00".parse::<toml::value::Datetime>().unwrap().into();
+        assert!(expiry(time_only).is_err());
+        assert!(today() > date(2025, 1, 1));
+        assert_eq!(date(2026, 11, 30).to_string(), "2026-11-30");
         assert!(glob("app:*", "app:1.2"));
         assert!(glob("*/app:?", "registry.example/app:1"));
         assert!(!glob("app", "app:1"));

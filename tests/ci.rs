@@ -124,7 +124,20 @@ fn sarif_is_valid_and_findings_land_on_their_lines() {
         let run = &sarif["runs"][0];
         let driver = &run["tool"]["driver"];
         assert_eq!(driver["name"], "memlint");
-        assert_eq!(driver["rules"].as_array().unwrap().len(), 10);
+        let listed: Value =
+            serde_json::from_slice(&memlint_in(dir.path(), &["rules", "--format", "json"]).stdout).unwrap();
+        let ids = |v: &Value| -> Vec<String> {
+            v.as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["id"].as_str().unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(
+            ids(&driver["rules"]),
+            ids(&listed),
+            "every rule of the registry, in order"
+        );
         assert!(driver["rules"][0]["help"]["markdown"]
             .as_str()
             .unwrap()
@@ -362,6 +375,64 @@ reason = "matches nothing"
         err.contains("did you mean `npgsql-gssapi-missing`") && err.contains("other.toml"),
         "{err}"
     );
+}
+
+#[test]
+fn path_ignores_match_the_image_paths_a_finding_names_not_its_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = build_image("dotnet-npgsql");
+    // dotnet-glibc-allocator names /usr/share/dotnet/shared/Microsoft.NETCore.App/3.1.23;
+    // npgsql-gssapi-missing says "connection string in /app/appsettings.json#…" in its evidence
+    // words, but names /app/WebApi.deps.json as its image path.
+    fs::write(
+        dir.path().join(".memlint.toml"),
+        r#"
+[[ignores]]
+rule = "dotnet-glibc-allocator"
+path = "/usr/share/dot"
+reason = "stops inside a path component"
+
+[[ignores]]
+rule = "dotnet-glibc-allocator"
+path = "/usr/share/dotnet/"
+reason = "the runtime's folder"
+
+[[ignores]]
+rule = "npgsql-gssapi-missing"
+path = "/app/appsettings.json"
+reason = "only in the evidence words"
+"#,
+    )
+    .unwrap();
+    let o = memlint_in(dir.path(), &["lint", "--format", "json", &image]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rules = |key: &str| -> Vec<String> {
+        v[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["rule"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(rules("ignored"), ["dotnet-glibc-allocator"]);
+    assert_eq!(
+        v["ignored"][0]["suppression"]["justification"],
+        "the runtime's folder"
+    );
+    assert_eq!(rules("findings"), ["npgsql-gssapi-missing"]);
+    assert!(v["findings"][0]["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e.as_str().unwrap().contains("/app/appsettings.json")));
+    let text = String::from_utf8(memlint_in(dir.path(), &["lint", &image]).stdout).unwrap();
+    for line in [2, 12] {
+        assert!(
+            text.contains(&format!(".memlint.toml:{line} matched no finding")),
+            "{text}"
+        );
+    }
+    assert!(!text.contains(".memlint.toml:7 matched no finding"), "{text}");
 }
 
 #[test]

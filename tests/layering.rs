@@ -48,7 +48,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "facts",
         &[
-            "arch", "digest", "elf", "error", "image", "platform", "shell", "tree", "version",
+            "arch", "digest", "elf", "error", "finding", "image", "platform", "shell", "tree", "version",
         ],
     ),
     ("rules", &["arch", "facts", "finding", "version"]),

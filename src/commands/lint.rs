@@ -4,7 +4,6 @@ use crate::cli::{FailOn, LintArgs, LintFormat};
 use crate::dockerfile::Dockerfile;
 use crate::error::{Error, Result};
 use crate::facts::{self, Facts};
-use crate::finding::Severity;
 use crate::image::Image;
 use crate::locate::DockerfileContext;
 use crate::platform::Platform;
@@ -15,9 +14,8 @@ use crate::report::lint::ReportContext;
 use crate::report::sarif::{self, SarifOptions};
 use crate::report::text::{self, TextOptions};
 use crate::rules;
-use crate::settings::{Date, Settings};
+use crate::settings::{self, Settings};
 use crate::sources;
-use clap::ValueEnum;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -67,15 +65,7 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
         }
         None => None,
     };
-    let fail_on = args
-        .fail_on
-        .or_else(|| {
-            settings
-                .fail_on
-                .as_deref()
-                .and_then(|f| FailOn::from_str(f, true).ok())
-        })
-        .unwrap_or(FailOn::Warning);
+    let fail_on = args.fail_on.or(settings.fail_on).unwrap_or(FailOn::Warning);
     let stdin_needed = args.images.iter().any(|i| i == "docker-archive:-");
     let mut options = super::source_options(&args.source, args.jobs, args.quiet, stdin_needed)?;
     super::bind_credentials(&options, &args.images)?;
@@ -120,7 +110,7 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
         settings: &settings,
         dockerfile: df_ctx.as_ref(),
         artifact: &args.sarif_artifact,
-        today: Date::today(),
+        today: settings::today(),
     };
     let reports: Vec<LintReport> = loaded
         .iter()
@@ -162,12 +152,7 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
     if failed {
         return Ok(ExitCode::from(2));
     }
-    let threshold = match fail_on {
-        FailOn::Error => Some(Severity::Error),
-        FailOn::Warning => Some(Severity::Warning),
-        FailOn::Note => Some(Severity::Note),
-        FailOn::Never => None,
-    };
+    let threshold = fail_on.threshold();
     let worst = reports.iter().filter_map(LintReport::worst).max();
     Ok(match (threshold, worst) {
         (Some(t), Some(w)) if w >= t => ExitCode::from(1),
@@ -230,7 +215,7 @@ fn json(reports: &[LintReport], fail_on: FailOn) -> String {
         })
     };
     if let Some(obj) = value.as_object_mut() {
-        obj.insert("fail_on".to_string(), serde_json::json!(fail_on_name(fail_on)));
+        obj.insert("fail_on".to_string(), serde_json::json!(fail_on.as_str()));
     }
     format!("{}\n", serde_json::to_string_pretty(&value).unwrap_or_default())
 }
@@ -251,15 +236,6 @@ fn text_all(reports: &[LintReport], o: TextOptions) -> String {
         }
     }
     s
-}
-
-fn fail_on_name(f: FailOn) -> &'static str {
-    match f {
-        FailOn::Error => "error",
-        FailOn::Warning => "warning",
-        FailOn::Note => "note",
-        FailOn::Never => "never",
-    }
 }
 
 /// How the platforms of one image differ: libc, allocator, preloads, findings.

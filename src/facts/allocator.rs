@@ -5,10 +5,13 @@
 use super::entrypoint::Entrypoint;
 use super::libc::{Libc, LibcFamily};
 use super::loader::Loader;
-use super::preload::{allocator_of, Preload, PreloadStatus};
+pub use super::preload::Allocator;
+use super::preload::{allocator_of, Preload, PreloadSource, PreloadStatus};
 use super::Env;
+use crate::finding::Evidence;
 use crate::tree::Interests;
 use serde::Serialize;
+use std::fmt;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -23,38 +26,62 @@ pub enum AllocatorVia {
     Libc,
 }
 
+/// The environment variable that caps glibc's arenas.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum ArenaCapSource {
+    #[serde(rename = "MALLOC_ARENA_MAX")]
+    MallocArenaMax,
+    /// `glibc.malloc.arena_max` in it.
+    #[serde(rename = "GLIBC_TUNABLES")]
+    GlibcTunables,
+}
+
+impl ArenaCapSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ArenaCapSource::MallocArenaMax => "MALLOC_ARENA_MAX",
+            ArenaCapSource::GlibcTunables => "GLIBC_TUNABLES",
+        }
+    }
+}
+
+impl fmt::Display for ArenaCapSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// glibc's arena cap, from the environment.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ArenaCap {
     /// The value as set.
     pub value: String,
-    /// `MALLOC_ARENA_MAX` or `GLIBC_TUNABLES`.
-    pub source: &'static str,
+    pub source: ArenaCapSource,
 }
 
 /// An allocator library in the image.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct AllocatorLibrary {
-    pub name: &'static str,
+    pub name: Allocator,
     pub path: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
 pub struct AllocatorFacts {
-    /// "jemalloc", "tcmalloc", "mimalloc", "glibc", "musl" or "unknown".
-    pub name: String,
+    /// The malloc in effect: a replacement, or the C library's (`unknown` when that is).
+    pub name: Allocator,
     pub via: AllocatorVia,
     pub path: Option<String>,
     pub arena_cap: Option<ArenaCap>,
     /// Allocator libraries present in the image but not in effect for the entrypoint.
     pub installed_not_in_effect: Vec<AllocatorLibrary>,
-    pub evidence: Vec<String>,
+    pub evidence: Vec<Evidence>,
 }
 
 impl AllocatorFacts {
     /// Whether a replacement allocator (not the libc's) is in effect.
     pub fn is_replacement(&self) -> bool {
-        matches!(self.name.as_str(), "jemalloc" | "tcmalloc" | "mimalloc")
+        self.name.is_replacement()
     }
 }
 
@@ -64,7 +91,7 @@ pub fn arena_cap(env: &Env) -> Option<ArenaCap> {
     if let Some(v) = env.non_empty("MALLOC_ARENA_MAX") {
         return Some(ArenaCap {
             value: v.to_string(),
-            source: "MALLOC_ARENA_MAX",
+            source: ArenaCapSource::MallocArenaMax,
         });
     }
     let tunables = env.non_empty("GLIBC_TUNABLES")?;
@@ -72,7 +99,7 @@ pub fn arena_cap(env: &Env) -> Option<ArenaCap> {
         let (k, v) = kv.split_once('=')?;
         (k.trim() == "glibc.malloc.arena_max" && !v.trim().is_empty()).then(|| ArenaCap {
             value: v.trim().to_string(),
-            source: "GLIBC_TUNABLES",
+            source: ArenaCapSource::GlibcTunables,
         })
     })
 }
@@ -91,17 +118,22 @@ pub fn derive(
     entry: &Entrypoint,
 ) -> AllocatorFacts {
     let mut evidence = Vec::new();
-    let mut in_effect: Option<(String, AllocatorVia, Option<String>)> = None;
+    let mut in_effect: Option<(Allocator, AllocatorVia, Option<String>)> = None;
 
     // Preloaded objects come first in the symbol search order, in the order listed.
     for p in preloads.iter().filter(|p| p.status == PreloadStatus::Ok) {
         if let Some(a) = p.allocator {
-            evidence.push(format!(
-                "{} preloads {} ({a})",
-                source_name(p),
-                p.resolved.as_deref().unwrap_or(&p.entry)
+            let library = p.resolved.as_deref().unwrap_or(&p.entry);
+            let (source, source_path) = match p.source {
+                PreloadSource::Env => ("LD_PRELOAD", None),
+                PreloadSource::LdSoPreload => ("/etc/ld.so.preload", Some("/etc/ld.so.preload")),
+            };
+            let library_path = Some(library).filter(|l| l.starts_with('/'));
+            evidence.push(Evidence::naming(
+                format!("{source} preloads {library} ({a})"),
+                source_path.into_iter().chain(library_path),
             ));
-            in_effect = Some((a.to_string(), AllocatorVia::Preload, p.resolved.clone()));
+            in_effect = Some((a, AllocatorVia::Preload, p.resolved.clone()));
             break;
         }
     }
@@ -125,8 +157,11 @@ pub fn derive(
                         let embedded = loader.elf_at(&path).and_then(|e| e.scan.embedded_allocator);
                         if let Some(a) = allocator_of(name, embedded) {
                             if in_effect.is_none() {
-                                evidence.push(format!("{obj} needs {name} ({a}), found at {path}"));
-                                in_effect = Some((a.to_string(), AllocatorVia::Needed, Some(path.clone())));
+                                evidence.push(Evidence::naming(
+                                    format!("{obj} needs {name} ({a}), found at {path}"),
+                                    [obj.as_str(), path.as_str()],
+                                ));
+                                in_effect = Some((a, AllocatorVia::Needed, Some(path.clone())));
                             }
                         }
                         queue.push_back(path);
@@ -140,32 +175,36 @@ pub fn derive(
     }
     if in_effect.is_none() {
         if let Some(prog) = program {
-            if let Some(a) = loader.elf_at(prog).and_then(|e| e.scan.embedded_allocator) {
-                evidence.push(format!("{prog} carries {a}'s own messages: {a} is linked in"));
-                in_effect = Some((a.to_string(), AllocatorVia::Static, Some(prog.to_string())));
+            let embedded = loader.elf_at(prog).and_then(|e| e.scan.embedded_allocator);
+            if let Some(a) = embedded.and_then(Allocator::replacement_named) {
+                evidence.push(Evidence::naming(
+                    format!("{prog} carries {a}'s own messages: {a} is linked in"),
+                    [prog],
+                ));
+                in_effect = Some((a, AllocatorVia::Static, Some(prog.to_string())));
             }
         }
     }
     let (name, via, path) = in_effect.unwrap_or_else(|| {
         let name = match libc.family {
-            LibcFamily::Glibc => "glibc",
-            LibcFamily::Musl => "musl",
-            _ => "unknown",
+            LibcFamily::Glibc => Allocator::Glibc,
+            LibcFamily::Musl => Allocator::Musl,
+            _ => Allocator::Unknown,
         };
-        evidence.push(match libc.family {
+        evidence.push(Evidence::plain(match libc.family {
             LibcFamily::Glibc | LibcFamily::Musl => {
                 format!("no other allocator is preloaded or linked: the entrypoint uses {name}'s malloc")
             }
             _ => "the C library of the entrypoint is not known".to_string(),
-        });
-        (name.to_string(), AllocatorVia::Libc, None)
+        }));
+        (name, AllocatorVia::Libc, None)
     });
     let cap = arena_cap(env);
     if let Some(c) = &cap {
-        evidence.push(format!(
+        evidence.push(Evidence::plain(format!(
             "{} caps glibc's arenas ({}={})",
             c.source, c.source, c.value
-        ));
+        )));
     }
     let installed_not_in_effect = loader
         .find_libraries(&["libjemalloc", "libtcmalloc", "libmimalloc"])
@@ -180,13 +219,6 @@ pub fn derive(
         arena_cap: cap,
         installed_not_in_effect,
         evidence,
-    }
-}
-
-fn source_name(p: &Preload) -> &'static str {
-    match p.source {
-        super::preload::PreloadSource::Env => "LD_PRELOAD",
-        super::preload::PreloadSource::LdSoPreload => "/etc/ld.so.preload",
     }
 }
 
@@ -205,7 +237,11 @@ mod tests {
             "GLIBC_TUNABLES=glibc.malloc.trim_threshold=1:glibc.malloc.arena_max=4",
         ]))
         .unwrap();
-        assert_eq!((t.value.as_str(), t.source), ("4", "GLIBC_TUNABLES"));
+        assert_eq!((t.value.as_str(), t.source), ("4", ArenaCapSource::GlibcTunables));
+        assert_eq!(
+            serde_json::to_value(&t).unwrap(),
+            serde_json::json!({"value": "4", "source": "GLIBC_TUNABLES"})
+        );
         assert!(arena_cap(&Env::from_pairs(["GLIBC_TUNABLES=glibc.malloc.arena_test=4"])).is_none());
     }
 }

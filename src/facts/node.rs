@@ -42,12 +42,11 @@ pub struct NodeFacts {
 }
 
 /// A V8 heap flag node runs with (the occurrence that wins).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct NodeFlag {
     /// MiB, as written.
     pub value: String,
-    /// `NODE_OPTIONS` or `command line`.
-    pub source: String,
+    pub source: FlagSource,
     /// Why node will not start with it, or why it has no effect (any occurrence).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
@@ -275,18 +274,29 @@ pub fn tokenize_node_options(s: &str) -> Option<Vec<String>> {
     (!in_string).then_some(out)
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum FlagSource {
+/// Where node reads a flag from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum FlagSource {
+    /// The `NODE_OPTIONS` environment variable.
+    #[serde(rename = "NODE_OPTIONS")]
     NodeOptions,
+    /// node's arguments: the entrypoint, or a step of it that runs node.
+    #[serde(rename = "command line")]
     CommandLine,
 }
 
 impl FlagSource {
-    fn name(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             FlagSource::NodeOptions => "NODE_OPTIONS",
             FlagSource::CommandLine => "command line",
         }
+    }
+}
+
+impl std::fmt::Display for FlagSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -400,7 +410,7 @@ impl Flags {
             let earlier = slot.take().and_then(|f| f.problem);
             *slot = Some(NodeFlag {
                 value,
-                source: source.name().to_string(),
+                source,
                 problem: earlier.or(problem),
             });
         }
@@ -687,7 +697,7 @@ mod tests {
             f.max_old_space_size,
             Some(NodeFlag {
                 value: "500".into(),
-                source: "command line".into(),
+                source: FlagSource::CommandLine,
                 problem: None
             })
         );
@@ -780,5 +790,16 @@ mod tests {
         assert_eq!(f.binary.as_deref(), Some("/app/server"));
         assert_eq!(f.version.as_deref(), Some("24.1.0"));
         assert_eq!(f.max_old_space_size.unwrap().value, "256");
+    }
+
+    #[test]
+    fn flag_sources_serialise_as_before() {
+        for (source, name) in [
+            (FlagSource::NodeOptions, "NODE_OPTIONS"),
+            (FlagSource::CommandLine, "command line"),
+        ] {
+            assert_eq!(serde_json::to_value(source).unwrap(), name);
+            assert_eq!(source.to_string(), name);
+        }
     }
 }

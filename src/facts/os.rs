@@ -31,8 +31,25 @@ pub struct Package {
     pub architecture: Option<String>,
 }
 
+/// The distribution family, for fixes that name a package manager, a package or a library
+/// folder.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Distro {
+    /// Debian or a distribution derived from it (Ubuntu, distroless…): dpkg, apt.
+    Debian,
+    /// The RHEL family (RHEL, Fedora, CentOS, Rocky, Alma, Amazon, Oracle): rpm, dnf.
+    Rhel,
+    /// Alpine: apk.
+    Alpine,
+    #[default]
+    Unknown,
+}
+
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct OsFacts {
+    /// From the package database and os-release; not in the JSON, which reports both.
+    #[serde(skip)]
+    pub distro: Distro,
     pub release: Option<OsRelease>,
     pub package_manager: Option<PackageManager>,
     /// Installed packages by name (for dpkg, `name` or `name:arch` for foreign ones).
@@ -44,18 +61,18 @@ pub struct OsFacts {
 }
 
 impl OsFacts {
-    /// Whether the distribution is Debian or one derived from it (Ubuntu, …).
-    pub fn is_debian_like(&self) -> bool {
-        self.package_manager == Some(PackageManager::Dpkg) || self.is_like(&["debian", "ubuntu"])
-    }
-
-    /// Whether the distribution is in the RHEL family (RHEL, Fedora, CentOS, Rocky, Alma, Amazon).
-    pub fn is_rhel_like(&self) -> bool {
-        self.is_like(&["rhel", "fedora", "centos", "rocky", "almalinux", "amzn", "ol"])
-    }
-
-    pub fn is_alpine(&self) -> bool {
-        self.package_manager == Some(PackageManager::Apk) || self.is_like(&["alpine"])
+    /// The family, checked in this order: Alpine (apk, or os-release's `ID`/`ID_LIKE`), Debian
+    /// (dpkg, or os-release), the RHEL family (os-release).
+    fn classify(&self) -> Distro {
+        if self.package_manager == Some(PackageManager::Apk) || self.is_like(&["alpine"]) {
+            Distro::Alpine
+        } else if self.package_manager == Some(PackageManager::Dpkg) || self.is_like(&["debian", "ubuntu"]) {
+            Distro::Debian
+        } else if self.is_like(&["rhel", "fedora", "centos", "rocky", "almalinux", "amzn", "ol"]) {
+            Distro::Rhel
+        } else {
+            Distro::Unknown
+        }
     }
 
     fn is_like(&self, ids: &[&str]) -> bool {
@@ -120,6 +137,7 @@ pub fn derive(tree: &FileTree) -> OsFacts {
         parse_apk_installed(&String::from_utf8_lossy(&c.bytes), &mut facts.packages);
     }
     facts.package_count = facts.packages.len();
+    facts.distro = facts.classify();
     facts
 }
 
@@ -207,6 +225,30 @@ mod tests {
         assert_eq!(r.version_id.as_deref(), Some("12"));
         let u = parse_os_release("ID=ubuntu\nID_LIKE=debian\n");
         assert_eq!(u.id_like, ["debian"]);
+    }
+
+    #[test]
+    fn distro_from_the_package_database_then_os_release() {
+        let with = |id: &str, pm: Option<PackageManager>| {
+            OsFacts {
+                release: Some(parse_os_release(id)),
+                package_manager: pm,
+                ..OsFacts::default()
+            }
+            .classify()
+        };
+        assert_eq!(with("ID=ubuntu\nID_LIKE=debian\n", None), Distro::Debian);
+        assert_eq!(
+            with("ID=rocky\nID_LIKE=\"rhel centos fedora\"\n", None),
+            Distro::Rhel
+        );
+        assert_eq!(with("ID=wolfi\n", Some(PackageManager::Apk)), Distro::Alpine);
+        assert_eq!(
+            with("ID=distroless\n", Some(PackageManager::Dpkg)),
+            Distro::Debian
+        );
+        assert_eq!(with("ID=arch\n", None), Distro::Unknown);
+        assert_eq!(OsFacts::default().distro, Distro::Unknown);
     }
 
     #[test]

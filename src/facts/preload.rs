@@ -15,6 +15,7 @@ use super::Env;
 use crate::elf::ElfType;
 use crate::tree::Interests;
 use serde::Serialize;
+use std::fmt;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum PreloadSource {
@@ -42,10 +43,13 @@ pub struct Preload {
     /// The file the loader opens (canonical path), or null.
     pub resolved: Option<String>,
     pub reason: String,
+    /// The image paths `reason` names (scoped ignores and layer provenance match on these).
+    #[serde(skip)]
+    pub reason_paths: Vec<String>,
     /// How it was found (path, LD_LIBRARY_PATH, ld.so.cache, system folder…).
     pub via: Option<Via>,
     /// The allocator this library is, when it is one.
-    pub allocator: Option<&'static str>,
+    pub allocator: Option<Allocator>,
     /// Its own DT_NEEDED libraries that do not resolve in the image.
     pub unresolved_needed: Vec<String>,
     /// Files in this image that the entry was probably meant to name.
@@ -56,17 +60,63 @@ pub struct Preload {
     pub removed_by: Option<String>,
 }
 
-/// The allocator a library is, from its name or its own messages.
-pub fn allocator_of(name: &str, embedded: Option<&'static str>) -> Option<&'static str> {
+/// A malloc implementation: a replacement allocator, or the C library's own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Allocator {
+    Jemalloc,
+    Tcmalloc,
+    Mimalloc,
+    Glibc,
+    Musl,
+    Unknown,
+}
+
+impl Allocator {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Allocator::Jemalloc => "jemalloc",
+            Allocator::Tcmalloc => "tcmalloc",
+            Allocator::Mimalloc => "mimalloc",
+            Allocator::Glibc => "glibc",
+            Allocator::Musl => "musl",
+            Allocator::Unknown => "unknown",
+        }
+    }
+
+    /// Whether it replaces the C library's malloc.
+    pub fn is_replacement(self) -> bool {
+        matches!(
+            self,
+            Allocator::Jemalloc | Allocator::Tcmalloc | Allocator::Mimalloc
+        )
+    }
+
+    /// A replacement allocator by its name (as an ELF scan of its messages gives it).
+    pub fn replacement_named(name: &str) -> Option<Allocator> {
+        [Allocator::Jemalloc, Allocator::Tcmalloc, Allocator::Mimalloc]
+            .into_iter()
+            .find(|a| a.as_str() == name)
+    }
+}
+
+impl fmt::Display for Allocator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The allocator a library is, from its name or its own messages (the name an ELF scan found).
+pub fn allocator_of(name: &str, embedded: Option<&str>) -> Option<Allocator> {
     let base = name.rsplit('/').next().unwrap_or(name);
     if base.starts_with("libjemalloc") {
-        Some("jemalloc")
+        Some(Allocator::Jemalloc)
     } else if base.starts_with("libtcmalloc") {
-        Some("tcmalloc")
+        Some(Allocator::Tcmalloc)
     } else if base.starts_with("libmimalloc") {
-        Some("mimalloc")
+        Some(Allocator::Mimalloc)
     } else {
-        embedded
+        embedded.and_then(Allocator::replacement_named)
     }
 }
 
@@ -135,6 +185,7 @@ fn check(loader: &Loader, entry: &str, source: PreloadSource, ep: &Entrypoint) -
         status: PreloadStatus::Missing,
         resolved: None,
         reason: String::new(),
+        reason_paths: Vec::new(),
         via: r.via,
         allocator: allocator_of(&base, None),
         unresolved_needed: Vec::new(),
@@ -158,6 +209,7 @@ fn check(loader: &Loader, entry: &str, source: PreloadSource, ep: &Entrypoint) -
                 ),
                 _ => format!("{} is {}", s.path, s.reason),
             };
+            p.reason_paths = vec![s.path.clone()];
             p.resolved = loader
                 .tree()
                 .lookup(&s.path)
@@ -166,16 +218,20 @@ fn check(loader: &Loader, entry: &str, source: PreloadSource, ep: &Entrypoint) -
                 .map(|id| tree.path_of(id));
         } else if let Some(s) = r.skipped.iter().find(|s| s.reason.starts_with("dangling")) {
             p.reason = format!("{} is a {}", s.path, s.reason);
+            p.reason_paths = vec![s.path.clone()];
         } else if let Some(layer) = removed_layer(loader, &expanded) {
             p.removed_in_layer = Some(layer + 1);
             p.reason = format!("{expanded} was removed by layer {}", layer + 1);
+            p.reason_paths = absolute(&expanded);
         } else if let Some(t) = foreign_triplet(&expanded, loader.triplet()) {
             p.reason = format!(
                 "{expanded} does not exist: {t} is another architecture's folder (this image's is {})",
                 loader.triplet().unwrap_or("unknown")
             );
+            p.reason_paths = absolute(&expanded);
         } else if expanded.contains('/') {
             p.reason = format!("{expanded} does not exist in the image");
+            p.reason_paths = absolute(&expanded);
         } else {
             p.reason = format!("no {expanded} in LD_LIBRARY_PATH, the ld.so.cache or the system folders");
         }
@@ -189,6 +245,8 @@ fn check(loader: &Loader, entry: &str, source: PreloadSource, ep: &Entrypoint) -
         return p;
     };
     p.resolved = Some(path.clone());
+    // Every reason from here on names the file the loader opens.
+    p.reason_paths = vec![path.clone()];
     let elf = tree.lookup(&path).ok().flatten().and_then(|id| tree.elf(id));
     p.allocator = allocator_of(&path, elf.and_then(|e| e.scan.embedded_allocator)).or(p.allocator);
     let Some(elf) = elf else {
@@ -263,12 +321,20 @@ fn check(loader: &Loader, entry: &str, source: PreloadSource, ep: &Entrypoint) -
     p.reason = if r.found_as.as_deref() == Some(path.as_str()) {
         format!("loads {path} (found through {via})")
     } else {
-        format!(
-            "loads {path} through {} (found through {via})",
-            r.found_as.unwrap_or_default()
-        )
+        let found_as = r.found_as.unwrap_or_default();
+        p.reason_paths.extend(absolute(&found_as));
+        format!("loads {path} through {found_as} (found through {via})")
     };
     p
+}
+
+/// `path` as an image path, when it is one (an entry can also be a bare or relative name).
+fn absolute(path: &str) -> Vec<String> {
+    if path.starts_with('/') {
+        vec![path.to_string()]
+    } else {
+        Vec::new()
+    }
 }
 
 /// The layer whose whiteout removed `path` (resolving the folders it lies in).
@@ -326,10 +392,32 @@ mod tests {
         );
         assert_eq!(
             allocator_of("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", None),
-            Some("jemalloc")
+            Some(Allocator::Jemalloc)
         );
-        assert_eq!(allocator_of("libtcmalloc_minimal.so.4", None), Some("tcmalloc"));
-        assert_eq!(allocator_of("libfoo.so", Some("mimalloc")), Some("mimalloc"));
+        assert_eq!(
+            allocator_of("libtcmalloc_minimal.so.4", None),
+            Some(Allocator::Tcmalloc)
+        );
+        assert_eq!(
+            allocator_of("libfoo.so", Some("mimalloc")),
+            Some(Allocator::Mimalloc)
+        );
+        assert_eq!(allocator_of("libfoo.so", Some("snmalloc")), None);
+        for a in [
+            Allocator::Jemalloc,
+            Allocator::Tcmalloc,
+            Allocator::Mimalloc,
+            Allocator::Glibc,
+            Allocator::Musl,
+            Allocator::Unknown,
+        ] {
+            assert_eq!(serde_json::to_value(a).unwrap(), a.as_str());
+            assert_eq!(a.to_string(), a.as_str());
+            assert_eq!(
+                a.is_replacement(),
+                Allocator::replacement_named(a.as_str()) == Some(a)
+            );
+        }
         assert_eq!(
             foreign_triplet(
                 "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2",

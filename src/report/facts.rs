@@ -1,5 +1,6 @@
 //! The facts, written for people (`inspect`, `lint -v`).
 
+use crate::facts::allocator::Allocator;
 use crate::facts::preload::PreloadSource;
 use crate::facts::Facts;
 use std::fmt::Write as _;
@@ -102,7 +103,7 @@ pub fn text(f: &Facts) -> String {
         Some(c) => {
             let _ = writeln!(s, "              arena cap: {}={}", c.source, c.value);
         }
-        None if a.name == "glibc" => {
+        None if a.name == Allocator::Glibc => {
             let _ = writeln!(s, "              arena cap: none (8 arenas per host CPU)");
         }
         None => {}

@@ -21,7 +21,7 @@ pub fn render(reports: &[LintReport]) -> String {
             let mut body = f.message.clone();
             for e in &f.evidence {
                 body.push_str("\n- ");
-                body.push_str(e);
+                body.push_str(e.text());
             }
             if !f.fix.is_empty() {
                 body.push_str("\nFix:\n");

@@ -1,8 +1,7 @@
 //! The result of linting one image, shared by every output format.
 
 use crate::facts::Facts;
-use crate::finding::Suppression;
-use crate::finding::{Finding, Severity};
+use crate::finding::{Evidence, Finding, Severity, Suppression};
 use crate::image::Image;
 use crate::locate::{self, DockerfileContext};
 use crate::report::inspect::InspectReport;
@@ -50,7 +49,7 @@ impl<'a> LintReport<'a> {
             }
         }
         locate::provenance(&mut all, image);
-        locate::locate(&mut all, facts, ctx.dockerfile, ctx.artifact);
+        locate::locate(&mut all, ctx.dockerfile, ctx.artifact);
         let names: Vec<&str> = [Some(image.reference.as_str()), image.name.as_deref()]
             .into_iter()
             .flatten()
@@ -175,10 +174,10 @@ fn suppression(
         used[i] = true;
         match s.expires {
             Some(d) if d < ctx.today => {
-                f.evidence.push(format!(
+                f.evidence.push(Evidence::plain(format!(
                     "the ignore at {} expired on {d} and no longer hides this ({})",
                     s.origin, s.reason
-                ));
+                )));
             }
             _ => {
                 return Some(Suppression {

@@ -155,7 +155,7 @@ fn result(f: &Finding) -> Value {
         text.push_str("\n\nEvidence:");
         for e in &f.evidence {
             text.push_str("\n- ");
-            text.push_str(e);
+            text.push_str(e.text());
         }
     }
     if !f.fix.is_empty() {

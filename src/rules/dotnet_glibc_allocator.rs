@@ -1,7 +1,7 @@
 use super::{fixes, Outcome, Rule};
 use crate::facts::libc::LibcFamily;
 use crate::facts::Facts;
-use crate::finding::Severity;
+use crate::finding::{Anchor, Evidence, Severity};
 
 pub(crate) const RULE: Rule = Rule {
     id: "dotnet-glibc-allocator",
@@ -10,6 +10,8 @@ pub(crate) const RULE: Rule = Rule {
     doc: include_str!("../../rules/dotnet-glibc-allocator.md"),
     tags: &["memory", "allocator", "glibc", "dotnet"],
     check,
+    // The arena cap is the fix; with none set, the final FROM.
+    anchor: Anchor::Env(&["MALLOC_ARENA_MAX", "GLIBC_TUNABLES"]),
 };
 
 fn check(f: &Facts) -> Outcome {
@@ -41,12 +43,12 @@ fn check(f: &Facts) -> Outcome {
             } else {
                 format!(" {}", r.version)
             };
-            format!("{kind}{}{version} at {}", r.name, r.path)
+            Evidence::naming(format!("{kind}{}{version} at {}", r.name, r.path), [&r.path])
         })
-        .chain(std::iter::once(format!(
+        .chain(std::iter::once(Evidence::plain(format!(
             "glibc {} with no MALLOC_ARENA_MAX or GLIBC_TUNABLES arena cap",
             f.libc.version.as_deref().unwrap_or("")
-        )))
+        ))))
         .chain(f.allocator.evidence.iter().cloned());
     Outcome::one(
         RULE.finding(

@@ -1,35 +1,17 @@
 //! Fixes that fit the image at hand: the package and path for its distribution and
 //! architecture, or the library the image already has.
 
+use crate::facts::allocator::Allocator;
+use crate::facts::os::Distro;
 use crate::facts::preload::{Preload, PreloadSource};
 use crate::facts::Facts;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Distro {
-    Debian,
-    Rhel,
-    Alpine,
-    Unknown,
-}
-
-pub fn distro(f: &Facts) -> Distro {
-    if f.os.is_alpine() {
-        Distro::Alpine
-    } else if f.os.is_debian_like() {
-        Distro::Debian
-    } else if f.os.is_rhel_like() {
-        Distro::Rhel
-    } else {
-        Distro::Unknown
-    }
-}
 
 /// Where the distribution's jemalloc package puts the library for this image's architecture.
 pub fn jemalloc_path(f: &Facts) -> String {
     if f.libc.family == crate::facts::libc::LibcFamily::Musl {
         return "/usr/lib/libjemalloc.so.2".to_string();
     }
-    match (distro(f), f.loader.multiarch_triplet) {
+    match (f.os.distro, f.loader.multiarch_triplet) {
         (Distro::Debian, Some(t)) => format!("/usr/lib/{t}/libjemalloc.so.2"),
         (Distro::Rhel, _) => "/usr/lib64/libjemalloc.so.2".to_string(),
         _ => "/usr/lib/libjemalloc.so.2".to_string(),
@@ -38,7 +20,7 @@ pub fn jemalloc_path(f: &Facts) -> String {
 
 /// The RUN line that installs jemalloc on this distribution.
 pub fn install_jemalloc(f: &Facts) -> String {
-    match distro(f) {
+    match f.os.distro {
         Distro::Debian => "RUN apt-get update && apt-get install -y --no-install-recommends libjemalloc2 && rm -rf /var/lib/apt/lists/*".to_string(),
         Distro::Rhel => "RUN dnf install -y jemalloc && dnf clean all   # on RHEL, from EPEL".to_string(),
         Distro::Alpine => "RUN apk add --no-cache jemalloc".to_string(),
@@ -51,7 +33,7 @@ pub fn jemalloc_in_image(f: &Facts) -> Option<String> {
     f.allocator
         .installed_not_in_effect
         .iter()
-        .find(|l| l.name == "jemalloc")
+        .find(|l| l.name == Allocator::Jemalloc)
         .map(|l| l.path.clone())
 }
 

@@ -1,8 +1,9 @@
 use super::{fixes, Outcome, Rule};
+use crate::facts::allocator::Allocator;
 use crate::facts::libc::LibcFamily;
 use crate::facts::preload::PreloadStatus;
 use crate::facts::Facts;
-use crate::finding::Severity;
+use crate::finding::{Anchor, Evidence, Severity};
 
 pub(crate) const RULE: Rule = Rule {
     id: "jemalloc-not-preloaded",
@@ -11,6 +12,8 @@ pub(crate) const RULE: Rule = Rule {
     doc: include_str!("../../rules/jemalloc-not-preloaded.md"),
     tags: &["memory", "allocator", "glibc"],
     check,
+    // The instruction that installed the allocator.
+    anchor: Anchor::Installs(&["jemalloc", "tcmalloc", "mimalloc", "gperftools"]),
 };
 
 fn check(f: &Facts) -> Outcome {
@@ -32,15 +35,18 @@ fn check(f: &Facts) -> Outcome {
     }
     let mut workloads = Vec::new();
     for s in &f.sharp.installs {
-        workloads.push(format!(
-            "sharp {} at {}",
-            s.version.as_deref().unwrap_or("(unknown version)"),
-            s.path
+        workloads.push(Evidence::naming(
+            format!(
+                "sharp {} at {}",
+                s.version.as_deref().unwrap_or("(unknown version)"),
+                s.path
+            ),
+            [&s.path],
         ));
     }
     if f.sharp.installs.is_empty() {
         for l in f.sharp.libvips.iter().take(3) {
-            workloads.push(format!("libvips at {l}"));
+            workloads.push(Evidence::naming(format!("libvips at {l}"), [l]));
         }
     }
     for r in &f.dotnet.runtimes {
@@ -49,7 +55,10 @@ fn check(f: &Facts) -> Outcome {
         } else {
             format!(" {}", r.version)
         };
-        workloads.push(format!(".NET runtime {}{version} at {}", r.name, r.path));
+        workloads.push(Evidence::naming(
+            format!(".NET runtime {}{version} at {}", r.name, r.path),
+            [&r.path],
+        ));
     }
     if workloads.is_empty() {
         return Outcome::undecided(
@@ -59,10 +68,15 @@ fn check(f: &Facts) -> Outcome {
     let lib = &f.allocator.installed_not_in_effect[0];
     let finding = RULE
         .finding(format!("{} is installed at {} but the entrypoint runs on glibc malloc", lib.name, lib.path))
-        .evidence_all(f.allocator.installed_not_in_effect.iter().map(|l| format!("{} installed at {}", l.name, l.path)))
+        .evidence_all(
+            f.allocator
+                .installed_not_in_effect
+                .iter()
+                .map(|l| Evidence::naming(format!("{} installed at {}", l.name, l.path), [&l.path])),
+        )
         .evidence_all(workloads)
         .evidence_all(f.allocator.evidence.iter().cloned())
-        .fix(if lib.name == "jemalloc" {
+        .fix(if lib.name == Allocator::Jemalloc {
             fixes::preload_env_with(f, &lib.path)
         } else {
             format!("{}\n# or, to use the {} that is installed (sharp stays single-threaded without jemalloc):\n# {}", fixes::jemalloc_fix(f), lib.name, fixes::preload_env_with(f, &lib.path))

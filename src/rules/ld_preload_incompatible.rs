@@ -1,8 +1,10 @@
-use super::{fixes, Outcome, Rule};
+use super::{fixes, preload, Outcome, Rule};
+use crate::facts::allocator::Allocator;
 use crate::facts::libc::LibcFamily;
-use crate::facts::preload::{PreloadSource, PreloadStatus};
+use crate::facts::os::Distro;
+use crate::facts::preload::PreloadStatus;
 use crate::facts::Facts;
-use crate::finding::Severity;
+use crate::finding::{Evidence, Severity};
 
 pub(crate) const RULE: Rule = Rule {
     id: "ld-preload-incompatible",
@@ -11,6 +13,8 @@ pub(crate) const RULE: Rule = Rule {
     doc: include_str!("../../rules/ld-preload-incompatible.md"),
     tags: &["memory", "allocator", "ld-preload", "correctness"],
     check,
+    // Each finding names its own preload's source.
+    anchor: preload::ENV_ANCHOR,
 };
 
 fn check(f: &Facts) -> Outcome {
@@ -28,17 +32,15 @@ fn check(f: &Facts) -> Outcome {
             };
             let mut finding = RULE
                 .finding(message)
-                .evidence(match p.source {
-                    PreloadSource::Env => f.env.entry("LD_PRELOAD").unwrap_or_default(),
-                    PreloadSource::LdSoPreload => format!("/etc/ld.so.preload lists {}", p.entry),
-                })
-                .evidence(p.reason.clone());
+                .anchor(preload::anchor(p))
+                .evidence(preload::listed(f, p))
+                .evidence(Evidence::naming(p.reason.clone(), &p.reason_paths));
             for c in &p.candidates {
-                finding = finding.evidence(format!("the image has {c}"));
+                finding = finding.evidence(Evidence::naming(format!("the image has {c}"), [c]));
             }
             let fix = if !p.unresolved_needed.is_empty() {
                 let pkgs: Vec<&str> = p.unresolved_needed.iter().filter_map(|n| fixes::debian_package_for(n)).collect();
-                if fixes::distro(f) == fixes::Distro::Debian && pkgs.len() == p.unresolved_needed.len() {
+                if f.os.distro == Distro::Debian && pkgs.len() == p.unresolved_needed.len() {
                     format!(
                         "install what {resolved} needs:\nRUN apt-get update && apt-get install -y --no-install-recommends {} && rm -rf /var/lib/apt/lists/*",
                         pkgs.join(" ")
@@ -52,7 +54,7 @@ fn check(f: &Facts) -> Outcome {
                 }
             } else if let Some(c) = p.candidates.first() {
                 fixes::replace_preload(f, p, Some(c))
-            } else if p.allocator == Some("jemalloc") {
+            } else if p.allocator == Some(Allocator::Jemalloc) {
                 let install = match f.libc.family {
                     LibcFamily::Musl => "RUN apk add --no-cache jemalloc   # built for musl".to_string(),
                     _ => fixes::install_jemalloc(f),

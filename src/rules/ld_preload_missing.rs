@@ -1,8 +1,9 @@
-use super::{fixes, Outcome, Rule};
+use super::{fixes, preload, Outcome, Rule};
+use crate::facts::allocator::Allocator;
 use crate::facts::libc::LibcFamily;
-use crate::facts::preload::{PreloadSource, PreloadStatus};
+use crate::facts::preload::PreloadStatus;
 use crate::facts::Facts;
-use crate::finding::Severity;
+use crate::finding::{Evidence, Severity};
 
 pub(crate) const RULE: Rule = Rule {
     id: "ld-preload-missing",
@@ -11,6 +12,8 @@ pub(crate) const RULE: Rule = Rule {
     doc: include_str!("../../rules/ld-preload-missing.md"),
     tags: &["memory", "allocator", "ld-preload", "correctness"],
     check,
+    // Each finding names its own preload's source.
+    anchor: preload::ENV_ANCHOR,
 };
 
 fn check(f: &Facts) -> Outcome {
@@ -24,31 +27,29 @@ fn check(f: &Facts) -> Outcome {
             };
             let mut finding = RULE
                 .finding(format!("preload `{}` resolves to nothing: {silently}", p.entry))
-                .evidence(match p.source {
-                    PreloadSource::Env => f.env.entry("LD_PRELOAD").unwrap_or_default(),
-                    PreloadSource::LdSoPreload => format!("/etc/ld.so.preload lists {}", p.entry),
-                })
-                .evidence(p.reason.clone());
+                .anchor(preload::anchor(p))
+                .evidence(preload::listed(f, p))
+                .evidence(Evidence::naming(p.reason.clone(), &p.reason_paths));
             if let Some(n) = p.removed_in_layer {
-                finding = finding.evidence(format!(
+                finding = finding.evidence(Evidence::plain(format!(
                     "layer {n} removed it{}",
                     p.removed_by.as_deref().map(|h| format!(": {}", h.trim())).unwrap_or_default()
-                ));
+                )));
             }
             for c in &p.candidates {
-                finding = finding.evidence(format!("the image has {c}"));
+                finding = finding.evidence(Evidence::naming(format!("the image has {c}"), [c]));
             }
             let fix = match (p.candidates.first(), p.removed_in_layer, p.allocator) {
                 (Some(c), _, _) => format!(
                     "{}\n# the path that exists in this image; for images built for several architectures, link it to a fixed path:\n# RUN ln -s /usr/lib/$(uname -m)-linux-gnu/libjemalloc.so.2 /usr/local/lib/libjemalloc.so.2",
                     fixes::replace_preload(f, p, Some(c))
                 ),
-                (None, Some(_), Some("jemalloc")) => format!(
+                (None, Some(_), Some(Allocator::Jemalloc)) => format!(
                     "keep the library: do not remove it in the later layer{}, or install it again:\n{}",
                     p.removed_by.as_deref().map(|h| format!(" (`{}`)", h.trim())).unwrap_or_default(),
                     fixes::install_jemalloc(f)
                 ),
-                (None, _, Some("jemalloc")) => format!("{}\n{}", fixes::install_jemalloc(f), fixes::replace_preload(f, p, Some(&fixes::jemalloc_path(f)))),
+                (None, _, Some(Allocator::Jemalloc)) => format!("{}\n{}", fixes::install_jemalloc(f), fixes::replace_preload(f, p, Some(&fixes::jemalloc_path(f)))),
                 _ => format!(
                     "install the library the entry names, or drop the entry:\n{}",
                     fixes::replace_preload(f, p, None)

@@ -1,6 +1,6 @@
 use super::{Outcome, Rule};
 use crate::facts::Facts;
-use crate::finding::Severity;
+use crate::finding::{Anchor, Evidence, Severity};
 
 pub(crate) const RULE: Rule = Rule {
     id: "next-image-cache-ttl",
@@ -9,6 +9,8 @@ pub(crate) const RULE: Rule = Rule {
     doc: include_str!("../../rules/next-image-cache-ttl.md"),
     tags: &["performance", "memory", "nextjs", "sharp"],
     check,
+    // The instruction that builds or copies the Next.js app.
+    anchor: Anchor::Installs(&[".next", "next build"]),
 };
 
 fn check(f: &Facts) -> Outcome {
@@ -38,13 +40,19 @@ fn check(f: &Facts) -> Outcome {
         RULE.finding(format!(
             "Next.js {version} keeps optimized images for only {ttl} s ({how})"
         ))
-        .evidence(format!("next {version} at {}", next.package))
-        .evidence(format!(
-            "images.minimumCacheTTL = {ttl}{}",
-            next.standalone
-                .as_deref()
-                .map(|s| format!(" in {s}"))
-                .unwrap_or_default()
+        .evidence(Evidence::naming(
+            format!("next {version} at {}", next.package),
+            [&next.package],
+        ))
+        .evidence(Evidence::naming(
+            format!(
+                "images.minimumCacheTTL = {ttl}{}",
+                next.standalone
+                    .as_deref()
+                    .map(|s| format!(" in {s}"))
+                    .unwrap_or_default()
+            ),
+            &next.standalone,
         ))
         .fix("in next.config.js: images: { minimumCacheTTL: 14400 }   // 4 hours, the Next.js 16 default"),
     )

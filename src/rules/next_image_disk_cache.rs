@@ -1,6 +1,6 @@
 use super::{Outcome, Rule};
 use crate::facts::Facts;
-use crate::finding::Severity;
+use crate::finding::{Anchor, Evidence, Severity};
 use crate::version::Version;
 
 pub(crate) const RULE: Rule = Rule {
@@ -10,6 +10,8 @@ pub(crate) const RULE: Rule = Rule {
     doc: include_str!("../../rules/next-image-disk-cache.md"),
     tags: &["disk", "memory", "nextjs"],
     check,
+    // The instruction that builds or copies the Next.js app.
+    anchor: Anchor::Installs(&[".next", "next build"]),
 };
 
 fn check(f: &Facts) -> Outcome {
@@ -22,14 +24,14 @@ fn check(f: &Facts) -> Outcome {
         );
     }
     let version = next.version.as_deref().unwrap_or("(version unknown)");
-    let evidence = format!("next {version} at {}", next.package);
+    let evidence = Evidence::naming(format!("next {version} at {}", next.package), [&next.package]);
     match next.image.disk_cache_size_supported {
         None => Outcome::undecided("the Next.js version is unknown, so whether it bounds its disk cache is too"),
         Some(true) if next.image.maximum_disk_cache_size.is_some() => Outcome::none(),
         Some(true) => Outcome::one(
             RULE.finding(format!("Next.js {version} may fill half of the free disk with optimized images: maximumDiskCacheSize is unset"))
                 .evidence(evidence)
-                .evidence("images.maximumDiskCacheSize is not set: the cache takes up to half the free space of its file system")
+                .evidence(Evidence::plain("images.maximumDiskCacheSize is not set: the cache takes up to half the free space of its file system"))
                 .fix("in next.config.js: images: { maximumDiskCacheSize: 512 * 1024 * 1024 }   // bytes; 0 turns the disk cache off"),
         ),
         Some(false) => {
@@ -40,7 +42,7 @@ fn check(f: &Facts) -> Outcome {
             Outcome::one(
                 RULE.finding(format!("Next.js {version} has no bound on its image disk cache: upgrade to {target} or later"))
                     .evidence(evidence)
-                    .evidence("maximumDiskCacheSize exists only in 15.5.14+ (15.x) and 16.1.7+ (16.x)")
+                    .evidence(Evidence::plain("maximumDiskCacheSize exists only in 15.5.14+ (15.x) and 16.1.7+ (16.x)"))
                     .fix(format!("upgrade next to {target} or later, then set images.maximumDiskCacheSize in next.config.js")),
             )
         }

@@ -1,6 +1,7 @@
 use super::{Outcome, Rule};
+use crate::facts::node::FlagSource;
 use crate::facts::Facts;
-use crate::finding::Severity;
+use crate::finding::{Anchor, Evidence, Severity};
 use crate::version::Version;
 
 pub(crate) const RULE: Rule = Rule {
@@ -10,6 +11,8 @@ pub(crate) const RULE: Rule = Rule {
     doc: include_str!("../../rules/node-semi-space.md"),
     tags: &["memory", "performance", "nodejs"],
     check,
+    // The fix goes where --max-old-space-size is set: `ENV NODE_OPTIONS` or the command.
+    anchor: Anchor::Command,
 };
 
 fn check(f: &Facts) -> Outcome {
@@ -44,18 +47,27 @@ fn check(f: &Facts) -> Outcome {
     };
     let mut finding = RULE
         .finding(message)
-        .evidence(format!("--max-old-space-size={} from {}", old.value, old.source));
+        .anchor(match old.source {
+            FlagSource::NodeOptions => Anchor::Env(&["NODE_OPTIONS"]),
+            FlagSource::CommandLine => Anchor::Command,
+        })
+        .evidence(Evidence::plain(format!(
+            "--max-old-space-size={} from {}",
+            old.value, old.source
+        )));
     if let (Some(v), Some(src)) = (&node.version, &node.version_source) {
-        finding = finding.evidence(format!("Node {v} (from {src})"));
+        // The source is `NODE_VERSION` or the image path of a node_version.h or node binary.
+        let path = Some(src).filter(|s| s.starts_with('/'));
+        finding = finding.evidence(Evidence::naming(format!("Node {v} (from {src})"), path));
     }
     if let Some(b) = &node.binary {
-        finding = finding.evidence(format!("node binary {b}"));
+        finding = finding.evidence(Evidence::naming(format!("node binary {b}"), [b]));
     }
     // --max-semi-space-size is allowed in NODE_OPTIONS from 18.13.0 and 19.2.0 (nodejs/node#44436).
     let in_options_ok = version
         .as_ref()
         .is_none_or(|v| *v >= Version::new(19, 2, 0) || (v.major == 18 && *v >= Version::new(18, 13, 0)));
-    let fix = if old.source == "NODE_OPTIONS" && in_options_ok {
+    let fix = if old.source == FlagSource::NodeOptions && in_options_ok {
         let current = node.node_options.clone().unwrap_or_default();
         format!("ENV NODE_OPTIONS=\"{} --max-semi-space-size=16\"", current.trim())
     } else {

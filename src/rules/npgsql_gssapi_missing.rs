@@ -1,6 +1,7 @@
-use super::{fixes, Outcome, Rule};
+use super::{Outcome, Rule};
+use crate::facts::os::Distro;
 use crate::facts::Facts;
-use crate::finding::Severity;
+use crate::finding::{Anchor, Evidence, Severity};
 use crate::version::Version;
 
 pub(crate) const RULE: Rule = Rule {
@@ -10,6 +11,8 @@ pub(crate) const RULE: Rule = Rule {
     doc: include_str!("../../rules/npgsql-gssapi-missing.md"),
     tags: &["memory", "dotnet", "npgsql", "postgresql"],
     check,
+    // `ENV PGGSSENCMODE=disable` is the first fix.
+    anchor: Anchor::Env(&["PGGSSENCMODE"]),
 };
 
 fn check(f: &Facts) -> Outcome {
@@ -39,34 +42,37 @@ fn check(f: &Facts) -> Outcome {
             "Npgsql {} will try GSS encryption on every new connection and fail: {} is not in the image",
             affected[0].version, f.dotnet.gssapi.searched_as
         ))
-        .evidence_all(
-            affected
-                .iter()
-                .map(|p| format!("{} {} in {}", p.name, p.version, p.deps_json)),
-        )
-        .evidence(format!(
+        .evidence_all(affected.iter().map(|p| {
+            Evidence::naming(
+                format!("{} {} in {}", p.name, p.version, p.deps_json),
+                [&p.deps_json],
+            )
+        }))
+        .evidence(Evidence::plain(format!(
             "{} does not resolve (ld.so.cache and system folders searched)",
             f.dotnet.gssapi.searched_as
-        ))
-        .evidence(f.dotnet.gss.reason.clone());
+        )))
+        // The connection strings it and the lines below name are places in files
+        // (`/app/appsettings.json#ConnectionStrings:Default`), not image paths.
+        .evidence(Evidence::plain(f.dotnet.gss.reason.clone()));
     if let Some(v) = &f.dotnet.gss.pggssencmode {
-        finding = finding.evidence(format!("PGGSSENCMODE={v}"));
+        finding = finding.evidence(Evidence::plain(format!("PGGSSENCMODE={v}")));
     }
     for c in &f.dotnet.gss.connection_strings {
-        finding = finding.evidence(format!(
+        finding = finding.evidence(Evidence::plain(format!(
             "connection string in {}: GSS Encryption Mode {}",
             c.source,
             c.gss_encryption_mode
                 .as_deref()
                 .filter(|m| !m.is_empty())
                 .unwrap_or("not set")
-        ));
+        )));
     }
-    let install = match fixes::distro(f) {
-        fixes::Distro::Debian => "RUN apt-get update && apt-get install -y --no-install-recommends libgssapi-krb5-2 && rm -rf /var/lib/apt/lists/*",
-        fixes::Distro::Rhel => "RUN dnf install -y krb5-libs && dnf clean all",
-        fixes::Distro::Alpine => "RUN apk add --no-cache krb5-libs",
-        fixes::Distro::Unknown => "# install the package that ships libgssapi_krb5.so.2 (Debian libgssapi-krb5-2, RHEL/Alpine krb5-libs)",
+    let install = match f.os.distro {
+        Distro::Debian => "RUN apt-get update && apt-get install -y --no-install-recommends libgssapi-krb5-2 && rm -rf /var/lib/apt/lists/*",
+        Distro::Rhel => "RUN dnf install -y krb5-libs && dnf clean all",
+        Distro::Alpine => "RUN apk add --no-cache krb5-libs",
+        Distro::Unknown => "# install the package that ships libgssapi_krb5.so.2 (Debian libgssapi-krb5-2, RHEL/Alpine krb5-libs)",
     };
     Outcome::one(finding.fix(format!(
         "one of:\n\

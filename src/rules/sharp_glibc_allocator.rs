@@ -1,7 +1,8 @@
 use super::{fixes, Outcome, Rule};
+use crate::facts::allocator::ArenaCapSource;
 use crate::facts::libc::LibcFamily;
 use crate::facts::Facts;
-use crate::finding::Severity;
+use crate::finding::{Anchor, Evidence, Severity};
 use crate::version::Version;
 
 pub(crate) const RULE: Rule = Rule {
@@ -11,6 +12,8 @@ pub(crate) const RULE: Rule = Rule {
     doc: include_str!("../../rules/sharp-glibc-allocator.md"),
     tags: &["memory", "allocator", "glibc", "sharp", "nodejs"],
     check,
+    // An arena cap is where the allocator is set today; with none set, the final FROM.
+    anchor: Anchor::Env(&["MALLOC_ARENA_MAX", "GLIBC_TUNABLES"]),
 };
 
 fn check(f: &Facts) -> Outcome {
@@ -31,23 +34,35 @@ fn check(f: &Facts) -> Outcome {
     if f.allocator.is_replacement() {
         return Outcome::none();
     }
-    let mut evidence: Vec<String> = f
+    let mut evidence: Vec<Evidence> = f
         .sharp
         .installs
         .iter()
         .map(|s| {
-            format!(
-                "sharp {} at {}",
-                s.version.as_deref().unwrap_or("(version unknown)"),
-                s.path
+            Evidence::naming(
+                format!(
+                    "sharp {} at {}",
+                    s.version.as_deref().unwrap_or("(version unknown)"),
+                    s.path
+                ),
+                [&s.path],
             )
         })
         .collect();
-    evidence.extend(f.sharp.libvips.iter().take(3).map(|l| format!("libvips at {l}")));
-    evidence.push(format!(
-        "the entrypoint {} runs on glibc {}",
-        f.entrypoint.program.as_deref().unwrap_or("(unknown)"),
-        f.libc.version.as_deref().unwrap_or("")
+    evidence.extend(
+        f.sharp
+            .libvips
+            .iter()
+            .take(3)
+            .map(|l| Evidence::naming(format!("libvips at {l}"), [l])),
+    );
+    evidence.push(Evidence::naming(
+        format!(
+            "the entrypoint {} runs on glibc {}",
+            f.entrypoint.program.as_deref().unwrap_or("(unknown)"),
+            f.libc.version.as_deref().unwrap_or("")
+        ),
+        &f.entrypoint.program,
     ));
     evidence.extend(f.allocator.evidence.iter().cloned());
     match &f.allocator.arena_cap {
@@ -61,9 +76,11 @@ fn check(f: &Facts) -> Outcome {
                 .finding("sharp runs on glibc malloc with only an arena cap: growth stops but the level stays high")
                 .severity(Severity::Note)
                 .evidence_all(evidence)
-                .evidence(format!("{}={} caps the arenas", cap.source, cap.value));
-            if old_sharp && cap.source == "MALLOC_ARENA_MAX" {
-                finding = finding.evidence("sharp older than 0.35.3 keeps its concurrency at 1 despite MALLOC_ARENA_MAX");
+                .evidence(Evidence::plain(format!("{}={} caps the arenas", cap.source, cap.value)));
+            if old_sharp && cap.source == ArenaCapSource::MallocArenaMax {
+                finding = finding.evidence(Evidence::plain(
+                    "sharp older than 0.35.3 keeps its concurrency at 1 despite MALLOC_ARENA_MAX",
+                ));
             }
             Outcome::one(finding.fix(fixes::jemalloc_fix(f)))
         }

@@ -1,7 +1,7 @@
 use super::{Outcome, Rule};
 use crate::facts::libc::LibcFamily;
 use crate::facts::Facts;
-use crate::finding::Severity;
+use crate::finding::{Anchor, Evidence, Severity};
 
 pub(crate) const RULE: Rule = Rule {
     id: "sharp-platform-mismatch",
@@ -10,6 +10,8 @@ pub(crate) const RULE: Rule = Rule {
     doc: include_str!("../../rules/sharp-platform-mismatch.md"),
     tags: &["correctness", "sharp", "nodejs"],
     check,
+    // The instruction that installed the node modules.
+    anchor: Anchor::Installs(&["npm ", "yarn ", "pnpm ", "node_modules"]),
 };
 
 /// npm's `cpu` name for an OCI architecture.
@@ -52,14 +54,23 @@ fn check(f: &Facts) -> Outcome {
             };
             let mut finding = RULE
                 .finding(message)
-                .evidence(format!("sharp {} at {}", s.version.as_deref().unwrap_or("(version unknown)"), s.path))
-                .evidence(format!("the image needs the {wanted} addon"));
+                .evidence(Evidence::naming(
+                    format!("sharp {} at {}", s.version.as_deref().unwrap_or("(version unknown)"), s.path),
+                    [&s.path],
+                ))
+                .evidence(Evidence::plain(format!("the image needs the {wanted} addon")));
             for a in &s.addons {
-                let what = a.package.clone().or(a.path.clone()).unwrap_or_else(|| a.platform.clone());
-                finding = finding.evidence(match &a.mismatch_reason {
+                // An addon is named by its package, else by its .node file.
+                let (what, path) = match (&a.package, &a.path) {
+                    (Some(package), _) => (package.clone(), None),
+                    (None, Some(path)) => (path.clone(), Some(path)),
+                    (None, None) => (a.platform.clone(), None),
+                };
+                let text = match &a.mismatch_reason {
                     Some(r) => format!("{what}: {r}"),
                     None => format!("{what} ({})", a.platform),
-                });
+                };
+                finding = finding.evidence(Evidence::naming(text, path));
             }
             finding.fix(format!(
                 "install the dependencies inside the image build, for its platform:\nRUN npm ci --omit=dev\n# or add the addon for this platform explicitly:\n# RUN npm install --os=linux --cpu={cpu} --libc={libc} sharp"

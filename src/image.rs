@@ -26,13 +26,48 @@ pub struct Layer {
     pub from_cache: bool,
 }
 
+/// The kind of source an image was read from; shown as the reference prefix that names it
+/// (`inspect`'s `image.source`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ImageSource {
+    OciDir,
+    OciArchive,
+    DockerArchive,
+    /// An unpacked root file system: no layers, no config, no digests.
+    Dir,
+    Registry,
+    Docker,
+    Podman,
+}
+
+impl ImageSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ImageSource::OciDir => "oci-dir",
+            ImageSource::OciArchive => "oci-archive",
+            ImageSource::DockerArchive => "docker-archive",
+            ImageSource::Dir => "dir",
+            ImageSource::Registry => "registry",
+            ImageSource::Docker => "docker",
+            ImageSource::Podman => "podman",
+        }
+    }
+}
+
+impl std::fmt::Display for ImageSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// An image read into memory: what it is, its config, its layers and its merged tree.
 #[derive(Debug)]
 pub struct Image {
     /// The reference as the user wrote it.
     pub reference: String,
-    /// `oci-dir`, `oci-archive`, `docker-archive` or `dir`.
-    pub source: &'static str,
+    /// What kind of source the image was read from.
+    pub source: ImageSource,
     /// The folder or file read.
     pub location: String,
     /// The tag or reference name the image was chosen by, when it has one.
@@ -54,7 +89,7 @@ impl Image {
     /// cache (in the folder `cache_dir`, `None` when the cache is off). `None` for a root file
     /// system, which has no layers to cache.
     pub fn cache_summary(&self, cache_dir: Option<&std::path::Path>) -> Option<String> {
-        if self.source == "dir" {
+        if self.source == ImageSource::Dir {
             return None;
         }
         let total = self.layers.len();

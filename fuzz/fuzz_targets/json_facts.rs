@@ -81,7 +81,7 @@ fuzz_target!(|data: &[u8]| {
     let platform = Platform::new("linux", "amd64", None);
     let image = Image {
         reference: "fuzz".to_string(),
-        source: "dir",
+        source: memlint::image::ImageSource::Dir,
         location: "fuzz".to_string(),
         name: None,
         manifest_digest: None,

@@ -231,7 +231,7 @@ mod tests {
         let platform = Platform::linux_amd64();
         Image {
             reference: "test".into(),
-            source: "dir",
+            source: crate::image::ImageSource::Dir,
             location: "test".into(),
             name: None,
             manifest_digest: None,

@@ -115,7 +115,7 @@ impl<'a> InspectReport<'a> {
         InspectReport {
             reference: &image.reference,
             image: ImageView {
-                source: image.source,
+                source: image.source.as_str(),
                 location: &image.location,
                 name: image.name.as_deref(),
                 manifest_digest: image.manifest_digest.as_ref().map(|d| d.to_string()),

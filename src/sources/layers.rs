@@ -9,7 +9,7 @@ use super::{limit_error, Options, Store};
 use crate::cache::LayerCache;
 use crate::digest::Digest;
 use crate::error::{Error, Result};
-use crate::image::{Image, Layer};
+use crate::image::{Image, ImageSource, Layer};
 use crate::platform::Platform;
 use crate::tree::build::{build, BuildError, BuildErrorKind, LayerInput, Lookup, OpenBlob};
 use crate::tree::layer::LayerError;
@@ -50,7 +50,7 @@ type Hits = Arc<Vec<AtomicBool>>;
 /// every layer read and verified here is written to it.
 pub(crate) fn read_layers(
     reference_text: &str,
-    source: &'static str,
+    source: ImageSource,
     store: Arc<dyn Store>,
     chosen: Chosen,
     options: &Options,

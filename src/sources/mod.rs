@@ -24,7 +24,7 @@ pub(crate) use layers::{read_layers, Chosen, LayerPlan};
 
 use crate::digest::Digest;
 use crate::error::{Error, Result};
-use crate::image::Image;
+use crate::image::{Image, ImageSource};
 use crate::platform::Platform;
 use crate::reference::{ArchiveInput, Reference, Selector};
 use crate::tree::{Compression, Interests, Limits};
@@ -149,7 +149,7 @@ pub fn open_all(reference_text: &str, reference: &Reference, options: &Options) 
                 Arc::new(store::DirStore::new(path).with_max_json(options.limits.max_json_bytes));
             load(
                 reference_text,
-                "oci-dir",
+                ImageSource::OciDir,
                 store,
                 Format::Oci,
                 selector.as_ref(),
@@ -158,7 +158,7 @@ pub fn open_all(reference_text: &str, reference: &Reference, options: &Options) 
         }
         Reference::OciArchive { path, selector } => open_archive_file(
             reference_text,
-            "oci-archive",
+            Some(ImageSource::OciArchive),
             path,
             Format::Oci,
             selector.as_ref(),
@@ -169,7 +169,7 @@ pub fn open_all(reference_text: &str, reference: &Reference, options: &Options) 
             selector,
         } => open_archive_file(
             reference_text,
-            "docker-archive",
+            Some(ImageSource::DockerArchive),
             path,
             Format::Docker,
             selector.as_ref(),
@@ -183,7 +183,7 @@ pub fn open_all(reference_text: &str, reference: &Reference, options: &Options) 
             let store = stream::read(stdin, "standard input", options)?;
             load(
                 reference_text,
-                "docker-archive",
+                ImageSource::DockerArchive,
                 Arc::new(store),
                 Format::Docker,
                 selector.as_ref(),
@@ -206,7 +206,7 @@ pub fn open_all(reference_text: &str, reference: &Reference, options: &Options) 
                     Ok(vec![rootfs::open(reference_text, path, options)?])
                 }
             } else {
-                open_archive_file(reference_text, "archive", path, Format::Detect, None, options)
+                open_archive_file(reference_text, None, path, Format::Detect, None, options)
             }
         }
         Reference::Registry(name) => registry::open(reference_text, name, options),
@@ -239,9 +239,10 @@ pub(crate) enum Format {
     Detect,
 }
 
+/// Reads an archive file; `source` `None` recognises it by its content.
 fn open_archive_file(
     reference_text: &str,
-    source: &'static str,
+    source: Option<ImageSource>,
     path: &Path,
     format: Format,
     selector: Option<&Selector>,
@@ -270,19 +271,15 @@ fn open_archive_file(
             )
         {
             let store = stream::read_compressed(f, path, &magic, options)?;
-            let source = if source == "archive" {
-                "docker-archive"
-            } else {
-                source
-            };
+            let source = source.unwrap_or(ImageSource::DockerArchive);
             return load(reference_text, source, Arc::new(store), format, selector, options);
         }
     }
     let store = store::TarStore::open(path, &options.limits)?;
     let source = match (source, format) {
-        ("archive", _) if store.has("manifest.json") => "docker-archive",
-        ("archive", _) if store.has("index.json") => "oci-archive",
-        ("archive", _) => {
+        (None, _) if store.has("manifest.json") => ImageSource::DockerArchive,
+        (None, _) if store.has("index.json") => ImageSource::OciArchive,
+        (None, _) => {
             return Err(Error::NotAnImage {
                 location: path.display().to_string(),
                 reason: "the archive has neither manifest.json (docker save) nor index.json (OCI layout)"
@@ -290,14 +287,14 @@ fn open_archive_file(
                 help: "give `docker save` output, an OCI archive, or an OCI layout folder".to_string(),
             })
         }
-        (s, _) => s,
+        (Some(s), _) => s,
     };
     load(reference_text, source, Arc::new(store), format, selector, options)
 }
 
 fn load(
     reference_text: &str,
-    source: &'static str,
+    source: ImageSource,
     store: Arc<dyn Store>,
     format: Format,
     selector: Option<&Selector>,

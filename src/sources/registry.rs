@@ -51,7 +51,7 @@ pub(super) fn open(reference_text: &str, name: &str, options: &Options) -> Resul
     let store = RegistryStore::connect(reference, options)?;
     super::load(
         reference_text,
-        "registry",
+        crate::image::ImageSource::Registry,
         Arc::new(store),
         Format::Oci,
         None,

@@ -134,7 +134,7 @@ pub fn open(reference_text: &str, root: &Path, options: &Options) -> Result<Imag
     );
     Ok(Image {
         reference: reference_text.to_string(),
-        source: "dir",
+        source: crate::image::ImageSource::Dir,
         location: root.display().to_string(),
         name: None,
         manifest_digest: None,

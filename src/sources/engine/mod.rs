@@ -47,10 +47,10 @@ enum Kind {
 }
 
 impl Kind {
-    fn source(self) -> &'static str {
+    fn source(self) -> crate::image::ImageSource {
         match self {
-            Kind::Docker => "docker",
-            Kind::Podman => "podman",
+            Kind::Docker => crate::image::ImageSource::Docker,
+            Kind::Podman => crate::image::ImageSource::Podman,
         }
     }
     fn product(self) -> &'static str {
@@ -60,7 +60,7 @@ impl Kind {
         }
     }
     fn cli(self) -> &'static str {
-        self.source()
+        self.source().as_str()
     }
 }
 

@@ -618,4 +618,159 @@ mod tests {
         g[ph + 8..ph + 16].copy_from_slice(&(u64::MAX - 3).to_le_bytes());
         assert_eq!(ElfHead::parse(&g).unwrap().interpreter, None);
     }
+
+    /// A dynamically linked program of either class and byte order: PT_INTERP, one PT_LOAD of
+    /// the whole file at vaddr 0x10000, and a dynamic section naming a library, a soname and a
+    /// runpath.
+    fn small_program(class64: bool, little: bool, machine: u16) -> Vec<u8> {
+        let put = |f: &mut Vec<u8>, at: usize, v: u64, size: usize| {
+            let b = v.to_le_bytes();
+            for i in 0..size {
+                f[at + i] = if little { b[i] } else { b[size - 1 - i] };
+            }
+        };
+        let (word, ehsize, phentsize, dynsize) = if class64 { (8, 64, 56, 16) } else { (4, 52, 32, 8) };
+        let (interp_at, dyn_at, str_at, total) = (0x200, 0x300, 0x400, 0x480);
+        let vaddr = 0x10000u64;
+        let mut f = vec![0u8; total];
+        f[..4].copy_from_slice(b"\x7fELF");
+        f[4] = if class64 { 2 } else { 1 };
+        f[5] = if little { 1 } else { 2 };
+        f[6] = 1;
+        put(&mut f, 16, 3, 2);
+        put(&mut f, 18, machine.into(), 2);
+        // e_phoff, then e_phentsize and e_phnum after e_flags and e_ehsize.
+        let phoff_at = 24 + word;
+        put(&mut f, phoff_at, ehsize, word);
+        let phentsize_at = 24 + 3 * word + 4 + 2;
+        put(&mut f, phentsize_at, phentsize as u64, 2);
+        put(&mut f, phentsize_at + 2, 3, 2);
+        let phdr = |f: &mut Vec<u8>, i: usize, kind: u32, offset: u64, vaddr: u64, filesz: u64| {
+            let b = ehsize as usize + i * phentsize;
+            put(f, b, kind.into(), 4);
+            if class64 {
+                put(f, b + 8, offset, 8);
+                put(f, b + 16, vaddr, 8);
+                put(f, b + 32, filesz, 8);
+            } else {
+                put(f, b + 4, offset, 4);
+                put(f, b + 8, vaddr, 4);
+                put(f, b + 16, filesz, 4);
+            }
+        };
+        let interp = b"/lib/ld-test.so.1\0";
+        phdr(
+            &mut f,
+            0,
+            E::PT_INTERP.0,
+            interp_at as u64,
+            vaddr + interp_at as u64,
+            interp.len() as u64,
+        );
+        phdr(&mut f, 1, E::PT_LOAD.0, 0, vaddr, total as u64);
+        phdr(
+            &mut f,
+            2,
+            E::PT_DYNAMIC.0,
+            dyn_at as u64,
+            vaddr + dyn_at as u64,
+            6 * dynsize as u64,
+        );
+        f[interp_at..interp_at + interp.len()].copy_from_slice(interp);
+        let strings = b"\0libc.so.6\0libx.so\0$ORIGIN:/opt\0";
+        f[str_at..str_at + strings.len()].copy_from_slice(strings);
+        let entries = [
+            (E::DT_NEEDED.0, 1),
+            (E::DT_SONAME.0, 11),
+            (E::DT_RUNPATH.0, 19),
+            (E::DT_STRTAB.0, vaddr + str_at as u64),
+            (E::DT_STRSZ.0, strings.len() as u64),
+            (E::DT_NULL.0, 0),
+        ];
+        for (i, (tag, val)) in entries.into_iter().enumerate() {
+            let at = dyn_at + i * dynsize;
+            put(&mut f, at, tag as u64, dynsize / 2);
+            put(&mut f, at + dynsize / 2, val, dynsize / 2);
+        }
+        f
+    }
+
+    #[test]
+    fn every_class_and_byte_order() {
+        for (class64, little, machine) in [
+            (true, true, 62),
+            (false, true, 40),
+            (true, false, 22),
+            (false, false, 8),
+        ] {
+            let f = small_program(class64, little, machine);
+            let what = format!("64-bit {class64}, little-endian {little}");
+            let head = ElfHead::parse(&f).expect(&what);
+            assert_eq!(
+                head,
+                ElfHead {
+                    class: if class64 { ElfClass::Elf64 } else { ElfClass::Elf32 },
+                    little_endian: little,
+                    elf_type: ElfType::Shared,
+                    machine,
+                    interpreter: Some("/lib/ld-test.so.1".into()),
+                    dynamic: true,
+                },
+                "{what}"
+            );
+            let mut s = ElfScanner::new(&f, &head);
+            for chunk in f.chunks(100) {
+                s.feed(chunk);
+            }
+            assert_eq!(
+                s.finish().dynamic,
+                Some(ElfDynamic {
+                    needed: vec!["libc.so.6".into()],
+                    soname: Some("libx.so".into()),
+                    rpath: vec![],
+                    runpath: vec!["$ORIGIN".into(), "/opt".into()],
+                    complete: true,
+                }),
+                "{what}"
+            );
+        }
+    }
+
+    /// The whole ELF header must be there: the hand-written reader took a 64-bit header cut
+    /// after `e_phnum` (58 of its 64 bytes); the `object` crate reads it whole or not at all.
+    #[test]
+    fn a_header_cut_short_is_not_elf() {
+        let f = small_program(true, true, 62);
+        assert!(ElfHead::parse(&f[..64]).is_some());
+        for cut in [0, 4, 51, 52, 58, 63] {
+            assert!(ElfHead::parse(&f[..cut]).is_none(), "{cut}");
+        }
+        let g = small_program(false, true, 40);
+        assert!(ElfHead::parse(&g[..52]).is_some());
+        assert!(ElfHead::parse(&g[..51]).is_none());
+    }
+
+    #[test]
+    fn kept_reads_only_what_is_kept() {
+        let k = Kept::at(100, b"abc\0def");
+        assert_eq!(k.len(), Ok(107));
+        assert_eq!(k.read_bytes_at(100, 3), Ok(&b"abc"[..]));
+        assert_eq!(k.read_bytes_at(104, 3), Ok(&b"def"[..]));
+        assert_eq!(k.read_bytes_at(0, 0), Ok(&b""[..]));
+        for (offset, size) in [(99, 1), (105, 3), (107, 1), (u64::MAX, 1), (100, u64::MAX)] {
+            assert!(k.read_bytes_at(offset, size).is_err(), "{offset} {size}");
+        }
+        // A range past the end still answers when its NUL is kept.
+        assert_eq!(k.read_bytes_at_until(100..u64::MAX, 0), Ok(&b"abc"[..]));
+        assert!(
+            k.read_bytes_at_until(104..200, 0).is_err(),
+            "no NUL kept after `def`"
+        );
+        assert!(
+            k.read_bytes_at_until(100..102, 0).is_err(),
+            "no NUL within the range"
+        );
+        assert!(k.read_bytes_at_until(102..100, 0).is_err());
+        assert!(k.read_bytes_at_until(50..200, 0).is_err());
+    }
 }

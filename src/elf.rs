@@ -1,8 +1,17 @@
-//! What the first bytes of an ELF file say: class, byte order, type, machine and the program
-//! interpreter (PT_INTERP). Parsed by hand from a bounded prefix so that it can run on every
-//! regular file of every layer while the layer streams by.
+//! What an ELF file says: class, byte order, type, machine and the program interpreter
+//! (PT_INTERP) from its first bytes, and the dynamic section's names from the bytes kept while
+//! the file streams by, so that it can run on every regular file of every layer.
+//!
+//! The `object` crate decodes the headers and dynamic entries, reading through [`Kept`]: the
+//! bounded pieces of the file memlint holds (the head, a prefix, the dynamic segment), each at
+//! its offset in the file. memlint decides how far to trust what a file claims: how many program
+//! headers it reads, how many names and bytes it keeps.
 
+use object::elf::{self as E, FileHeader32, FileHeader64};
+use object::read::elf::{Dyn, FileHeader, ProgramHeader};
+use object::{Endianness, ReadRef};
 use serde::Serialize;
+use std::ops::Range;
 
 /// How much of a file the layer reader looks at to classify it.
 pub const HEAD_LEN: usize = 4096;
@@ -41,80 +50,58 @@ pub struct ElfHead {
     pub dynamic: bool,
 }
 
-const PT_DYNAMIC: u32 = 2;
-const PT_INTERP: u32 = 3;
-
 impl ElfHead {
     /// Parses the head of a file; `None` when it is not ELF or the header is inconsistent.
     pub fn parse(head: &[u8]) -> Option<ElfHead> {
-        if head.len() < 52 || &head[..4] != b"\x7fELF" {
+        let data = Kept::at(0, head);
+        // The 32-bit header is the shorter one: its `e_ident` says which header this is.
+        let ident = data.read_at::<FileHeader32<Endianness>>(0).ok()?.e_ident();
+        if ident.magic != E::ELFMAG {
             return None;
         }
-        let class = match head[4] {
-            1 => ElfClass::Elf32,
-            2 => ElfClass::Elf64,
+        let endian = match ident.data {
+            E::ELFDATA2LSB => Endianness::Little,
+            E::ELFDATA2MSB => Endianness::Big,
             _ => return None,
         };
-        let little_endian = match head[5] {
-            1 => true,
-            2 => false,
-            _ => return None,
-        };
-        let rd = Reader {
-            bytes: head,
-            le: little_endian,
-        };
-        let elf_type = match rd.u16(16)? {
-            1 => ElfType::Relocatable,
-            2 => ElfType::Executable,
-            3 => ElfType::Shared,
-            4 => ElfType::Core,
-            _ => ElfType::Other,
-        };
-        let machine = rd.u16(18)?;
-        let (phoff, phentsize, phnum) = match class {
-            ElfClass::Elf64 => (rd.u64(32)?, rd.u16(54)? as u64, rd.u16(56)? as u64),
-            ElfClass::Elf32 => (rd.u32(28)? as u64, rd.u16(42)? as u64, rd.u16(44)? as u64),
-        };
-        let min_entsize = match class {
-            ElfClass::Elf64 => 56,
-            ElfClass::Elf32 => 32,
-        };
-        let mut interpreter = None;
-        let mut dynamic = false;
-        if phentsize >= min_entsize {
-            for i in 0..phnum.min(256) {
-                let Some(base) = i.checked_mul(phentsize).and_then(|o| o.checked_add(phoff)) else {
-                    break;
-                };
-                let Ok(base) = usize::try_from(base) else { break };
-                if base
-                    .checked_add(phentsize as usize)
-                    .is_none_or(|end| end > head.len())
-                {
-                    break;
-                }
-                let p_type = rd.u32(base)?;
-                let (offset, filesz) = match class {
-                    ElfClass::Elf64 => (rd.u64(base + 8)?, rd.u64(base + 32)?),
-                    ElfClass::Elf32 => (rd.u32(base + 4)? as u64, rd.u32(base + 16)? as u64),
-                };
-                match p_type {
-                    PT_DYNAMIC => dynamic = true,
-                    PT_INTERP => interpreter = rd.c_string(offset, filesz),
-                    _ => {}
-                }
-            }
+        match ident.class {
+            E::ELFCLASS32 => parse_head::<FileHeader32<Endianness>>(data, endian, ElfClass::Elf32),
+            E::ELFCLASS64 => parse_head::<FileHeader64<Endianness>>(data, endian, ElfClass::Elf64),
+            _ => None,
         }
-        Some(ElfHead {
-            class,
-            little_endian,
-            elf_type,
-            machine,
-            interpreter,
-            dynamic,
-        })
     }
+}
+
+fn parse_head<H: FileHeader<Endian = Endianness>>(
+    data: Kept,
+    endian: Endianness,
+    class: ElfClass,
+) -> Option<ElfHead> {
+    let header: &H = data.read_at(0).ok()?;
+    let elf_type = match header.e_type(endian) {
+        E::ET_REL => ElfType::Relocatable,
+        E::ET_EXEC => ElfType::Executable,
+        E::ET_DYN => ElfType::Shared,
+        E::ET_CORE => ElfType::Core,
+        _ => ElfType::Other,
+    };
+    let mut interpreter = None;
+    let mut dynamic = false;
+    for segment in segments(header, endian, data) {
+        match segment.kind {
+            E::PT_DYNAMIC => dynamic = true,
+            E::PT_INTERP => interpreter = c_string(data, segment.offset, segment.filesz),
+            _ => {}
+        }
+    }
+    Some(ElfHead {
+        class,
+        little_endian: endian == Endianness::Little,
+        elf_type,
+        machine: header.e_machine(endian).0,
+        interpreter,
+        dynamic,
+    })
 }
 
 /// What the dynamic section says, read while the file streamed by.
@@ -208,14 +195,14 @@ impl ElfScanner {
     pub fn new(head: &[u8], elf: &ElfHead) -> ElfScanner {
         let mut loads = Vec::new();
         let mut dynamic = None;
-        for (p_type, offset, vaddr, filesz) in program_headers(head, elf.class, elf.little_endian) {
-            match p_type {
-                1 => loads.push(Load {
-                    vaddr,
-                    offset,
-                    filesz,
+        for segment in program_headers(head, elf.class, elf.little_endian) {
+            match segment.kind {
+                E::PT_LOAD => loads.push(Load {
+                    vaddr: segment.vaddr,
+                    offset: segment.offset,
+                    filesz: segment.filesz,
                 }),
-                PT_DYNAMIC => dynamic = Some((offset, filesz.min(DYNAMIC_CAP))),
+                E::PT_DYNAMIC => dynamic = Some((segment.offset, segment.filesz.min(DYNAMIC_CAP))),
                 _ => {}
             }
         }
@@ -305,44 +292,44 @@ impl ElfScanner {
     }
 
     fn parse_dynamic(&self) -> ElfDynamic {
-        let rd = Reader {
-            bytes: &self.dyn_buf,
-            le: self.little_endian,
+        match self.class {
+            ElfClass::Elf32 => self.read_dynamic::<E::Dyn32<Endianness>>(),
+            ElfClass::Elf64 => self.read_dynamic::<E::Dyn64<Endianness>>(),
+        }
+    }
+
+    fn read_dynamic<D: Dyn<Endian = Endianness>>(&self) -> ElfDynamic {
+        let endian = endianness(self.little_endian);
+        let mut out = ElfDynamic::default();
+        let Some((at, _)) = self.dynamic else {
+            return out;
         };
-        let entsize = match self.class {
-            ElfClass::Elf64 => 16,
-            ElfClass::Elf32 => 8,
-        };
-        let mut entries = Vec::new();
+        // The entries wholly among the bytes kept of the segment, up to DT_NULL.
+        let count = self.dyn_buf.len() / std::mem::size_of::<D>();
+        let entries: &[D] = Kept::at(at, &self.dyn_buf)
+            .read_slice_at(at, count)
+            .unwrap_or_default();
+        let mut names = Vec::new();
         let (mut strtab, mut strsz) = (None, None);
-        let mut at = 0;
-        while at + entsize <= self.dyn_buf.len() {
-            let (tag, val) = match self.class {
-                ElfClass::Elf64 => (rd.u64(at), rd.u64(at + 8)),
-                ElfClass::Elf32 => (rd.u32(at).map(u64::from), rd.u32(at + 4).map(u64::from)),
-            };
-            let (Some(tag), Some(val)) = (tag, val) else { break };
+        for entry in entries {
+            let (tag, val) = (entry.tag(endian), entry.val(endian));
             match tag {
-                0 => break,
-                5 => strtab = Some(val),
-                10 => strsz = Some(val),
-                1 | 14 | 15 | 29 => entries.push((tag, val)),
+                E::DT_NULL => break,
+                E::DT_STRTAB => strtab = Some(val),
+                E::DT_STRSZ => strsz = Some(val),
+                E::DT_NEEDED | E::DT_SONAME | E::DT_RPATH | E::DT_RUNPATH => names.push((tag, val)),
                 _ => {}
             }
-            at += entsize;
         }
-        let mut out = ElfDynamic::default();
         let Some(base) = strtab.and_then(|a| self.vaddr_to_offset(a)) else {
             return out;
         };
         let strsz = strsz.unwrap_or(u64::MAX);
-        let prefix = Reader {
-            bytes: &self.prefix,
-            le: self.little_endian,
-        };
+        // The string table is read from the prefix only: it sits in the first read-only segment.
+        let prefix = Kept::at(0, &self.prefix);
         let mut complete = true;
         let mut kept_bytes = 0usize;
-        for (i, (tag, val)) in entries.into_iter().enumerate() {
+        for (i, (tag, val)) in names.into_iter().enumerate() {
             if i >= DYNAMIC_NAMES_CAP || kept_bytes > DYNAMIC_BYTES_CAP {
                 complete = false;
                 break;
@@ -350,20 +337,20 @@ impl ElfScanner {
             if val >= strsz {
                 continue;
             }
-            let Some(s) = base.checked_add(val).and_then(|off| prefix.c_string(off, 4096)) else {
+            let Some(s) = base
+                .checked_add(val)
+                .and_then(|off| c_string(prefix, off, NAME_MAX))
+            else {
                 complete = false;
                 continue;
             };
             kept_bytes += s.len();
+            let paths = || s.split(':').filter(|p| !p.is_empty()).map(str::to_string);
             match tag {
-                1 => out.needed.push(s),
-                14 => out.soname = Some(s),
-                15 => out
-                    .rpath
-                    .extend(s.split(':').filter(|p| !p.is_empty()).map(str::to_string)),
-                29 => out
-                    .runpath
-                    .extend(s.split(':').filter(|p| !p.is_empty()).map(str::to_string)),
+                E::DT_NEEDED => out.needed.push(s),
+                E::DT_SONAME => out.soname = Some(s),
+                E::DT_RPATH => out.rpath.extend(paths()),
+                E::DT_RUNPATH => out.runpath.extend(paths()),
                 _ => {}
             }
         }
@@ -393,119 +380,125 @@ fn version_after(w: &[u8], marker: &[u8], parts: usize) -> Option<String> {
     (v.split('.').filter(|p| !p.is_empty()).count() >= parts && v.len() < rest.len()).then_some(v)
 }
 
-/// (p_type, p_offset, p_vaddr, p_filesz) of the program headers within `head`.
-fn program_headers(head: &[u8], class: ElfClass, le: bool) -> Vec<(u32, u64, u64, u64)> {
-    let rd = Reader { bytes: head, le };
-    let hdr = match class {
-        ElfClass::Elf64 => (rd.u64(32), rd.u16(54).map(u64::from), rd.u16(56).map(u64::from)),
-        ElfClass::Elf32 => (
-            rd.u32(28).map(u64::from),
-            rd.u16(42).map(u64::from),
-            rd.u16(44).map(u64::from),
-        ),
-    };
-    let (Some(phoff), Some(phentsize), Some(phnum)) = hdr else {
-        return Vec::new();
-    };
-    let min = match class {
-        ElfClass::Elf64 => 56,
-        ElfClass::Elf32 => 32,
-    };
-    if phentsize < min {
-        return Vec::new();
-    }
-    let mut out = Vec::new();
-    for i in 0..phnum.min(256) {
-        let Some(base) = i.checked_mul(phentsize).and_then(|o| o.checked_add(phoff)) else {
-            break;
-        };
-        let Ok(base) = usize::try_from(base) else { break };
-        // A lying header may put the table anywhere: stop at the end of the bytes read.
-        if base
-            .checked_add(phentsize as usize)
-            .is_none_or(|end| end > head.len())
-        {
-            break;
-        }
-        let fields = match class {
-            ElfClass::Elf64 => (
-                rd.u32(base),
-                rd.u64(base + 8),
-                rd.u64(base + 16),
-                rd.u64(base + 32),
-            ),
-            ElfClass::Elf32 => (
-                rd.u32(base),
-                rd.u32(base + 4).map(u64::from),
-                rd.u32(base + 8).map(u64::from),
-                rd.u32(base + 16).map(u64::from),
-            ),
-        };
-        let (Some(t), Some(o), Some(v), Some(f)) = fields else {
-            break;
-        };
-        out.push((t, o, v, f));
-    }
-    out
+/// Program headers read from one file, at most this many: real programs have a dozen.
+const MAX_SEGMENTS: u64 = 256;
+/// Bytes read for one string (the interpreter, a dynamic name) in search of its end.
+const NAME_MAX: u64 = 4096;
+
+/// What memlint reads of a program header.
+#[derive(Clone, Copy, Debug)]
+struct Segment {
+    kind: E::ProgramType,
+    offset: u64,
+    vaddr: u64,
+    filesz: u64,
 }
 
-/// The OCI architecture name for an ELF machine and class.
-pub fn machine_arch(machine: u16, class: ElfClass) -> Option<&'static str> {
-    Some(match (machine, class) {
-        (62, ElfClass::Elf64) => "amd64",
-        (3, _) => "386",
-        (183, _) => "arm64",
-        (40, _) => "arm",
-        (21, ElfClass::Elf64) => "ppc64le",
-        (22, ElfClass::Elf64) => "s390x",
-        (243, ElfClass::Elf64) => "riscv64",
-        (8, ElfClass::Elf64) => "mips64le",
-        (258, ElfClass::Elf64) => "loong64",
-        _ => return None,
+/// The program headers within `data`, decoded as the header's class and byte order say.
+///
+/// Read one by one rather than through `FileHeader::program_headers`, which refuses the whole
+/// table when any of it lies past the bytes kept or `e_phentsize` is not the exact entry size:
+/// memlint reads every entry that lies whole within the bytes kept (up to [`MAX_SEGMENTS`]),
+/// stepping by `e_phentsize` when it is at least an entry's size.
+fn segments<'a, H: FileHeader<Endian = Endianness>>(
+    header: &H,
+    endian: Endianness,
+    data: Kept<'a>,
+) -> impl Iterator<Item = Segment> + 'a {
+    let table: u64 = header.e_phoff(endian).into();
+    let step = u64::from(header.e_phentsize(endian));
+    let whole_entries = step >= std::mem::size_of::<H::ProgramHeader>() as u64;
+    let count = if whole_entries {
+        u64::from(header.e_phnum(endian)).min(MAX_SEGMENTS)
+    } else {
+        0
+    };
+    (0..count).map_while(move |i| {
+        // A lying header may put the table anywhere: stop at the end of the bytes read.
+        let at = i.checked_mul(step)?.checked_add(table)?;
+        let entry = data.read_bytes_at(at, step).ok()?;
+        let ph = entry.read_at::<H::ProgramHeader>(0).ok()?;
+        Some(Segment {
+            kind: ph.p_type(endian),
+            offset: ph.p_offset(endian).into(),
+            vaddr: ph.p_vaddr(endian).into(),
+            filesz: ph.p_filesz(endian).into(),
+        })
     })
 }
 
-struct Reader<'a> {
-    bytes: &'a [u8],
-    le: bool,
+/// The program headers within the head of a file [`ElfHead::parse`] accepted.
+fn program_headers(head: &[u8], class: ElfClass, little_endian: bool) -> Vec<Segment> {
+    fn read<H: FileHeader<Endian = Endianness>>(data: Kept, endian: Endianness) -> Vec<Segment> {
+        data.read_at::<H>(0)
+            .map_or_else(|_| Vec::new(), |header| segments(header, endian, data).collect())
+    }
+    let (data, endian) = (Kept::at(0, head), endianness(little_endian));
+    match class {
+        ElfClass::Elf32 => read::<FileHeader32<Endianness>>(data, endian),
+        ElfClass::Elf64 => read::<FileHeader64<Endianness>>(data, endian),
+    }
 }
 
-impl Reader<'_> {
-    fn take<const N: usize>(&self, at: usize) -> Option<[u8; N]> {
-        self.bytes.get(at..at.checked_add(N)?)?.try_into().ok()
+fn endianness(little: bool) -> Endianness {
+    if little {
+        Endianness::Little
+    } else {
+        Endianness::Big
     }
-    fn u16(&self, at: usize) -> Option<u16> {
-        let b = self.take::<2>(at)?;
-        Some(if self.le {
-            u16::from_le_bytes(b)
-        } else {
-            u16::from_be_bytes(b)
-        })
+}
+
+/// The NUL-terminated string at `offset`, looked for within `len` bytes (at most [`NAME_MAX`]);
+/// `None` when no NUL lies among those bytes that are kept.
+fn c_string(data: Kept, offset: u64, len: u64) -> Option<String> {
+    let end = offset.checked_add(len.min(NAME_MAX))?;
+    let bytes = data.read_bytes_at_until(offset..end, 0).ok()?;
+    Some(String::from_utf8_lossy(bytes).into_owned())
+}
+
+/// A piece of a file memlint kept, at its offset in the file: what the `object` crate reads
+/// headers and entries through. A read outside the piece fails, as a read past the end of a
+/// short file does.
+#[derive(Clone, Copy, Debug)]
+struct Kept<'a> {
+    start: u64,
+    bytes: &'a [u8],
+}
+
+impl<'a> Kept<'a> {
+    fn at(start: u64, bytes: &'a [u8]) -> Kept<'a> {
+        Kept { start, bytes }
     }
-    fn u32(&self, at: usize) -> Option<u32> {
-        let b = self.take::<4>(at)?;
-        Some(if self.le {
-            u32::from_le_bytes(b)
-        } else {
-            u32::from_be_bytes(b)
-        })
+
+    /// The kept bytes from `offset` on.
+    fn from(self, offset: u64) -> Option<&'a [u8]> {
+        let skip = usize::try_from(offset.checked_sub(self.start)?).ok()?;
+        self.bytes.get(skip..)
     }
-    fn u64(&self, at: usize) -> Option<u64> {
-        let b = self.take::<8>(at)?;
-        Some(if self.le {
-            u64::from_le_bytes(b)
-        } else {
-            u64::from_be_bytes(b)
-        })
+}
+
+impl<'a> ReadRef<'a> for Kept<'a> {
+    /// Where the kept bytes end (the file may go on).
+    fn len(self) -> Result<u64, ()> {
+        self.start.checked_add(self.bytes.len() as u64).ok_or(())
     }
-    fn c_string(&self, offset: u64, len: u64) -> Option<String> {
-        let start = usize::try_from(offset).ok()?;
-        let len = usize::try_from(len).ok()?.min(4096);
-        let raw = self
-            .bytes
-            .get(start..start.checked_add(len)?.min(self.bytes.len()))?;
-        let end = raw.iter().position(|&b| b == 0)?;
-        Some(String::from_utf8_lossy(&raw[..end]).into_owned())
+
+    fn read_bytes_at(self, offset: u64, size: u64) -> Result<&'a [u8], ()> {
+        if size == 0 {
+            return Ok(&[]);
+        }
+        let size = usize::try_from(size).map_err(|_| ())?;
+        self.from(offset).and_then(|b| b.get(..size)).ok_or(())
+    }
+
+    /// A range that runs past the kept bytes still answers when the delimiter lies among them:
+    /// the bytes before it are the same whatever follows.
+    fn read_bytes_at_until(self, range: Range<u64>, delimiter: u8) -> Result<&'a [u8], ()> {
+        let len = range.end.checked_sub(range.start).ok_or(())?;
+        let bytes = self.from(range.start).ok_or(())?;
+        let bytes = &bytes[..usize::try_from(len).map_or(bytes.len(), |l| l.min(bytes.len()))];
+        let end = memchr::memchr(delimiter, bytes).ok_or(())?;
+        Ok(&bytes[..end])
     }
 }
 
@@ -525,7 +518,7 @@ mod tests {
         f[54..56].copy_from_slice(&56u16.to_le_bytes());
         f[56..58].copy_from_slice(&1u16.to_le_bytes());
         let ph = 64;
-        f[ph..ph + 4].copy_from_slice(&PT_INTERP.to_le_bytes());
+        f[ph..ph + 4].copy_from_slice(&E::PT_INTERP.0.to_le_bytes());
         f[ph + 8..ph + 16].copy_from_slice(&(120u64).to_le_bytes());
         f[ph + 32..ph + 40].copy_from_slice(&(interp.len() as u64 + 1).to_le_bytes());
         f.extend_from_slice(interp);
@@ -540,7 +533,6 @@ mod tests {
         assert_eq!(head.machine, 62);
         assert_eq!(head.elf_type, ElfType::Executable);
         assert_eq!(head.interpreter.as_deref(), Some("/lib64/ld-linux-x86-64.so.2"));
-        assert_eq!(machine_arch(head.machine, head.class), Some("amd64"));
     }
 
     /// Found by review (and what the `elf` fuzz target checks): offsets near u64::MAX made the
@@ -556,7 +548,7 @@ mod tests {
 
         let mut g = tiny_elf(b"/lib/ld.so");
         let ph = 64;
-        g[ph..ph + 4].copy_from_slice(&PT_DYNAMIC.to_le_bytes());
+        g[ph..ph + 4].copy_from_slice(&E::PT_DYNAMIC.0.to_le_bytes());
         g[ph + 8..ph + 16].copy_from_slice(&(u64::MAX - 4).to_le_bytes());
         g[ph + 32..ph + 40].copy_from_slice(&u64::MAX.to_le_bytes());
         let head = ElfHead::parse(&g).unwrap();
@@ -587,7 +579,7 @@ mod tests {
         // PT_LOAD of the whole file at vaddr 0, PT_DYNAMIC at dyn_at.
         f[64..68].copy_from_slice(&1u32.to_le_bytes());
         f[64 + 32..64 + 40].copy_from_slice(&total.to_le_bytes());
-        f[120..124].copy_from_slice(&PT_DYNAMIC.to_le_bytes());
+        f[120..124].copy_from_slice(&E::PT_DYNAMIC.0.to_le_bytes());
         f[120 + 8..120 + 16].copy_from_slice(&dyn_at.to_le_bytes());
         f[120 + 32..120 + 40].copy_from_slice(&((entries + 1) * 16).to_le_bytes());
         f.resize(dyn_at as usize, 0);
@@ -625,5 +617,161 @@ mod tests {
         let ph = 64;
         g[ph + 8..ph + 16].copy_from_slice(&(u64::MAX - 3).to_le_bytes());
         assert_eq!(ElfHead::parse(&g).unwrap().interpreter, None);
+    }
+
+    /// A dynamically linked program of either class and byte order: PT_INTERP, one PT_LOAD of
+    /// the whole file at vaddr 0x10000, and a dynamic section naming a library, a soname and a
+    /// runpath.
+    fn small_program(class64: bool, little: bool, machine: u16) -> Vec<u8> {
+        let put = |f: &mut Vec<u8>, at: usize, v: u64, size: usize| {
+            let b = v.to_le_bytes();
+            for i in 0..size {
+                f[at + i] = if little { b[i] } else { b[size - 1 - i] };
+            }
+        };
+        let (word, ehsize, phentsize, dynsize) = if class64 { (8, 64, 56, 16) } else { (4, 52, 32, 8) };
+        let (interp_at, dyn_at, str_at, total) = (0x200, 0x300, 0x400, 0x480);
+        let vaddr = 0x10000u64;
+        let mut f = vec![0u8; total];
+        f[..4].copy_from_slice(b"\x7fELF");
+        f[4] = if class64 { 2 } else { 1 };
+        f[5] = if little { 1 } else { 2 };
+        f[6] = 1;
+        put(&mut f, 16, 3, 2);
+        put(&mut f, 18, machine.into(), 2);
+        // e_phoff, then e_phentsize and e_phnum after e_flags and e_ehsize.
+        let phoff_at = 24 + word;
+        put(&mut f, phoff_at, ehsize, word);
+        let phentsize_at = 24 + 3 * word + 4 + 2;
+        put(&mut f, phentsize_at, phentsize as u64, 2);
+        put(&mut f, phentsize_at + 2, 3, 2);
+        let phdr = |f: &mut Vec<u8>, i: usize, kind: u32, offset: u64, vaddr: u64, filesz: u64| {
+            let b = ehsize as usize + i * phentsize;
+            put(f, b, kind.into(), 4);
+            if class64 {
+                put(f, b + 8, offset, 8);
+                put(f, b + 16, vaddr, 8);
+                put(f, b + 32, filesz, 8);
+            } else {
+                put(f, b + 4, offset, 4);
+                put(f, b + 8, vaddr, 4);
+                put(f, b + 16, filesz, 4);
+            }
+        };
+        let interp = b"/lib/ld-test.so.1\0";
+        phdr(
+            &mut f,
+            0,
+            E::PT_INTERP.0,
+            interp_at as u64,
+            vaddr + interp_at as u64,
+            interp.len() as u64,
+        );
+        phdr(&mut f, 1, E::PT_LOAD.0, 0, vaddr, total as u64);
+        phdr(
+            &mut f,
+            2,
+            E::PT_DYNAMIC.0,
+            dyn_at as u64,
+            vaddr + dyn_at as u64,
+            6 * dynsize as u64,
+        );
+        f[interp_at..interp_at + interp.len()].copy_from_slice(interp);
+        let strings = b"\0libc.so.6\0libx.so\0$ORIGIN:/opt\0";
+        f[str_at..str_at + strings.len()].copy_from_slice(strings);
+        let entries = [
+            (E::DT_NEEDED.0, 1),
+            (E::DT_SONAME.0, 11),
+            (E::DT_RUNPATH.0, 19),
+            (E::DT_STRTAB.0, vaddr + str_at as u64),
+            (E::DT_STRSZ.0, strings.len() as u64),
+            (E::DT_NULL.0, 0),
+        ];
+        for (i, (tag, val)) in entries.into_iter().enumerate() {
+            let at = dyn_at + i * dynsize;
+            put(&mut f, at, tag as u64, dynsize / 2);
+            put(&mut f, at + dynsize / 2, val, dynsize / 2);
+        }
+        f
+    }
+
+    #[test]
+    fn every_class_and_byte_order() {
+        for (class64, little, machine) in [
+            (true, true, 62),
+            (false, true, 40),
+            (true, false, 22),
+            (false, false, 8),
+        ] {
+            let f = small_program(class64, little, machine);
+            let what = format!("64-bit {class64}, little-endian {little}");
+            let head = ElfHead::parse(&f).expect(&what);
+            assert_eq!(
+                head,
+                ElfHead {
+                    class: if class64 { ElfClass::Elf64 } else { ElfClass::Elf32 },
+                    little_endian: little,
+                    elf_type: ElfType::Shared,
+                    machine,
+                    interpreter: Some("/lib/ld-test.so.1".into()),
+                    dynamic: true,
+                },
+                "{what}"
+            );
+            let mut s = ElfScanner::new(&f, &head);
+            for chunk in f.chunks(100) {
+                s.feed(chunk);
+            }
+            assert_eq!(
+                s.finish().dynamic,
+                Some(ElfDynamic {
+                    needed: vec!["libc.so.6".into()],
+                    soname: Some("libx.so".into()),
+                    rpath: vec![],
+                    runpath: vec!["$ORIGIN".into(), "/opt".into()],
+                    complete: true,
+                }),
+                "{what}"
+            );
+        }
+    }
+
+    /// The whole ELF header must be there: the hand-written reader took a 64-bit header cut
+    /// after `e_phnum` (58 of its 64 bytes); the `object` crate reads it whole or not at all.
+    #[test]
+    fn a_header_cut_short_is_not_elf() {
+        let f = small_program(true, true, 62);
+        assert!(ElfHead::parse(&f[..64]).is_some());
+        for cut in [0, 4, 51, 52, 58, 63] {
+            assert!(ElfHead::parse(&f[..cut]).is_none(), "{cut}");
+        }
+        let g = small_program(false, true, 40);
+        assert!(ElfHead::parse(&g[..52]).is_some());
+        assert!(ElfHead::parse(&g[..51]).is_none());
+    }
+
+    #[test]
+    fn kept_reads_only_what_is_kept() {
+        let k = Kept::at(100, b"abc\0def");
+        assert_eq!(k.len(), Ok(107));
+        assert_eq!(k.read_bytes_at(100, 3), Ok(&b"abc"[..]));
+        assert_eq!(k.read_bytes_at(104, 3), Ok(&b"def"[..]));
+        assert_eq!(k.read_bytes_at(0, 0), Ok(&b""[..]));
+        for (offset, size) in [(99, 1), (105, 3), (107, 1), (u64::MAX, 1), (100, u64::MAX)] {
+            assert!(k.read_bytes_at(offset, size).is_err(), "{offset} {size}");
+        }
+        // A range past the end still answers when its NUL is kept.
+        assert_eq!(k.read_bytes_at_until(100..u64::MAX, 0), Ok(&b"abc"[..]));
+        assert!(
+            k.read_bytes_at_until(104..200, 0).is_err(),
+            "no NUL kept after `def`"
+        );
+        assert!(
+            k.read_bytes_at_until(100..102, 0).is_err(),
+            "no NUL within the range"
+        );
+        let reversed = Range { start: 102, end: 100 };
+        assert!(k.read_bytes_at_until(reversed, 0).is_err());
+        assert!(k.read_bytes_at_until(50..200, 0).is_err());
     }
 }

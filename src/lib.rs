@@ -3,6 +3,7 @@
 //! Data flows one way: [`reference`] → [`sources`] (where the bytes come from) → [`tree`]
 //! (layers streamed into one merged file tree) → reports.
 
+pub mod arch;
 pub mod cache;
 pub mod cli;
 pub mod commands;

@@ -1,5 +1,6 @@
 //! Image platforms (`os/arch[/variant]`) as OCI indexes and `--platform` spell them.
 
+use crate::arch::Arch;
 use crate::error::{Error, Result};
 use serde::Serialize;
 use std::fmt;
@@ -16,11 +17,12 @@ pub struct Platform {
 impl Platform {
     pub fn new(os: &str, architecture: &str, variant: Option<&str>) -> Platform {
         let architecture = normalize_arch(architecture);
+        let implied = Arch::from_oci(&architecture).and_then(Arch::implied_variant);
         let variant = variant
             .filter(|v| !v.is_empty())
-            .map(str::to_string)
             // arm64 images only ever come in v8; writing it or not means the same image.
-            .filter(|v| !(architecture == "arm64" && v == "v8"));
+            .filter(|v| Some(*v) != implied)
+            .map(str::to_string);
         Platform {
             os: os.to_ascii_lowercase(),
             architecture,
@@ -64,14 +66,8 @@ impl Platform {
 
 /// Maps the names that kernels and toolchains use onto the GOARCH names that OCI uses.
 pub fn normalize_arch(arch: &str) -> String {
-    match arch.to_ascii_lowercase().as_str() {
-        "x86_64" | "x86-64" => "amd64".to_string(),
-        "aarch64" => "arm64".to_string(),
-        "i686" | "i586" | "i486" | "x86" => "386".to_string(),
-        "armhf" | "armel" => "arm".to_string(),
-        "powerpc64le" | "ppc64el" => "ppc64le".to_string(),
-        other => other.to_string(),
-    }
+    let arch = arch.to_ascii_lowercase();
+    Arch::from_alias(&arch).map_or(arch, |a| a.oci().to_string())
 }
 
 impl fmt::Display for Platform {

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 /// placed here: an unknown one fails the test.
 const LAYERS: &[(&str, &[&str])] = &[
     // Base: values and diagnostics, used everywhere, using nothing of memlint.
-    ("arch", &[]),
+    ("arch", &["elf"]),
     ("digest", &[]),
     ("error", &[]),
     ("shell", &[]),
@@ -22,7 +22,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("warnings", &[]),
     ("platform", &["arch", "error"]),
     ("reference", &["digest", "error", "platform"]),
-    ("elf", &["arch"]),
+    ("elf", &[]),
     ("dockerfile", &["shell"]),
     ("finding", &[]),
     // Reading: layers into one tree, what a layer contributes cached, the image as read.

@@ -1,6 +1,7 @@
 //! glibc's /etc/ld.so.cache, as `ldconfig` writes it (glibc sysdeps/generic/dl-cache.h):
 //! the old `ld.so-1.7.0` format, the new `glibc-ld.so.cache1.1` format, or both in a row.
 
+use crate::arch::Arch;
 use serde::Serialize;
 
 const OLD_MAGIC: &[u8] = b"ld.so-1.7.0";
@@ -195,19 +196,16 @@ fn c_str(b: &[u8], at: usize) -> Option<String> {
     Some(String::from_utf8_lossy(&rest[..end]).into_owned())
 }
 
-/// The cache flags a glibc loader accepts for an ELF machine and class
-/// (sysdeps/*/dl-cache.h `_dl_cache_check_flags`).
-pub fn accepts(machine: u16, class64: bool) -> impl Fn(i32) -> bool {
-    move |flags: i32| match (machine, class64) {
-        (62, true) => flags == 0x0303,
-        (183, _) => flags == 0x0a03,
-        (21, true) => flags == 0x0503,
-        (22, true) => flags == 0x0403,
-        (243, true) => flags == 0x1003,
-        (258, true) => flags == 0x1203,
-        (40, _) => flags == 0x0903 || flags == 0x0003,
-        (3, _) | (62, false) => flags == 0x0001 || flags == 0x0003,
-        _ => flags & 0xff == 0x03,
+/// The low byte of an entry's flags for a glibc (libc6) library.
+const FLAG_ELF_LIBC6: i32 = 0x03;
+
+/// The cache flags a glibc loader of `arch` accepts (sysdeps/*/dl-cache.h
+/// `_dl_cache_check_flags`); any libc6 entry where the architecture or its flags are unknown.
+pub fn accepts(arch: Option<Arch>) -> impl Fn(i32) -> bool {
+    let known = arch.map_or(&[][..], Arch::ld_cache_flags);
+    move |flags: i32| match known {
+        [] => flags & 0xff == FLAG_ELF_LIBC6,
+        known => known.contains(&flags),
     }
 }
 
@@ -221,12 +219,17 @@ mod tests {
         let cache = LdCache::parse(bytes).unwrap();
         assert_eq!(cache.format, "glibc-ld.so.cache1.1");
         assert!(cache.entries.len() > 100);
-        let ok = accepts(62, true);
+        let ok = accepts(Some(Arch::Amd64));
         let libc: Vec<_> = cache.lookup("libc.so.6", &ok).collect();
         assert_eq!(libc.len(), 1);
         assert_eq!(libc[0].path, "/lib/x86_64-linux-gnu/libc.so.6");
         assert_eq!(libc[0].flags, 0x0303);
-        assert_eq!(cache.lookup("libc.so.6", &accepts(183, true)).count(), 0);
+        assert_eq!(cache.lookup("libc.so.6", &accepts(Some(Arch::Arm64))).count(), 0);
+        assert_eq!(cache.lookup("libc.so.6", &accepts(None)).count(), 1);
+        assert_eq!(
+            cache.lookup("libc.so.6", &accepts(Some(Arch::Mips64le))).count(),
+            1
+        );
     }
 
     /// Found by review: 20,000 entries naming one 4,000-byte string decoded to 160 MB of names

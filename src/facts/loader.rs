@@ -17,6 +17,7 @@ use super::libc::{Libc, LibcFamily};
 use super::platform::PlatformFacts;
 use super::Env;
 use super::{LARGE_FILE, SMALL_FILE};
+use crate::arch::Arch;
 use crate::elf::{ElfClass, ElfInfo, ElfType};
 use crate::tree::{FileTree, Interests, NodeKind};
 use serde::Serialize;
@@ -99,6 +100,8 @@ pub struct Loader<'a> {
     tree: &'a FileTree,
     family: LibcFamily,
     machine: Option<(u16, ElfClass)>,
+    /// The architecture of `machine`, when memlint knows it.
+    arch: Option<Arch>,
     triplet: Option<&'static str>,
     ld_library_path: Vec<String>,
     cache: Option<LdCache>,
@@ -109,83 +112,13 @@ pub struct Loader<'a> {
     platform_tag: Option<&'static str>,
 }
 
-/// Debian's multiarch triplet for an ELF machine and class.
-pub fn triplet(machine: u16, class: ElfClass) -> Option<&'static str> {
-    Some(match (machine, class) {
-        (62, ElfClass::Elf64) => "x86_64-linux-gnu",
-        (183, _) => "aarch64-linux-gnu",
-        (40, _) => "arm-linux-gnueabihf",
-        (21, ElfClass::Elf64) => "powerpc64le-linux-gnu",
-        (22, ElfClass::Elf64) => "s390x-linux-gnu",
-        (3, _) => "i386-linux-gnu",
-        (243, ElfClass::Elf64) => "riscv64-linux-gnu",
-        _ => return None,
-    })
-}
-
-/// All multiarch triplets, to recognise another architecture's folder in a path.
-pub const TRIPLETS: &[&str] = &[
-    "x86_64-linux-gnu",
-    "aarch64-linux-gnu",
-    "arm-linux-gnueabihf",
-    "arm-linux-gnueabi",
-    "powerpc64le-linux-gnu",
-    "s390x-linux-gnu",
-    "i386-linux-gnu",
-    "riscv64-linux-gnu",
-    "mips64el-linux-gnuabi64",
-];
-
-/// The ELF machine and class of an OCI architecture.
-pub fn arch_machine(arch: &str) -> Option<(u16, ElfClass)> {
-    Some(match arch {
-        "amd64" => (62, ElfClass::Elf64),
-        "arm64" => (183, ElfClass::Elf64),
-        "arm" => (40, ElfClass::Elf32),
-        "386" => (3, ElfClass::Elf32),
-        "ppc64le" => (21, ElfClass::Elf64),
-        "s390x" => (22, ElfClass::Elf64),
-        "riscv64" => (243, ElfClass::Elf64),
-        _ => return None,
-    })
-}
-
-fn musl_arch(machine: u16) -> Option<&'static str> {
-    Some(match machine {
-        62 => "x86_64",
-        183 => "aarch64",
-        40 => "armhf",
-        3 => "i386",
-        21 => "powerpc64le",
-        22 => "s390x",
-        243 => "riscv64",
-        _ => return None,
-    })
-}
-
-/// `$PLATFORM` as glibc expands it (AT_PLATFORM).
-fn platform_string(machine: u16) -> Option<&'static str> {
-    Some(match machine {
-        62 => "x86_64",
-        183 => "aarch64",
-        40 => "v7l",
-        3 => "i686",
-        21 => "power8",
-        22 => "z13",
-        _ => return None,
-    })
-}
-
 const LD_SO_CACHE: &str = "/etc/ld.so.cache";
 const LD_SO_CONF: &str = "/etc/ld.so.conf";
 /// The folder Debian's and Red Hat's ld.so.conf include; an `include` line may name another,
 /// whose files are read when someone asked to keep them.
 const LD_SO_CONF_D: &str = "/etc/ld.so.conf.d";
-
-/// musl's search path file for an architecture (`/etc/ld-musl-x86_64.path`).
-fn musl_path_file(arch: &str) -> String {
-    format!("/etc/ld-musl-{arch}.path")
-}
+/// musl's search path file of every architecture ([`Arch::musl_path_file`] names one).
+const MUSL_PATH_FILES: &str = "/etc/ld-musl-*.path";
 
 /// What the loader reads: glibc's cache and configuration, musl's path file, and the ELF
 /// facts (machine, DT_NEEDED, RPATH, RUNPATH) of every object it resolves.
@@ -194,7 +127,7 @@ pub fn interests() -> Interests {
         .keep(LD_SO_CACHE, LARGE_FILE)
         .keep(LD_SO_CONF, SMALL_FILE)
         .keep(&format!("{LD_SO_CONF_D}/*"), SMALL_FILE)
-        .keep(&musl_path_file("*"), SMALL_FILE)
+        .keep(MUSL_PATH_FILES, SMALL_FILE)
         .scan_elf()
 }
 
@@ -211,8 +144,9 @@ impl<'a> Loader<'a> {
             .and_then(|p| tree.lookup(p).ok().flatten())
             .and_then(|id| tree.elf(id))
             .map(|e| (e.head.machine, e.head.class));
-        let machine = entry_elf.or_else(|| arch_machine(&platform.declared.architecture));
-        let triplet = machine.and_then(|(m, c)| triplet(m, c));
+        let machine = entry_elf.or_else(|| Arch::from_oci(&platform.declared.architecture).map(Arch::elf));
+        let arch = machine.and_then(|(m, c)| Arch::from_elf(m, c));
+        let triplet = arch.and_then(Arch::triplet);
         let family = libc.family;
         let ld_library_path = env
             .get("LD_LIBRARY_PATH")
@@ -242,15 +176,17 @@ impl<'a> Loader<'a> {
         let mut system_dirs = Vec::new();
         match family {
             LibcFamily::Musl => {
-                let arch = machine.and_then(|(m, _)| musl_arch(m));
-                let from_file = arch.and_then(|a| tree.contents(&musl_path_file(a))).map(|c| {
-                    String::from_utf8_lossy(&c.bytes)
-                        .split(['\n', ':'])
-                        .map(str::trim)
-                        .filter(|p| !p.is_empty())
-                        .map(str::to_string)
-                        .collect::<Vec<_>>()
-                });
+                let from_file = arch
+                    .and_then(Arch::musl_path_file)
+                    .and_then(|path| tree.contents(&path))
+                    .map(|c| {
+                        String::from_utf8_lossy(&c.bytes)
+                            .split(['\n', ':'])
+                            .map(str::trim)
+                            .filter(|p| !p.is_empty())
+                            .map(str::to_string)
+                            .collect::<Vec<_>>()
+                    });
                 system_dirs = from_file
                     .unwrap_or_else(|| vec!["/lib".into(), "/usr/local/lib".into(), "/usr/lib".into()]);
             }
@@ -274,6 +210,7 @@ impl<'a> Loader<'a> {
             tree,
             family,
             machine,
+            arch,
             triplet,
             ld_library_path,
             cache,
@@ -281,7 +218,7 @@ impl<'a> Loader<'a> {
             system_dirs,
             conf_dirs,
             working_dir: working_dir.to_string(),
-            platform_tag: machine.and_then(|(m, _)| platform_string(m)),
+            platform_tag: arch.and_then(Arch::glibc_platform),
         }
     }
 
@@ -291,6 +228,11 @@ impl<'a> Loader<'a> {
 
     pub fn machine(&self) -> Option<(u16, ElfClass)> {
         self.machine
+    }
+
+    /// The architecture of the processes, when memlint knows their machine.
+    pub fn arch(&self) -> Option<Arch> {
+        self.arch
     }
 
     pub fn triplet(&self) -> Option<&'static str> {
@@ -410,8 +352,8 @@ impl<'a> Loader<'a> {
                 return r;
             }
         }
-        if let (Some(cache), Some((m, c))) = (&self.cache, self.machine) {
-            let ok = ldcache::accepts(m, c == ElfClass::Elf64);
+        if let (Some(cache), Some(_)) = (&self.cache, self.machine) {
+            let ok = ldcache::accepts(self.arch);
             let hits: Vec<String> = cache
                 .lookup(&name_expanded, &ok)
                 .map(|e| e.path.clone())
@@ -467,7 +409,7 @@ impl<'a> Loader<'a> {
             }
             if elf.head.machine != m {
                 let arch =
-                    crate::elf::machine_arch(elf.head.machine, elf.head.class).unwrap_or("another machine");
+                    Arch::from_elf(elf.head.machine, elf.head.class).map_or("another machine", Arch::oci);
                 r.skipped.push(Skipped {
                     path: path.to_string(),
                     reason: format!("built for {arch}"),

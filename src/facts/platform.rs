@@ -1,6 +1,6 @@
 //! The image's declared platform against the architecture of its own binaries.
 
-use crate::elf::machine_arch;
+use crate::arch::Arch;
 use crate::platform::Platform;
 use crate::tree::{FileTree, Interests};
 use serde::Serialize;
@@ -28,10 +28,11 @@ pub fn derive(tree: &FileTree, declared: &Platform) -> PlatformFacts {
     let mut counts: BTreeMap<String, u64> = BTreeMap::new();
     for id in tree.walk() {
         if let Some(elf) = tree.elf(id) {
-            let arch = machine_arch(elf.head.machine, elf.head.class).map(str::to_string);
-            *counts
-                .entry(arch.unwrap_or_else(|| format!("machine-{}", elf.head.machine)))
-                .or_default() += 1;
+            let arch = Arch::from_elf(elf.head.machine, elf.head.class).map_or_else(
+                || format!("machine-{}", elf.head.machine),
+                |a| a.oci().to_string(),
+            );
+            *counts.entry(arch).or_default() += 1;
         }
     }
     let binaries = counts

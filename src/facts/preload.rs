@@ -10,8 +10,9 @@
 
 use super::entrypoint::Entrypoint;
 use super::libc::LibcFamily;
-use super::loader::{Loader, Resolution, Via, TRIPLETS};
+use super::loader::{Loader, Resolution, Via};
 use super::Env;
+use crate::arch::{Arch, TRIPLETS};
 use crate::elf::ElfType;
 use crate::tree::Interests;
 use serde::Serialize;
@@ -265,8 +266,7 @@ fn check(loader: &Loader, entry: &str, source: PreloadSource, ep: &Entrypoint) -
     }
     if let Some((m, c)) = loader.machine() {
         if elf.head.machine != m || elf.head.class != c {
-            let arch =
-                crate::elf::machine_arch(elf.head.machine, elf.head.class).unwrap_or("another machine");
+            let arch = Arch::from_elf(elf.head.machine, elf.head.class).map_or("another machine", Arch::oci);
             p.status = PreloadStatus::Incompatible;
             p.reason =
                 format!("{path} is built for {arch}; musl loads it anyway and every process fails to start");

@@ -16,7 +16,8 @@
 
 use super::libc::{Libc, LibcFamily};
 use super::loader::Loader;
-use crate::elf::{machine_arch, ElfClass, ElfInfo};
+use crate::arch::Arch;
+use crate::elf::{ElfClass, ElfInfo};
 use crate::tree::{Content, FileTree, Interests, NodeId, NodeKind, ROOT};
 use crate::version::Version;
 use serde::Serialize;
@@ -72,7 +73,7 @@ pub struct SharpAddon {
 
 /// The platform the image gives sharp.
 struct Runtime {
-    arch: Option<&'static str>,
+    arch: Option<Arch>,
     machine: Option<(u16, ElfClass)>,
     family: LibcFamily,
     libc_version: Option<Version>,
@@ -103,7 +104,7 @@ pub fn derive(loader: &Loader, libc: &Libc) -> SharpFacts {
     let tree = loader.tree();
     let machine = loader.machine();
     let runtime = Runtime {
-        arch: machine.and_then(|(m, c)| machine_arch(m, c)),
+        arch: loader.arch(),
         machine,
         family: libc.family,
         libc_version: libc.version.as_deref().and_then(Version::parse),
@@ -330,45 +331,20 @@ fn strip_version(rest: &str) -> String {
     }
 }
 
-/// (os, libc, OCI arch) of a platform string as sharp writes it.
-fn parse_platform(platform: &str) -> (String, &'static str, Option<&'static str>) {
+/// (os, libc, architecture) of a platform string as sharp writes it.
+fn parse_platform(platform: &str) -> (String, &'static str, Option<Arch>) {
     let (os_libc, arch) = platform.split_once('-').unwrap_or((platform, ""));
     let (os, libc) = match os_libc {
         "linuxmusl" => ("linux", "musl"),
         "linux" => ("linux", "glibc"),
         other => (other, "none"),
     };
-    (os.to_string(), libc, node_arch_to_oci(arch))
+    (os.to_string(), libc, Arch::from_node(arch).map(|(a, _)| a))
 }
 
-/// Node's `process.arch` (and sharp's older names) to OCI architecture names.
-fn node_arch_to_oci(arch: &str) -> Option<&'static str> {
-    Some(match arch {
-        "x64" => "amd64",
-        "arm64" | "arm64v8" => "arm64",
-        "arm" | "armv6" | "armv7" => "arm",
-        "ia32" => "386",
-        "ppc64" => "ppc64le",
-        "s390x" => "s390x",
-        "riscv64" => "riscv64",
-        "loong64" => "loong64",
-        _ => return None,
-    })
-}
-
-/// `process.arch` for an ELF machine.
-fn node_arch(machine: u16) -> &'static str {
-    match machine {
-        62 => "x64",
-        183 => "arm64",
-        40 => "arm",
-        3 => "ia32",
-        21 => "ppc64",
-        22 => "s390x",
-        243 => "riscv64",
-        258 => "loong64",
-        _ => "unknown",
-    }
+/// `process.arch` for an architecture, `unknown` where memlint does not know it.
+fn node_arch(arch: Option<Arch>) -> &'static str {
+    arch.and_then(Arch::node).unwrap_or("unknown")
 }
 
 /// `config.glibc` of an `@img` package.json: `">=2.28"` → 2.28.
@@ -400,21 +376,21 @@ fn addon(loader: &Loader, candidate: Candidate, runtime: &Runtime) -> SharpAddon
             format!(
                 "{}-{}",
                 if musl { "linuxmusl" } else { "linux" },
-                node_arch(e.head.machine)
+                node_arch(Arch::from_elf(e.head.machine, e.head.class))
             )
         }
         None => "unknown".to_string(),
     });
     let (os, libc, arch) = parse_platform(&platform);
     let elf_arch = elf
-        .and_then(|e| machine_arch(e.head.machine, e.head.class))
-        .map(str::to_string);
+        .and_then(|e| Arch::from_elf(e.head.machine, e.head.class))
+        .map(|a| a.oci().to_string());
 
     let mut a = SharpAddon {
         package,
         version,
         platform: platform.clone(),
-        arch: arch.map(str::to_string),
+        arch: arch.map(|a| a.oci().to_string()),
         libc: libc.to_string(),
         path: file.clone(),
         elf_arch,
@@ -436,10 +412,10 @@ fn addon(loader: &Loader, candidate: Candidate, runtime: &Runtime) -> SharpAddon
         _ => None,
     };
     let expected = match (image_libc, runtime.machine) {
-        (Some(l), Some((m, _))) => Some(format!(
+        (Some(l), Some(_)) => Some(format!(
             "{}-{}",
             if l == "musl" { "linuxmusl" } else { "linux" },
-            node_arch(m)
+            node_arch(image_arch)
         )),
         _ => None,
     };
@@ -449,7 +425,7 @@ fn addon(loader: &Loader, candidate: Candidate, runtime: &Runtime) -> SharpAddon
     let reason = if os != "linux" {
         Some(format!("built for {os}, not Linux{looks_for}"))
     } else if let (Some(want), Some(have)) = (image_arch, arch) {
-        (want != have).then(|| format!("built for {have}, the image is {want}{looks_for}"))
+        (want != have).then(|| format!("built for {}, the image is {}{looks_for}", have.oci(), want.oci()))
     } else {
         None
     }
@@ -467,7 +443,7 @@ fn addon(loader: &Loader, candidate: Candidate, runtime: &Runtime) -> SharpAddon
             Some((m, c)) if e.head.machine != m || e.head.class != c => Some(format!(
                 "the .node file is built for {}, the image is {}",
                 a.elf_arch.as_deref().unwrap_or("another machine"),
-                image_arch.unwrap_or("another machine")
+                image_arch.map_or("another machine", Arch::oci)
             )),
             _ => None,
         },
@@ -1082,27 +1058,27 @@ mod tests {
     fn platform_strings() {
         assert_eq!(
             parse_platform("linux-x64"),
-            ("linux".into(), "glibc", Some("amd64"))
+            ("linux".into(), "glibc", Some(Arch::Amd64))
         );
         assert_eq!(
             parse_platform("linuxmusl-arm64"),
-            ("linux".into(), "musl", Some("arm64"))
+            ("linux".into(), "musl", Some(Arch::Arm64))
         );
         assert_eq!(
             parse_platform("linux-arm64v8"),
-            ("linux".into(), "glibc", Some("arm64"))
+            ("linux".into(), "glibc", Some(Arch::Arm64))
         );
         assert_eq!(
             parse_platform("linux-armv7"),
-            ("linux".into(), "glibc", Some("arm"))
+            ("linux".into(), "glibc", Some(Arch::Arm))
         );
         assert_eq!(
             parse_platform("linux-ppc64"),
-            ("linux".into(), "glibc", Some("ppc64le"))
+            ("linux".into(), "glibc", Some(Arch::Ppc64le))
         );
         assert_eq!(
             parse_platform("darwin-arm64"),
-            ("darwin".into(), "none", Some("arm64"))
+            ("darwin".into(), "none", Some(Arch::Arm64))
         );
         assert_eq!(strip_version("linux-x64-0.35.5"), "linux-x64");
         assert_eq!(strip_version("linuxmusl-arm64-0.35.0-rc.1"), "linuxmusl-arm64");

@@ -1,4 +1,5 @@
 use super::{Outcome, Rule};
+use crate::arch::Arch;
 use crate::facts::libc::LibcFamily;
 use crate::facts::Facts;
 use crate::finding::{Anchor, Evidence, Severity};
@@ -14,14 +15,10 @@ pub(crate) const RULE: Rule = Rule {
     anchor: Anchor::Installs(&["npm ", "yarn ", "pnpm ", "node_modules"]),
 };
 
-/// npm's `cpu` name for an OCI architecture.
+/// npm's `cpu` name (Node's `process.arch`) for an OCI architecture; the OCI name itself where
+/// memlint does not know the Node one.
 fn npm_cpu(arch: &str) -> &str {
-    match arch {
-        "amd64" => "x64",
-        "386" => "ia32",
-        "ppc64le" => "ppc64",
-        other => other,
-    }
+    Arch::from_oci(arch).and_then(Arch::node).unwrap_or(arch)
 }
 
 fn check(f: &Facts) -> Outcome {

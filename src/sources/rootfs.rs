@@ -2,7 +2,7 @@
 //! read as links and never followed on the host.
 
 use super::{Image, Options};
-use crate::elf::machine_arch;
+use crate::arch::Arch;
 use crate::error::{Error, Result};
 use crate::platform::Platform;
 use crate::tree::interest::SCRIPT_CAP;
@@ -153,7 +153,7 @@ fn majority_arch(tree: &FileTree) -> Option<String> {
     let mut votes: HashMap<&'static str, usize> = HashMap::new();
     for id in tree.walk() {
         if let Some(elf) = &tree.node(id).elf {
-            if let Some(arch) = machine_arch(elf.head.machine, elf.head.class) {
+            if let Some(arch) = Arch::from_elf(elf.head.machine, elf.head.class).map(Arch::oci) {
                 *votes.entry(arch).or_default() += 1;
             }
         }

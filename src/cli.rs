@@ -174,6 +174,12 @@ pub struct SourceArgs {
     /// Show progress bars on standard error even when it is not a terminal
     #[arg(long)]
     pub progress: bool,
+
+    /// Change a reader limit: NAME=VALUE with the names and sizes of MEMLINT_LIMITS, e.g.
+    /// max_layer_bytes=128G (repeatable); wins over MEMLINT_LIMITS, which wins over [limits] in
+    /// .memlint.toml
+    #[arg(long = "limit", value_name = "NAME=VALUE")]
+    pub limits: Vec<String>,
 }
 
 /// Formats of `lint`.

@@ -121,7 +121,8 @@ pub enum Error {
         code(memlint::limit),
         help(
             "real images stay well below this limit, so the image may be hostile or damaged; if it is genuine, \
-             raise the limit, e.g. MEMLINT_LIMITS={name}={suggested}"
+             raise the limit, e.g. --limit {name}={suggested} (or MEMLINT_LIMITS={name}={suggested}, or \
+             {name} = \"{suggested}\" under [limits] in .memlint.toml)"
         )
     )]
     LimitExceeded {
@@ -135,12 +136,19 @@ pub enum Error {
         location: String,
     },
 
-    #[error("MEMLINT_LIMITS is not valid: {reason}")]
+    #[error("{origin} is not valid: {reason}")]
     #[diagnostic(
         code(memlint::limits_syntax),
-        help("write name=value pairs separated by commas, e.g. MEMLINT_LIMITS=max_layer_bytes=128G,max_path_len=8192")
+        help(
+            "write NAME=VALUE with a limit's name and a size, e.g. --limit max_layer_bytes=128G; \
+             MEMLINT_LIMITS takes several separated by commas: MEMLINT_LIMITS=max_layer_bytes=128G,max_path_len=8192"
+        )
     )]
-    BadLimits { reason: String },
+    BadLimits {
+        /// Where the text came from: `MEMLINT_LIMITS`, `--limit …` or `.memlint.toml [limits]`.
+        origin: String,
+        reason: String,
+    },
 
     #[error("invalid platform `{input}`: {reason}")]
     #[diagnostic(

@@ -6,6 +6,7 @@
 use crate::error::ConfigError;
 use crate::finding::{Evidence, FailOn, Severity};
 use crate::rules;
+use crate::tree::Limits;
 use miette::{NamedSource, SourceSpan};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -13,6 +14,13 @@ use std::path::{Path, PathBuf};
 use toml::Spanned;
 
 pub const FILE_NAME: &str = ".memlint.toml";
+
+fn limits_help() -> String {
+    format!(
+        "the limits are {}; sizes are numbers with an optional K, M, G or T",
+        Limits::NAMES.join(", ")
+    )
+}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -26,6 +34,9 @@ struct RawConfig {
     #[serde(default)]
     images: Vec<String>,
     fail_on: Option<Spanned<String>>,
+    /// Reader limits: `max_path_len = 8192`, `max_layer_bytes = "128G"`.
+    #[serde(default)]
+    limits: BTreeMap<String, Spanned<toml::Value>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -119,6 +130,9 @@ pub struct Settings {
     pub scoped: Vec<ScopedIgnore>,
     pub images: Vec<String>,
     pub fail_on: Option<FailOn>,
+    /// `[limits]`: each limit's name and value as text (`max_layer_bytes`, `128G`), already
+    /// checked; applied under `MEMLINT_LIMITS` and `--limit`.
+    pub limits: Vec<(String, String)>,
 }
 
 impl Settings {
@@ -154,7 +168,7 @@ impl Settings {
         let raw: RawConfig = toml::from_str(text).map_err(|e| {
             err(
                 e.message().to_string(),
-                "keys are ignore, severity, ignores, images and fail-on; see the README".to_string(),
+                "keys are ignore, severity, ignores, images, fail-on and limits; see the README".to_string(),
                 e.span(),
             )
         })?;
@@ -254,6 +268,31 @@ impl Settings {
             };
             s.fail_on = Some(fail_on);
         }
+        for (name, value) in &raw.limits {
+            let text = match value.get_ref() {
+                toml::Value::Integer(n) if *n >= 0 => n.to_string(),
+                toml::Value::String(t) => t.clone(),
+                other => {
+                    let what = match other {
+                        toml::Value::Integer(_) => "a negative number",
+                        toml::Value::Float(_) => "a fraction",
+                        toml::Value::Boolean(_) => "true or false",
+                        toml::Value::Datetime(_) => "a date",
+                        _ => "a list or a table",
+                    };
+                    return Err(err(
+                        format!("limit {name} is {what}, not a size"),
+                        "write a number or a size in a string, e.g. max_path_len = 8192 or max_layer_bytes = \"128G\""
+                            .to_string(),
+                        Some(value.span()),
+                    ));
+                }
+            };
+            Limits::default()
+                .set(name, &text)
+                .map_err(|why| err(format!("[limits] {why}"), limits_help(), Some(value.span())))?;
+            s.limits.push((name.clone(), text));
+        }
         Ok(s)
     }
 }
@@ -288,6 +327,37 @@ pub fn glob(pattern: &str, s: &str) -> bool {
 mod tests {
     use super::*;
     use jiff::civil::date;
+
+    #[test]
+    fn limits_table_takes_numbers_and_sizes_and_refuses_the_rest() {
+        let s = Settings::parse(
+            "[limits]\nmax_path_len = 8192\nmax_layer_bytes = \"128G\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        assert_eq!(
+            s.limits,
+            [
+                ("max_layer_bytes".to_string(), "128G".to_string()),
+                ("max_path_len".to_string(), "8192".to_string())
+            ]
+        );
+        for (text, says) in [
+            ("[limits]\nmax_path_lenn = 1", "there is no limit `max_path_lenn`"),
+            ("[limits]\nmax_path_len = \"lots\"", "`lots` is not a size"),
+            ("[limits]\nmax_path_len = -1", "is a negative number, not a size"),
+            ("[limits]\nmax_path_len = true", "is true or false, not a size"),
+        ] {
+            let e = Settings::parse(text, "t.toml").unwrap_err();
+            assert!(e.message.contains(says), "{text}: {}", e.message);
+            // The error points at the value in the file.
+            let span = e.span.expect("a span");
+            assert!(
+                text[span.offset()..].starts_with(text.rsplit(" = ").next().unwrap()),
+                "{text}"
+            );
+        }
+    }
 
     #[test]
     fn a_full_config() {

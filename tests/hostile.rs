@@ -469,6 +469,106 @@ fn names_and_link_targets_longer_than_max_path_len() {
     assert_eq!(run.code(), Some(0), "{}", run.err());
 }
 
+/// A limit comes from three places, weakest first: `[limits]` in .memlint.toml, then
+/// MEMLINT_LIMITS, then `--limit NAME=VALUE`; each is shown winning over the one below it.
+#[test]
+fn limits_from_the_config_file_the_environment_and_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let tar = Tar::default()
+        .pax(&[("path", "n".repeat(5000).as_bytes())])
+        .file(b"x", b"")
+        .finish();
+    let r = oci_image(&dir.path().join("img"), &base(), &[gz(tar)]);
+    let project = tempfile::tempdir().unwrap();
+    let inspect_in = |toml: Option<&str>, env: Option<&str>, flags: &[&str]| {
+        let config = project.path().join(".memlint.toml");
+        match toml {
+            Some(t) => fs::write(&config, t).unwrap(),
+            None => {
+                let _ = fs::remove_file(&config);
+            }
+        }
+        let cache = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_memlint"));
+        cmd.arg("inspect")
+            .args(flags)
+            .arg(&r)
+            .current_dir(project.path())
+            .env("MEMLINT_CACHE_DIR", cache.path())
+            .env("NO_COLOR", "1")
+            .env_remove("MEMLINT_LIMITS");
+        if let Some(e) = env {
+            cmd.env("MEMLINT_LIMITS", e);
+        }
+        cmd.output().unwrap()
+    };
+    let code = |o: &Output| o.status.code();
+    // The default refuses a 5,000-byte name and says how to raise it, the flag first.
+    let o = inspect_in(None, None, &[]);
+    assert_eq!(code(&o), Some(2));
+    assert!(
+        error_text(&o).contains("--limit max_path_len="),
+        "{}",
+        error_text(&o)
+    );
+    // Each source alone raises it.
+    assert_eq!(
+        code(&inspect_in(Some("[limits]\nmax_path_len = 8192\n"), None, &[])),
+        Some(0)
+    );
+    assert_eq!(
+        code(&inspect_in(Some("[limits]\nmax_path_len = \"8K\"\n"), None, &[])),
+        Some(0)
+    );
+    assert_eq!(code(&inspect_in(None, Some("max_path_len=8192"), &[])), Some(0));
+    assert_eq!(
+        code(&inspect_in(None, None, &["--limit", "max_path_len=8192"])),
+        Some(0)
+    );
+    // MEMLINT_LIMITS wins over the file, the command line over both.
+    let lower = Some("max_path_len=4096");
+    assert_eq!(
+        code(&inspect_in(Some("[limits]\nmax_path_len = 8192\n"), lower, &[])),
+        Some(2)
+    );
+    assert_eq!(
+        code(&inspect_in(
+            Some("[limits]\nmax_path_len = 8192\n"),
+            lower,
+            &["--limit", "max_path_len=8192"]
+        )),
+        Some(0)
+    );
+    assert_eq!(
+        code(&inspect_in(
+            None,
+            Some("max_path_len=8192"),
+            &["--limit", "max_path_len=4096"]
+        )),
+        Some(2)
+    );
+    // Mistakes name where they are.
+    let o = inspect_in(None, None, &["--limit", "max_path_lenn=1"]);
+    assert_eq!(code(&o), Some(2));
+    assert!(
+        error_text(&o).contains("--limit max_path_lenn=1 is not valid"),
+        "{}",
+        error_text(&o)
+    );
+    let o = inspect_in(None, None, &["--limit", "max_path_len=8192,max_link_depth=2"]);
+    assert_eq!(code(&o), Some(2), "one NAME=VALUE per --limit");
+    let o = inspect_in(Some("[limits]\nmax_path_len = \"big\"\n"), None, &[]);
+    assert_eq!(code(&o), Some(2));
+    assert!(error_text(&o).contains(".memlint.toml"), "{}", error_text(&o));
+    let o = inspect_in(None, Some("max_path_len"), &[]);
+    assert_eq!(code(&o), Some(2));
+    assert!(
+        error_text(&o).contains("MEMLINT_LIMITS is not valid"),
+        "{}",
+        error_text(&o)
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Links.
 

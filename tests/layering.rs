@@ -53,7 +53,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     ("rules", &["arch", "facts", "finding", "version"]),
     // Reporting: findings placed on Dockerfile lines, ignores, output formats.
-    ("settings", &["error", "finding", "rules"]),
+    ("settings", &["error", "finding", "rules", "tree"]),
     ("locate", &["dockerfile", "facts", "finding", "image", "rules"]),
     (
         "report",

@@ -11,7 +11,15 @@ use std::process::ExitCode;
 pub fn run(args: InspectArgs) -> Result<ExitCode> {
     let reference = Reference::parse(&args.image)?;
     let stdin_needed = args.image == "docker-archive:-";
-    let mut options = super::source_options(&args.source, args.jobs, args.quiet, stdin_needed)?;
+    // inspect has no --config: the nearest .memlint.toml gives its [limits], as for lint.
+    let settings = super::lint::load_settings(None)?;
+    let mut options = super::source_options(
+        &args.source,
+        &settings.limits,
+        args.jobs,
+        args.quiet,
+        stdin_needed,
+    )?;
     super::bind_credentials(&options, std::slice::from_ref(&args.image))?;
     if let Some(p) = &args.platform {
         options.platform = Some(Platform::parse(p)?);

@@ -67,7 +67,13 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
     };
     let fail_on = args.fail_on.or(settings.fail_on).unwrap_or(FailOn::Warning);
     let stdin_needed = args.images.iter().any(|i| i == "docker-archive:-");
-    let mut options = super::source_options(&args.source, args.jobs, args.quiet, stdin_needed)?;
+    let mut options = super::source_options(
+        &args.source,
+        &settings.limits,
+        args.jobs,
+        args.quiet,
+        stdin_needed,
+    )?;
     super::bind_credentials(&options, &args.images)?;
     match args.platform.as_deref() {
         Some("all") => options.all_platforms = true,

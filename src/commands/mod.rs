@@ -72,12 +72,32 @@ fn cache_max_bytes(warnings: &Warnings) -> u64 {
 /// by commas, e.g. `MEMLINT_LIMITS=max_layer_bytes=128G,max_path_len=8192`.
 pub const LIMITS_ENV: &str = "MEMLINT_LIMITS";
 
-/// `limits` with `MEMLINT_LIMITS` applied over them, when it is set.
-fn limits_from_env(mut limits: Limits) -> Result<Limits> {
+/// The reader's limits from their three sources, weakest first: the config file's `[limits]`
+/// table, `MEMLINT_LIMITS`, then each `--limit` of the command line.
+fn layered_limits(config: &[(String, String)], flags: &[String]) -> Result<Limits> {
+    let mut limits = Limits::default();
+    for (name, value) in config {
+        limits.set(name, value).map_err(|reason| Error::BadLimits {
+            origin: format!("{} [limits]", crate::settings::FILE_NAME),
+            reason,
+        })?;
+    }
     if let Some(spec) = env_text(LIMITS_ENV) {
-        limits
-            .apply(&spec)
-            .map_err(|reason| Error::BadLimits { reason })?;
+        limits.apply(&spec).map_err(|reason| Error::BadLimits {
+            origin: LIMITS_ENV.to_string(),
+            reason,
+        })?;
+    }
+    for flag in flags {
+        let bad = |reason| Error::BadLimits {
+            origin: format!("--limit {flag}"),
+            reason,
+        };
+        // One NAME=VALUE per flag: a comma here is a typo, not a second limit.
+        let (name, value) = flag
+            .split_once('=')
+            .ok_or_else(|| bad(format!("`{flag}` is not of the form NAME=VALUE")))?;
+        limits.set(name.trim(), value.trim()).map_err(bad)?;
     }
     Ok(limits)
 }
@@ -107,8 +127,11 @@ fn docker_config_dir() -> Option<PathBuf> {
 }
 
 /// The reader options that `--jobs`, `--platform` and the source flags give.
+///
+/// `config_limits` is the `[limits]` table of `.memlint.toml`.
 pub(crate) fn source_options(
     source: &crate::cli::SourceArgs,
+    config_limits: &[(String, String)],
     jobs: Option<usize>,
     quiet: bool,
     stdin_needed: bool,
@@ -182,7 +205,7 @@ pub(crate) fn source_options(
         (false, false, true) => ProgressMode::Lines,
         (false, false, false) => ProgressMode::Off,
     };
-    options.limits = limits_from_env(options.limits)?;
+    options.limits = layered_limits(config_limits, &source.limits)?;
     Ok(options)
 }
 

@@ -249,6 +249,15 @@ impl Settings {
                     Some(span),
                 ));
             }
+            // Findings name image paths from the root; a relative one could never match, and an
+            // ignore that silently covers nothing is worse than an error.
+            if let Some(p) = i.path.as_deref().filter(|p| !p.starts_with('/')) {
+                return Err(err(
+                    format!("the ignore of {rule} has `path = \"{p}\"`, which is not an image path"),
+                    format!("image paths start at the image's root, e.g. path = \"/{p}\""),
+                    Some(span),
+                ));
+            }
             s.scoped.push(ScopedIgnore {
                 rule,
                 image: i.image.clone(),
@@ -327,6 +336,17 @@ pub fn glob(pattern: &str, s: &str) -> bool {
 mod tests {
     use super::*;
     use jiff::civil::date;
+
+    #[test]
+    fn a_relative_ignore_path_is_refused() {
+        let e = Settings::parse(
+            "[[ignores]]\nrule = \"sharp-glibc-allocator\"\npath = \"node_modules/sharp\"\nreason = \"tool\"\n",
+            "t.toml",
+        )
+        .unwrap_err();
+        assert!(e.message.contains("not an image path"), "{}", e.message);
+        assert!(e.help.contains("path = \"/node_modules/sharp\""), "{}", e.help);
+    }
 
     #[test]
     fn limits_table_takes_numbers_and_sizes_and_refuses_the_rest() {

@@ -74,20 +74,10 @@ pub(super) fn fit(
 
 #[cfg(test)]
 mod tests {
-    use super::super::sample::{read, sample, view};
+    use super::super::sample::{interests, read, sample, view};
     use super::*;
     use crate::tree::interest::PathPattern;
     use crate::tree::LayerDiff;
-
-    /// What a read for the facts keeps of [`sample`]: os-release, the dpkg database, scripts
-    /// in /usr/bin and ELF facts (the cache sees interests, not who declared them).
-    fn interests() -> Interests {
-        Interests::default()
-            .keep("/etc/os-release", 256 * 1024)
-            .keep("/var/lib/dpkg/status", 16 * 1024 * 1024)
-            .script("/usr/bin/*")
-            .scan_elf()
-    }
 
     #[test]
     fn a_fitting_entry_gives_exactly_what_a_read_gives() {

@@ -246,6 +246,16 @@ mod sample {
     use crate::tree::layer::read_layer;
     use crate::tree::{Interests, LayerDiff, Limits};
 
+    /// What a read for the facts keeps of [`sample`]: os-release, the dpkg database, scripts
+    /// in /usr/bin and ELF facts (the cache sees interests, not who declared them).
+    pub(super) fn interests() -> Interests {
+        Interests::default()
+            .keep("/etc/os-release", 256 * 1024)
+            .keep("/var/lib/dpkg/status", 16 * 1024 * 1024)
+            .script("/usr/bin/*")
+            .scan_elf()
+    }
+
     /// A plain tar of `(path, contents)` files.
     pub(super) fn tar(files: &[(&str, &[u8])]) -> Vec<u8> {
         let mut b = tar::Builder::new(Vec::new());
@@ -302,20 +312,10 @@ mod sample {
 #[cfg(test)]
 mod tests {
     use super::folder::{read_dir, STALE_TEMP};
-    use super::sample::{read, sample, view};
+    use super::sample::{interests, read, sample, view};
     use super::wire::VERSION;
     use super::*;
     use std::time::Duration;
-
-    /// What a read for the facts keeps of [`sample`]: os-release, the dpkg database, scripts
-    /// in /usr/bin and ELF facts (the cache sees interests, not who declared them).
-    fn interests() -> Interests {
-        Interests::default()
-            .keep("/etc/os-release", 256 * 1024)
-            .keep("/var/lib/dpkg/status", 16 * 1024 * 1024)
-            .script("/usr/bin/*")
-            .scan_elf()
-    }
 
     fn quiet_cache(dir: &Path, max_bytes: u64) -> LayerCache {
         LayerCache::new(dir, max_bytes, Warnings::ignored())

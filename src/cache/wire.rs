@@ -460,19 +460,9 @@ pub(super) fn decode_within(
 #[cfg(test)]
 mod tests {
     use super::super::read_bound;
-    use super::super::sample::{read, sample, view};
+    use super::super::sample::{interests, read, sample, view};
     use super::*;
     use crate::tree::Limits;
-
-    /// What a read for the facts keeps of [`sample`]: os-release, the dpkg database, scripts
-    /// in /usr/bin and ELF facts (the cache sees interests, not who declared them).
-    fn interests() -> Interests {
-        Interests::default()
-            .keep("/etc/os-release", 256 * 1024)
-            .keep("/var/lib/dpkg/status", 16 * 1024 * 1024)
-            .script("/usr/bin/*")
-            .scan_elf()
-    }
 
     #[test]
     fn entries_round_trip() {

@@ -191,16 +191,6 @@ impl Dockerfile {
         chain
     }
 
-    /// Instructions of the stages in `chain`, in file order.
-    pub fn in_chain<'a>(
-        &'a self,
-        chain: &'a [usize],
-    ) -> impl DoubleEndedIterator<Item = &'a Instruction> + 'a {
-        self.instructions
-            .iter()
-            .filter(move |i| i.stage.is_some_and(|s| chain.contains(&s)))
-    }
-
     /// The FROM instruction of a stage.
     pub fn from_of(&self, stage: usize) -> Option<&Instruction> {
         self.stages.get(stage).and_then(|s| self.instructions.get(s.from))

@@ -91,11 +91,17 @@ impl Evidence {
         }
     }
 
-    /// A line that names these image paths (absolute, as in the merged file tree).
+    /// A line that names these image paths. Only absolute paths (as in the merged file tree)
+    /// are kept: ignores and layer provenance match from the image root, and a relative name
+    /// (an `LD_PRELOAD` entry as written, say) names no one file.
     pub fn naming<P: Into<String>>(text: impl Into<String>, paths: impl IntoIterator<Item = P>) -> Evidence {
         Evidence {
             text: text.into(),
-            paths: paths.into_iter().map(Into::into).collect(),
+            paths: paths
+                .into_iter()
+                .map(Into::into)
+                .filter(|p: &String| p.starts_with('/'))
+                .collect(),
         }
     }
 

@@ -1,7 +1,9 @@
 //! memlint: lint built container images for memory pitfalls.
 //!
 //! Data flows one way: [`reference`] → [`sources`] (where the bytes come from) → [`tree`]
-//! (layers streamed into one merged file tree) → reports.
+//! (layers streamed into one merged file tree) → [`image`] → [`facts`] → [`rules`] →
+//! [`report`] → [`commands`] (flags, environment, printing). `tests/layering.rs` holds the
+//! table of which module may use which.
 
 pub mod arch;
 pub mod cache;

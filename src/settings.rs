@@ -158,12 +158,7 @@ impl Settings {
 
     pub fn parse(text: &str, name: &str) -> Result<Settings, Box<ConfigError>> {
         let err = |message: String, help: String, span: Option<std::ops::Range<usize>>| {
-            Box::new(ConfigError {
-                message: format!("{name}: {message}"),
-                help,
-                src: NamedSource::new(name, text.to_string()),
-                span: span.map(|r| SourceSpan::from(r.start..r.end)),
-            })
+            config_error(name, text, message, help, span)
         };
         let raw: RawConfig = toml::from_str(text).map_err(|e| {
             err(
@@ -277,33 +272,100 @@ impl Settings {
             };
             s.fail_on = Some(fail_on);
         }
-        for (name, value) in &raw.limits {
-            let text = match value.get_ref() {
-                toml::Value::Integer(n) if *n >= 0 => n.to_string(),
-                toml::Value::String(t) => t.clone(),
-                other => {
-                    let what = match other {
-                        toml::Value::Integer(_) => "a negative number",
-                        toml::Value::Float(_) => "a fraction",
-                        toml::Value::Boolean(_) => "true or false",
-                        toml::Value::Datetime(_) => "a date",
-                        _ => "a list or a table",
-                    };
-                    return Err(err(
-                        format!("limit {name} is {what}, not a size"),
-                        "write a number or a size in a string, e.g. max_path_len = 8192 or max_layer_bytes = \"128G\""
-                            .to_string(),
-                        Some(value.span()),
-                    ));
-                }
-            };
-            Limits::default()
-                .set(name, &text)
-                .map_err(|why| err(format!("[limits] {why}"), limits_help(), Some(value.span())))?;
-            s.limits.push((name.clone(), text));
-        }
+        s.limits = checked_limits(&raw.limits, text, name)?;
         Ok(s)
     }
+}
+
+/// Only the `[limits]` table of a config file, for a command that reads nothing else of it
+/// (`inspect`): a mistake elsewhere in the file is for `lint` to report.
+#[derive(Debug, Deserialize)]
+struct RawLimitsOnly {
+    #[serde(default)]
+    limits: BTreeMap<String, Spanned<toml::Value>>,
+}
+
+/// The `[limits]` table of the config file at `path`, checked.
+pub fn load_limits(path: &Path) -> Result<Vec<(String, String)>, Box<ConfigError>> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        config_error(
+            &name,
+            "",
+            format!("cannot read it: {e}"),
+            "check the file's permissions".to_string(),
+            None,
+        )
+    })?;
+    let raw: RawLimitsOnly = toml::from_str(&text).map_err(|e| {
+        config_error(
+            &name,
+            &text,
+            e.message().to_string(),
+            "see the README for the config file".to_string(),
+            e.span(),
+        )
+    })?;
+    checked_limits(&raw.limits, &text, &name)
+}
+
+fn config_error(
+    name: &str,
+    text: &str,
+    message: String,
+    help: String,
+    span: Option<std::ops::Range<usize>>,
+) -> Box<ConfigError> {
+    Box::new(ConfigError {
+        message: format!("{name}: {message}"),
+        help,
+        src: NamedSource::new(name, text.to_string()),
+        span: span.map(|r| SourceSpan::from(r.start..r.end)),
+    })
+}
+
+/// Each limit of a `[limits]` table as (name, value text), refused with the value pointed at
+/// when the name is unknown or the value is not a size.
+fn checked_limits(
+    table: &BTreeMap<String, Spanned<toml::Value>>,
+    text: &str,
+    file: &str,
+) -> Result<Vec<(String, String)>, Box<ConfigError>> {
+    let mut out = Vec::new();
+    for (name, value) in table {
+        let value_text = match value.get_ref() {
+            toml::Value::Integer(n) if *n >= 0 => n.to_string(),
+            toml::Value::String(t) => t.clone(),
+            other => {
+                let what = match other {
+                    toml::Value::Integer(_) => "a negative number",
+                    toml::Value::Float(_) => "a fraction",
+                    toml::Value::Boolean(_) => "true or false",
+                    toml::Value::Datetime(_) => "a date",
+                    _ => "a list or a table",
+                };
+                return Err(config_error(
+                    file,
+                    text,
+                    format!("limit {name} is {what}, not a size"),
+                    "write a number or a size in a string, e.g. max_path_len = 8192 or max_layer_bytes = \"128G\""
+                        .to_string(),
+                    Some(value.span()),
+                ));
+            }
+        };
+        Limits::default().set(name, &value_text).map_err(|why| {
+            config_error(
+                file,
+                text,
+                format!("[limits] {why}"),
+                limits_help(),
+                Some(value.span()),
+            )
+        })?;
+        out.push((name.clone(), value_text));
+    }
+    Ok(out)
 }
 
 /// `*` and `?` globs over whole strings.

@@ -547,6 +547,15 @@ fn limits_from_the_config_file_the_environment_and_the_command_line() {
         )),
         Some(2)
     );
+    // inspect reads only [limits] of the file: the rest is lint's, mistakes included.
+    assert_eq!(
+        code(&inspect_in(
+            Some("ignore = [\"no-such-rule\"]\n[limits]\nmax_path_len = 8192\n"),
+            None,
+            &[]
+        )),
+        Some(0)
+    );
     // Mistakes name where they are.
     let o = inspect_in(None, None, &["--limit", "max_path_lenn=1"]);
     assert_eq!(code(&o), Some(2));

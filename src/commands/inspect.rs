@@ -1,7 +1,7 @@
 //! `memlint inspect IMAGE`: what the image is made of.
 
 use crate::cli::{Format, InspectArgs};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::platform::Platform;
 use crate::reference::Reference;
 use crate::report::inspect::{list_paths, InspectReport};
@@ -11,15 +11,17 @@ use std::process::ExitCode;
 pub fn run(args: InspectArgs) -> Result<ExitCode> {
     let reference = Reference::parse(&args.image)?;
     let stdin_needed = args.image == "docker-archive:-";
-    // inspect has no --config: the nearest .memlint.toml gives its [limits], as for lint.
-    let settings = super::lint::load_settings(None)?;
-    let mut options = super::source_options(
-        &args.source,
-        &settings.limits,
-        args.jobs,
-        args.quiet,
-        stdin_needed,
-    )?;
+    // inspect has no --config: the nearest .memlint.toml gives its [limits], as for lint; the
+    // rest of that file (ignores, severities) is lint's, and so are its mistakes.
+    let config_limits = match std::env::current_dir()
+        .ok()
+        .and_then(|d| crate::settings::Settings::find(&d))
+    {
+        Some(path) => crate::settings::load_limits(&path).map_err(Error::Config)?,
+        None => Vec::new(),
+    };
+    let mut options =
+        super::source_options(&args.source, &config_limits, args.jobs, args.quiet, stdin_needed)?;
     super::bind_credentials(&options, std::slice::from_ref(&args.image))?;
     if let Some(p) = &args.platform {
         options.platform = Some(Platform::parse(p)?);

@@ -56,15 +56,7 @@ pub struct Entrypoint {
     pub note: Option<String>,
 }
 
-impl Entrypoint {
-    /// Every argument of every step: where command-line flags may appear.
-    pub fn all_args(&self) -> impl Iterator<Item = &str> {
-        self.steps
-            .iter()
-            .flat_map(|s| s.argv.iter().map(String::as_str))
-            .chain(self.args.iter().map(String::as_str))
-    }
-}
+impl Entrypoint {}
 
 /// Folders where entrypoint scripts usually are, kept before the config is known (a streamed
 /// archive may send its layers first): Docker's default PATH, the root, the usual app folders.

@@ -53,6 +53,11 @@ pub struct Preload {
     pub allocator: Option<Allocator>,
     /// Its own DT_NEEDED libraries that do not resolve in the image.
     pub unresolved_needed: Vec<String>,
+    /// The loader refuses it in a way that stops every dynamic program from starting (a
+    /// library of another machine under musl, of the other libc, or with missing
+    /// dependencies), rather than skipping it with a warning.
+    #[serde(skip)]
+    pub fatal: bool,
     /// Files in this image that the entry was probably meant to name.
     pub candidates: Vec<String>,
     /// The layer (from 1) whose whiteout removed the file, when one did.
@@ -186,6 +191,7 @@ fn check(loader: &Loader, entry: &str, source: PreloadSource, ep: &Entrypoint) -
         status: PreloadStatus::Missing,
         resolved: None,
         reason: String::new(),
+        fatal: false,
         reason_paths: Vec::new(),
         via: r.via,
         allocator: allocator_of(&base, None),
@@ -268,6 +274,7 @@ fn check(loader: &Loader, entry: &str, source: PreloadSource, ep: &Entrypoint) -
         if elf.head.machine != m || elf.head.class != c {
             let arch = Arch::from_elf(elf.head.machine, elf.head.class).map_or("another machine", Arch::oci);
             p.status = PreloadStatus::Incompatible;
+            p.fatal = true;
             p.reason =
                 format!("{path} is built for {arch}; musl loads it anyway and every process fails to start");
             p.candidates = candidates_for(loader, &base, Some(&path));
@@ -296,6 +303,7 @@ fn check(loader: &Loader, entry: &str, source: PreloadSource, ep: &Entrypoint) -
         } else {
             "musl"
         };
+        p.fatal = true;
         p.reason = format!("{path} is built for {built_for} (it needs {n}); every dynamic program in the container fails to start");
         p.candidates = candidates_for(loader, &base, Some(&path));
         return p;
@@ -304,6 +312,7 @@ fn check(loader: &Loader, entry: &str, source: PreloadSource, ep: &Entrypoint) -
     if !unresolved.is_empty() {
         p.unresolved_needed = unresolved.iter().map(|r| r.name.clone()).collect();
         p.status = PreloadStatus::Incompatible;
+        p.fatal = true;
         p.reason = format!(
             "{path} needs {} which the image does not have; every dynamic program in the container fails to start (exit 127)",
             p.unresolved_needed.join(", ")

@@ -23,9 +23,7 @@ fn check(f: &Facts) -> Outcome {
         .filter(|p| p.status == PreloadStatus::Incompatible)
         .map(|p| {
             let resolved = p.resolved.as_deref().unwrap_or(&p.entry);
-            let fatal = !p.unresolved_needed.is_empty()
-                || p.reason.contains("fails to start");
-            let message = if fatal {
+            let message = if p.fatal {
                 format!("preload `{}` cannot load: every process in the container fails to start", p.entry)
             } else {
                 format!("preload `{}` names a library the loader rejects", p.entry)

@@ -2,21 +2,11 @@
 //! `rules/<id>.md`, compiled in: `memlint explain`, SARIF help and the docs all read it.
 //!
 //! A rule's file holds its whole contract: id, severity, title, doc, tags, the check, and where
-//! its findings belong in a Dockerfile ([`Anchor`]). Adding a rule is that file, its doc, a
-//! `mod` line and an [`ALL`] line here, and a row in the fixture table of `tests/rules.rs`.
+//! its findings belong in a Dockerfile ([`Anchor`]). Adding a rule is that file, its doc, one
+//! line in the [`registry!`] below, and a row in the fixture table of `tests/rules.rs`.
 
-mod dotnet_glibc_allocator;
 pub mod fixes;
-mod jemalloc_not_preloaded;
-mod ld_preload_incompatible;
-mod ld_preload_missing;
-mod next_image_cache_ttl;
-mod next_image_disk_cache;
-mod node_semi_space;
-mod npgsql_gssapi_missing;
 mod preload;
-mod sharp_glibc_allocator;
-mod sharp_platform_mismatch;
 
 use crate::facts::Facts;
 use crate::finding::{Anchor, Finding, Severity};
@@ -92,19 +82,29 @@ impl Rule {
     }
 }
 
-/// Every rule, sorted by id.
-pub const ALL: &[&Rule] = &[
-    &dotnet_glibc_allocator::RULE,
-    &jemalloc_not_preloaded::RULE,
-    &ld_preload_incompatible::RULE,
-    &ld_preload_missing::RULE,
-    &next_image_cache_ttl::RULE,
-    &next_image_disk_cache::RULE,
-    &node_semi_space::RULE,
-    &npgsql_gssapi_missing::RULE,
-    &sharp_glibc_allocator::RULE,
-    &sharp_platform_mismatch::RULE,
-];
+/// Declares each rule's module (the file `src/rules/<module>.rs`, which defines `RULE`) and
+/// lists it in [`ALL`]: one line per rule.
+macro_rules! registry {
+    ($($module:ident),* $(,)?) => {
+        $(mod $module;)*
+
+        /// Every rule, sorted by id.
+        pub const ALL: &[&Rule] = &[$(&$module::RULE),*];
+    };
+}
+
+registry! {
+    dotnet_glibc_allocator,
+    jemalloc_not_preloaded,
+    ld_preload_incompatible,
+    ld_preload_missing,
+    next_image_cache_ttl,
+    next_image_disk_cache,
+    node_semi_space,
+    npgsql_gssapi_missing,
+    sharp_glibc_allocator,
+    sharp_platform_mismatch,
+}
 
 pub fn find(id: &str) -> Option<&'static Rule> {
     ALL.iter().copied().find(|r| r.id == id)

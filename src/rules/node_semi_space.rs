@@ -56,9 +56,9 @@ fn check(f: &Facts) -> Outcome {
             old.value, old.source
         )));
     if let (Some(v), Some(src)) = (&node.version, &node.version_source) {
-        // The source is `NODE_VERSION` or the image path of a node_version.h or node binary.
-        let path = Some(src).filter(|s| s.starts_with('/'));
-        finding = finding.evidence(Evidence::naming(format!("Node {v} (from {src})"), path));
+        // The source is `NODE_VERSION` or the image path of a node_version.h or node binary;
+        // `naming` keeps it only as a path.
+        finding = finding.evidence(Evidence::naming(format!("Node {v} (from {src})"), [src]));
     }
     if let Some(b) = &node.binary {
         finding = finding.evidence(Evidence::naming(format!("node binary {b}"), [b]));

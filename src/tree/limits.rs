@@ -120,9 +120,9 @@ impl Limits {
     }
 
     /// Applies `name=value` pairs separated by commas or white space (the form of the
-    /// `MEMLINT_LIMITS` environment variable, and of one `--limit`). Only the names the text
-    /// sets change, so several sources layer by applying them from the weakest to the
-    /// strongest: a config file's table, then `MEMLINT_LIMITS`, then the command line.
+    /// `MEMLINT_LIMITS` environment variable). Only the names the text sets change, so several
+    /// sources layer by applying them from the weakest to the strongest: a config file's
+    /// table, then `MEMLINT_LIMITS`, then each `--limit` (one name each, through [`Limits::set`]).
     pub fn apply(&mut self, spec: &str) -> Result<(), String> {
         for pair in spec
             .split(|c: char| c == ',' || c.is_whitespace())

@@ -29,6 +29,52 @@ pub struct SharpFacts {
     pub installs: Vec<SharpInstall>,
     /// Every `libvips*.so*` ELF file in the image (canonical paths).
     pub libvips: Vec<String>,
+    /// The addon platform this image needs; `None` when its architecture or C library is
+    /// unknown. Not in the JSON: each addon's `mismatch_reason` already says it.
+    #[serde(skip)]
+    pub wanted: Option<SharpTarget>,
+}
+
+/// The platform an image needs a sharp addon for, from the architecture the loader runs and
+/// the image's C library.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SharpTarget {
+    pub arch: Arch,
+    /// Glibc or Musl.
+    pub libc: LibcFamily,
+}
+
+impl SharpTarget {
+    /// The target of an image whose loader runs `arch` on `libc`; `None` when either is unknown.
+    pub fn of(arch: Option<Arch>, libc: LibcFamily) -> Option<SharpTarget> {
+        match (arch, libc) {
+            (Some(arch), LibcFamily::Glibc | LibcFamily::Musl) => Some(SharpTarget { arch, libc }),
+            _ => None,
+        }
+    }
+
+    /// As sharp names it: `linux-x64`, `linuxmusl-arm64`.
+    pub fn platform(self) -> String {
+        format!(
+            "{}-{}",
+            if self.libc == LibcFamily::Musl { "linuxmusl" } else { "linux" },
+            self.npm_cpu()
+        )
+    }
+
+    /// npm's `cpu` (Node's `process.arch`); the OCI name where memlint knows no Node one.
+    pub fn npm_cpu(self) -> &'static str {
+        self.arch.node().unwrap_or(self.arch.oci())
+    }
+
+    /// npm's `libc`: `glibc` or `musl`.
+    pub fn npm_libc(self) -> &'static str {
+        if self.libc == LibcFamily::Musl {
+            "musl"
+        } else {
+            "glibc"
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -109,7 +155,10 @@ pub fn derive(loader: &Loader, libc: &Libc) -> SharpFacts {
         family: libc.family,
         libc_version: libc.version.as_deref().and_then(Version::parse),
     };
-    let mut facts = SharpFacts::default();
+    let mut facts = SharpFacts {
+        wanted: SharpTarget::of(runtime.arch, runtime.family),
+        ..SharpFacts::default()
+    };
     for id in tree.walk() {
         let n = tree.node(id);
         let name = n.name();
@@ -411,14 +460,7 @@ fn addon(loader: &Loader, candidate: Candidate, runtime: &Runtime) -> SharpAddon
         LibcFamily::Musl => Some("musl"),
         _ => None,
     };
-    let expected = match (image_libc, runtime.machine) {
-        (Some(l), Some(_)) => Some(format!(
-            "{}-{}",
-            if l == "musl" { "linuxmusl" } else { "linux" },
-            node_arch(image_arch)
-        )),
-        _ => None,
-    };
+    let expected = SharpTarget::of(image_arch, runtime.family).map(SharpTarget::platform);
     let looks_for = expected
         .map(|e| format!(" (sharp looks for {e})"))
         .unwrap_or_default();

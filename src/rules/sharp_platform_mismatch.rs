@@ -1,6 +1,4 @@
 use super::{Outcome, Rule};
-use crate::arch::Arch;
-use crate::facts::libc::LibcFamily;
 use crate::facts::Facts;
 use crate::finding::{Anchor, Evidence, Severity};
 
@@ -15,30 +13,17 @@ pub(crate) const RULE: Rule = Rule {
     anchor: Anchor::Installs(&["npm ", "yarn ", "pnpm ", "node_modules"]),
 };
 
-/// npm's `cpu` name (Node's `process.arch`) for an OCI architecture; the OCI name itself where
-/// memlint does not know the Node one.
-fn npm_cpu(arch: &str) -> &str {
-    Arch::from_oci(arch).and_then(Arch::node).unwrap_or(arch)
-}
-
 fn check(f: &Facts) -> Outcome {
     if f.sharp.installs.is_empty() {
         return Outcome::none();
     }
-    let libc = match f.libc.family {
-        LibcFamily::Glibc => "glibc",
-        LibcFamily::Musl => "musl",
-        _ => {
-            return Outcome::undecided("the image's C library is unknown, so the sharp addon it needs is too")
-        }
+    let Some(target) = f.sharp.wanted else {
+        return Outcome::undecided(
+            "the image's C library or architecture is unknown, so the sharp addon it needs is too",
+        );
     };
-    let arch = f
-        .platform
-        .binaries
-        .clone()
-        .unwrap_or_else(|| f.platform.declared.architecture.clone());
-    let cpu = npm_cpu(&arch).to_string();
-    let wanted = format!("linux{}-{cpu}", if libc == "musl" { "musl" } else { "" });
+    let (arch, libc, cpu) = (target.arch.oci(), target.npm_libc(), target.npm_cpu());
+    let wanted = target.platform();
     f.sharp
         .installs
         .iter()

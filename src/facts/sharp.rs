@@ -57,7 +57,11 @@ impl SharpTarget {
     pub fn platform(self) -> String {
         format!(
             "{}-{}",
-            if self.libc == LibcFamily::Musl { "linuxmusl" } else { "linux" },
+            if self.libc == LibcFamily::Musl {
+                "linuxmusl"
+            } else {
+                "linux"
+            },
             self.npm_cpu()
         )
     }

@@ -10,6 +10,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::warnings::Warnings;
+
 /// Where the credentials for a registry came from, for messages.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Origin {
@@ -106,7 +108,7 @@ fn hostname_of(key: &str) -> &str {
 pub fn from_docker_config(
     registry: &str,
     config_dir: Option<&Path>,
-    warn: &mut dyn FnMut(String),
+    warnings: &Warnings,
 ) -> (RegistryAuth, Origin) {
     let Some(path) = config_dir.map(|d| d.join("config.json")) else {
         return (RegistryAuth::Anonymous, Origin::Anonymous);
@@ -131,7 +133,7 @@ pub fn from_docker_config(
     let text = match text {
         Ok(t) => t,
         Err(e) => {
-            warn(format!(
+            warnings.warn(&format!(
                 "cannot read {} ({e}); pulling anonymously",
                 path.display()
             ));
@@ -141,21 +143,21 @@ pub fn from_docker_config(
     let config: DockerConfig = match serde_json::from_slice(&text) {
         Ok(c) => c,
         Err(e) => {
-            warn(format!(
+            warnings.warn(&format!(
                 "{} is not valid JSON ({e}); pulling anonymously",
                 path.display()
             ));
             return (RegistryAuth::Anonymous, Origin::Anonymous);
         }
     };
-    lookup(&config, &path, registry, warn)
+    lookup(&config, &path, registry, warnings)
 }
 
 fn lookup(
     config: &DockerConfig,
     path: &std::path::Path,
     registry: &str,
-    warn: &mut dyn FnMut(String),
+    warnings: &Warnings,
 ) -> (RegistryAuth, Origin) {
     let key = config_key(registry);
     let helper = config
@@ -169,7 +171,7 @@ fn lookup(
         match run_helper(&helper, &key) {
             Ok(Some(auth)) => return (auth, Origin::Helper(helper)),
             Ok(None) => {}
-            Err(e) => warn(format!("docker-credential-{helper}: {e}")),
+            Err(e) => warnings.warn(&format!("docker-credential-{helper}: {e}")),
         }
     }
     let entry = config
@@ -202,14 +204,14 @@ fn lookup(
     if let Some(encoded) = entry.auth.as_ref().filter(|a| !a.is_empty()) {
         match decode_auth(encoded) {
             Some((u, p)) => return (RegistryAuth::Basic(u, p), Origin::ConfigFile(path.to_path_buf())),
-            None => warn(format!(
+            None => warnings.warn(&format!(
                 "the `auth` of {registry} in {} is not base64 of USER:PASSWORD; pulling anonymously",
                 path.display()
             )),
         }
     }
     if entry.identity_token.as_ref().is_some_and(|t| !t.is_empty()) {
-        warn(format!(
+        warnings.warn(&format!(
             "{} holds an identity token for {registry}, which memlint cannot exchange; pulling anonymously (set MEMLINT_USERNAME and MEMLINT_PASSWORD instead)",
             path.display()
         ));
@@ -335,7 +337,13 @@ mod tests {
     }
 
     fn found(config: &DockerConfig, registry: &str) -> RegistryAuth {
-        lookup(config, std::path::Path::new("config.json"), registry, &mut |_| {}).0
+        lookup(
+            config,
+            std::path::Path::new("config.json"),
+            registry,
+            &Warnings::ignored(),
+        )
+        .0
     }
 
     #[test]
@@ -367,10 +375,9 @@ mod tests {
     #[test]
     fn bad_auth_is_anonymous_with_a_warning() {
         let c = parse(r#"{"auths":{"r.example":{"auth":"%%%"}}}"#);
-        let mut warnings = Vec::new();
-        let (auth, _) = lookup(&c, std::path::Path::new("c.json"), "r.example", &mut |w| {
-            warnings.push(w)
-        });
+        let (sink, kept) = Warnings::collected();
+        let (auth, _) = lookup(&c, std::path::Path::new("c.json"), "r.example", &sink);
+        let warnings = kept.take();
         assert_eq!(auth, RegistryAuth::Anonymous);
         assert_eq!(warnings.len(), 1, "{warnings:?}");
     }
@@ -403,10 +410,9 @@ mod tests {
         let c = parse(
             r#"{"credHelpers":{"r.example":"memlint-no-such-helper"},"auths":{"r.example":{"auth":"dTpw"}}}"#,
         );
-        let mut warnings = Vec::new();
-        let (auth, _) = lookup(&c, std::path::Path::new("c.json"), "r.example", &mut |w| {
-            warnings.push(w)
-        });
+        let (sink, kept) = Warnings::collected();
+        let (auth, _) = lookup(&c, std::path::Path::new("c.json"), "r.example", &sink);
+        let warnings = kept.take();
         assert_eq!(auth, RegistryAuth::Basic("u".into(), "p".into()));
         assert!(
             warnings[0].contains("docker-credential-memlint-no-such-helper"),

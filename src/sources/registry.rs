@@ -459,9 +459,11 @@ impl RegistryStore {
             .filter(|_| settings.explicit_registry.get_or_init(|| registry.clone()) == &registry);
         let (auth, origin) = match explicit {
             Some((u, p)) => (RegistryAuth::Basic(u, p), Origin::Explicit),
-            None => credentials::from_docker_config(&registry, options.docker_config.as_deref(), &mut |w| {
-                options.warnings.warn(&w)
-            }),
+            None => credentials::from_docker_config(
+                &registry,
+                options.docker_config.as_deref(),
+                &options.warnings,
+            ),
         };
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)

@@ -631,18 +631,10 @@ pub(crate) mod tests {
                     T::Link(p, t) => (p, EntryKind::Symlink(t.to_string()), None, None),
                 };
                 LayerEntry {
-                    path: path
-                        .split('/')
-                        .filter(|c| !c.is_empty())
-                        .map(str::to_string)
-                        .collect(),
-                    kind,
-                    mode: 0o755,
-                    uid: 0,
-                    gid: 0,
                     size: 100,
                     content,
                     elf: elf.map(Box::new),
+                    ..LayerEntry::new(path, kind).with_mode(0o755)
                 }
             })
             .collect();

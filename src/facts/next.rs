@@ -351,28 +351,16 @@ fn resolve_next(tree: &FileTree, dir: NodeId) -> Option<String> {
 mod tests {
     use super::*;
 
-    use crate::tree::{Content, EntryKind, LayerEntry};
+    use crate::tree::{EntryKind, LayerEntry};
 
     const RSF_15: &str = include_str!("../../testdata/node/next-15.5.14-required-server-files.json");
     const RSF_16: &str = include_str!("../../testdata/node/next-16.1.7-required-server-files.json");
 
     fn entry(path: &str, kind: EntryKind, body: Option<&str>) -> LayerEntry {
-        LayerEntry {
-            path: path
-                .split('/')
-                .filter(|p| !p.is_empty())
-                .map(str::to_string)
-                .collect(),
-            kind,
-            mode: 0o644,
-            uid: 0,
-            gid: 0,
-            size: body.map_or(0, |b| b.len() as u64),
-            content: body.map(|b| Content {
-                bytes: b.as_bytes().to_vec(),
-                truncated: false,
-            }),
-            elf: None,
+        let e = LayerEntry::new(path, kind);
+        match body {
+            Some(b) => e.with_text(b),
+            None => e,
         }
     }
 

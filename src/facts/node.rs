@@ -459,20 +459,7 @@ mod tests {
     const NODE_VERSION_H: &str = include_str!("../../testdata/node/node_version.h");
 
     fn entry(path: &str, kind: EntryKind) -> LayerEntry {
-        LayerEntry {
-            path: path
-                .split('/')
-                .filter(|p| !p.is_empty())
-                .map(str::to_string)
-                .collect(),
-            kind,
-            mode: 0o755,
-            uid: 0,
-            gid: 0,
-            size: 0,
-            content: None,
-            elf: None,
-        }
+        LayerEntry::new(path, kind).with_mode(0o755)
     }
 
     fn text(path: &str, body: &str) -> LayerEntry {

@@ -548,20 +548,7 @@ mod tests {
         include_str!("../../testdata/node/sharp/img-sharp-libvips-linux-x64-1.3.4.package.json");
 
     fn entry(path: &str, kind: EntryKind) -> LayerEntry {
-        LayerEntry {
-            path: path
-                .split('/')
-                .filter(|p| !p.is_empty())
-                .map(str::to_string)
-                .collect(),
-            kind,
-            mode: 0o644,
-            uid: 0,
-            gid: 0,
-            size: 0,
-            content: None,
-            elf: None,
-        }
+        LayerEntry::new(path, kind)
     }
 
     fn json(path: &str, body: &str) -> LayerEntry {

@@ -184,6 +184,41 @@ pub struct LayerEntry {
 }
 
 impl LayerEntry {
+    /// An entry written by hand (trees built in tests and fuzz targets): `path` split at `/`,
+    /// mode 0644, owned by root, no content.
+    pub fn new(path: &str, kind: EntryKind) -> LayerEntry {
+        LayerEntry {
+            path: path
+                .split('/')
+                .filter(|p| !p.is_empty())
+                .map(str::to_string)
+                .collect(),
+            kind,
+            mode: 0o644,
+            uid: 0,
+            gid: 0,
+            size: 0,
+            content: None,
+            elf: None,
+        }
+    }
+
+    /// This entry as a file holding `text`, kept whole.
+    pub fn with_text(mut self, text: &str) -> LayerEntry {
+        self.size = text.len() as u64;
+        self.content = Some(super::Content {
+            bytes: text.as_bytes().to_vec(),
+            truncated: false,
+        });
+        self
+    }
+
+    /// This entry with another mode.
+    pub fn with_mode(mut self, mode: u32) -> LayerEntry {
+        self.mode = mode;
+        self
+    }
+
     /// Roughly the heap and inline bytes this entry holds, kept contents excluded.
     pub fn metadata_bytes(&self) -> u64 {
         let string = std::mem::size_of::<String>() as u64;

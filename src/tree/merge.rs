@@ -220,20 +220,7 @@ mod tests {
     use super::*;
 
     fn entry(path: &str, kind: EntryKind) -> LayerEntry {
-        LayerEntry {
-            path: path
-                .split('/')
-                .filter(|p| !p.is_empty())
-                .map(str::to_string)
-                .collect(),
-            kind,
-            mode: 0o644,
-            uid: 0,
-            gid: 0,
-            size: 0,
-            content: None,
-            elf: None,
-        }
+        LayerEntry::new(path, kind)
     }
 
     fn layer(entries: Vec<LayerEntry>) -> LayerDiff {

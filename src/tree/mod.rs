@@ -429,23 +429,7 @@ mod tests {
     use super::*;
 
     fn file(path: &str, text: &str) -> LayerEntry {
-        LayerEntry {
-            path: path
-                .split('/')
-                .filter(|p| !p.is_empty())
-                .map(str::to_string)
-                .collect(),
-            kind: EntryKind::File,
-            mode: 0o644,
-            uid: 0,
-            gid: 0,
-            size: text.len() as u64,
-            content: Some(Content {
-                bytes: text.as_bytes().to_vec(),
-                truncated: false,
-            }),
-            elf: None,
-        }
+        LayerEntry::new(path, EntryKind::File).with_text(text)
     }
 
     fn tree() -> FileTree {

@@ -123,18 +123,9 @@ mod tests {
 
     fn tree(files: &[F]) -> FileTree {
         let entry = |path: &str, kind: EntryKind, content: Option<Content>| LayerEntry {
-            path: path
-                .split('/')
-                .filter(|p| !p.is_empty())
-                .map(str::to_string)
-                .collect(),
-            kind,
-            mode: 0o644,
-            uid: 0,
-            gid: 0,
             size: content.as_ref().map_or(0, |c| c.bytes.len() as u64),
             content,
-            elf: None,
+            ..LayerEntry::new(path, kind)
         };
         let entries = files
             .iter()

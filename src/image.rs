@@ -85,6 +85,31 @@ pub struct Image {
 }
 
 impl Image {
+    /// An image that is only a file tree: an unpacked root file system (`dir:`), or a tree
+    /// built by hand. No layers, no digests, one platform.
+    pub fn unlayered(
+        reference: &str,
+        location: &str,
+        platform: Platform,
+        config: Option<ImageConfiguration>,
+        tree: FileTree,
+    ) -> Image {
+        Image {
+            reference: reference.to_string(),
+            source: ImageSource::Dir,
+            location: location.to_string(),
+            name: None,
+            manifest_digest: None,
+            manifest_media_type: None,
+            config_digest: None,
+            platforms: vec![platform.clone()],
+            platform,
+            config,
+            layers: Vec::new(),
+            tree,
+        }
+    }
+
     /// One line for `lint -v`: how many layers were read and how many came from the layer
     /// cache (in the folder `cache_dir`, `None` when the cache is off). `None` for a root file
     /// system, which has no layers to cache.

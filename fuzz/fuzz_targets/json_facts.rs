@@ -79,20 +79,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let tree = tree.keeping(kept_for);
     let platform = Platform::new("linux", "amd64", None);
-    let image = Image {
-        reference: "fuzz".to_string(),
-        source: memlint::image::ImageSource::Dir,
-        location: "fuzz".to_string(),
-        name: None,
-        manifest_digest: None,
-        manifest_media_type: None,
-        config_digest: None,
-        platforms: vec![platform.clone()],
-        platform,
-        config: Some(config),
-        layers: Vec::new(),
-        tree,
-    };
+    let image = Image::unlayered("fuzz", "fuzz", platform, Some(config), tree);
     let facts = memlint::facts::derive(&image);
     let _ = serde_json::to_string(&facts);
 });

@@ -227,21 +227,7 @@ mod tests {
         let tree = FileTree::from_entries(entries)
             .unwrap()
             .keeping(kept_for(&config));
-        let platform = Platform::linux_amd64();
-        Image {
-            reference: "test".into(),
-            source: crate::image::ImageSource::Dir,
-            location: "test".into(),
-            name: None,
-            manifest_digest: None,
-            manifest_media_type: None,
-            config_digest: None,
-            platforms: vec![platform.clone()],
-            platform,
-            config: Some(config),
-            layers: Vec::new(),
-            tree,
-        }
+        Image::unlayered("test", "test", Platform::linux_amd64(), Some(config), tree)
     }
 
     /// Every facts module reads only what it declares: with the contents kept for what the

@@ -132,20 +132,13 @@ pub fn open(reference_text: &str, root: &Path, options: &Options) -> Result<Imag
         &majority_arch(&tree).unwrap_or_else(|| "unknown".to_string()),
         None,
     );
-    Ok(Image {
-        reference: reference_text.to_string(),
-        source: crate::image::ImageSource::Dir,
-        location: root.display().to_string(),
-        name: None,
-        manifest_digest: None,
-        manifest_media_type: None,
-        config_digest: None,
-        platforms: vec![platform.clone()],
+    Ok(Image::unlayered(
+        reference_text,
+        &root.display().to_string(),
         platform,
-        config: None,
-        layers: Vec::new(),
+        None,
         tree,
-    })
+    ))
 }
 
 /// A root file system has no config; its binaries tell the architecture.

@@ -376,6 +376,16 @@ mod tests {
     /// A server that answers one request with `answer`, then closes the connection; returns
     /// its endpoint and the request it got.
     fn serve(answer: Vec<u8>) -> (Endpoint, std::thread::JoinHandle<String>) {
+        serve_with(move |s| {
+            let _ = s.write_all(&answer);
+        })
+    }
+
+    /// A server that reads one request head, then lets `answer` write to the connection as it
+    /// likes (slowly, in pieces) before closing it; returns its endpoint and the request.
+    fn serve_with(
+        answer: impl FnOnce(&mut std::net::TcpStream) + Send + 'static,
+    ) -> (Endpoint, std::thread::JoinHandle<String>) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let server = std::thread::spawn(move || {
@@ -385,7 +395,7 @@ mod tests {
             while !request.ends_with(b"\r\n\r\n") && s.read(&mut byte).unwrap_or(0) == 1 {
                 request.push(byte[0]);
             }
-            let _ = s.write_all(&answer);
+            answer(&mut s);
             String::from_utf8_lossy(&request).into_owned()
         });
         let endpoint = Endpoint::Tcp {
@@ -412,12 +422,7 @@ mod tests {
 
     #[test]
     fn the_head_has_one_deadline_however_slowly_it_trickles_in() {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let server = std::thread::spawn(move || {
-            let (mut s, _) = listener.accept().unwrap();
-            let mut request = [0u8; 1024];
-            let _ = s.read(&mut request);
+        let (endpoint, server) = serve_with(|s| {
             // A header line that never ends, one byte every 50 ms (well inside any read
             // timeout), for up to 5 s.
             let _ = s.write_all(b"HTTP/1.1 200 OK\r\nX-Slow: ");
@@ -428,10 +433,6 @@ mod tests {
                 }
             }
         });
-        let endpoint = Endpoint::Tcp {
-            host: "127.0.0.1".into(),
-            port,
-        };
         let timeouts = Timeouts {
             connect: Duration::from_secs(2),
             head: Duration::from_millis(400),
@@ -451,19 +452,10 @@ mod tests {
 
     #[test]
     fn a_body_that_pauses_longer_than_the_idle_timeout_fails() {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let server = std::thread::spawn(move || {
-            let (mut s, _) = listener.accept().unwrap();
-            let mut request = [0u8; 1024];
-            let _ = s.read(&mut request);
+        let (endpoint, server) = serve_with(|s| {
             let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc");
             std::thread::sleep(Duration::from_secs(2));
         });
-        let endpoint = Endpoint::Tcp {
-            host: "127.0.0.1".into(),
-            port,
-        };
         let timeouts = Timeouts {
             idle: Duration::from_millis(300),
             ..TIMEOUTS

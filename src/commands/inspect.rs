@@ -13,10 +13,7 @@ pub fn run(args: InspectArgs) -> Result<ExitCode> {
     let stdin_needed = args.image == "docker-archive:-";
     // inspect has no --config: the nearest .memlint.toml gives its [limits], as for lint; the
     // rest of that file (ignores, severities) is lint's, and so are its mistakes.
-    let config_limits = match std::env::current_dir()
-        .ok()
-        .and_then(|d| crate::settings::Settings::find(&d))
-    {
+    let config_limits = match super::config_path(None) {
         Some(path) => crate::settings::load_limits(&path).map_err(Error::Config)?,
         None => Vec::new(),
     };

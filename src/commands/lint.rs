@@ -168,11 +168,7 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
 
 /// Settings from --config, else .memlint.toml found upward, else defaults.
 pub(crate) fn load_settings(path: Option<&Path>) -> Result<Settings> {
-    let path = match path {
-        Some(p) => Some(p.to_path_buf()),
-        None => std::env::current_dir().ok().and_then(|d| Settings::find(&d)),
-    };
-    match path {
+    match super::config_path(path) {
         Some(p) => Settings::load(&p).map_err(Error::Config),
         None => Ok(Settings::default()),
     }

@@ -126,6 +126,17 @@ fn docker_config_dir() -> Option<PathBuf> {
     }
 }
 
+/// The config file: the one given (`--config`), else `.memlint.toml` in the current folder or
+/// the nearest one above it.
+pub(crate) fn config_path(given: Option<&Path>) -> Option<PathBuf> {
+    match given {
+        Some(p) => Some(p.to_path_buf()),
+        None => std::env::current_dir()
+            .ok()
+            .and_then(|d| crate::settings::Settings::find(&d)),
+    }
+}
+
 /// The reader options that `--jobs`, `--platform` and the source flags give.
 ///
 /// `config_limits` is the `[limits]` table of `.memlint.toml`.

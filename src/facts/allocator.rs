@@ -128,10 +128,9 @@ pub fn derive(
                 PreloadSource::Env => ("LD_PRELOAD", None),
                 PreloadSource::LdSoPreload => ("/etc/ld.so.preload", Some("/etc/ld.so.preload")),
             };
-            let library_path = Some(library).filter(|l| l.starts_with('/'));
             evidence.push(Evidence::naming(
                 format!("{source} preloads {library} ({a})"),
-                source_path.into_iter().chain(library_path),
+                source_path.into_iter().chain([library]),
             ));
             in_effect = Some((a, AllocatorVia::Preload, p.resolved.clone()));
             break;

@@ -44,7 +44,8 @@ pub struct Preload {
     /// The file the loader opens (canonical path), or null.
     pub resolved: Option<String>,
     pub reason: String,
-    /// The image paths `reason` names (scoped ignores and layer provenance match on these).
+    /// The paths `reason` names (scoped ignores and layer provenance match on these; the
+    /// evidence keeps the absolute ones).
     #[serde(skip)]
     pub reason_paths: Vec<String>,
     /// How it was found (path, LD_LIBRARY_PATH, ld.so.cache, system folder…).
@@ -229,16 +230,16 @@ fn check(loader: &Loader, entry: &str, source: PreloadSource, ep: &Entrypoint) -
         } else if let Some(layer) = removed_layer(loader, &expanded) {
             p.removed_in_layer = Some(layer + 1);
             p.reason = format!("{expanded} was removed by layer {}", layer + 1);
-            p.reason_paths = absolute(&expanded);
+            p.reason_paths = vec![expanded.clone()];
         } else if let Some(t) = foreign_triplet(&expanded, loader.triplet()) {
             p.reason = format!(
                 "{expanded} does not exist: {t} is another architecture's folder (this image's is {})",
                 loader.triplet().unwrap_or("unknown")
             );
-            p.reason_paths = absolute(&expanded);
+            p.reason_paths = vec![expanded.clone()];
         } else if expanded.contains('/') {
             p.reason = format!("{expanded} does not exist in the image");
-            p.reason_paths = absolute(&expanded);
+            p.reason_paths = vec![expanded.clone()];
         } else {
             p.reason = format!("no {expanded} in LD_LIBRARY_PATH, the ld.so.cache or the system folders");
         }
@@ -331,19 +332,10 @@ fn check(loader: &Loader, entry: &str, source: PreloadSource, ep: &Entrypoint) -
         format!("loads {path} (found through {via})")
     } else {
         let found_as = r.found_as.unwrap_or_default();
-        p.reason_paths.extend(absolute(&found_as));
+        p.reason_paths.push(found_as.clone());
         format!("loads {path} through {found_as} (found through {via})")
     };
     p
-}
-
-/// `path` as an image path, when it is one (an entry can also be a bare or relative name).
-fn absolute(path: &str) -> Vec<String> {
-    if path.starts_with('/') {
-        vec![path.to_string()]
-    } else {
-        Vec::new()
-    }
 }
 
 /// The layer whose whiteout removed `path` (resolving the folders it lies in).

@@ -23,9 +23,7 @@ pub fn listed(f: &Facts, p: &Preload) -> Evidence {
         PreloadSource::Env => Evidence::plain(f.env.entry("LD_PRELOAD").unwrap_or_default()),
         PreloadSource::LdSoPreload => Evidence::naming(
             format!("/etc/ld.so.preload lists {}", p.entry),
-            ["/etc/ld.so.preload"]
-                .into_iter()
-                .chain(Some(p.entry.as_str()).filter(|e| e.starts_with('/'))),
+            ["/etc/ld.so.preload", p.entry.as_str()],
         ),
     }
 }

@@ -162,6 +162,10 @@ pub struct Finding {
     /// Where in a Dockerfile it belongs.
     #[serde(skip)]
     pub anchor: Anchor,
+    /// 0 for a finding a rule made; N for the one that counts, in its place, the N findings of
+    /// its rule past the cap ([`crate::rules::MAX_FINDINGS_PER_RULE`]).
+    #[serde(skip)]
+    pub omitted: usize,
 }
 
 /// A place in the repository: a Dockerfile and a line range.
@@ -213,6 +217,12 @@ impl Finding {
     pub fn fix(mut self, fix: impl Into<String>) -> Self {
         self.fix = fix.into();
         self
+    }
+
+    /// How many findings this one stands for: 1, or N for the one that counts N findings past
+    /// the cap. Summaries count these, not the findings listed.
+    pub fn count(&self) -> usize {
+        self.omitted.max(1)
     }
 
     pub fn severity(mut self, s: Severity) -> Self {

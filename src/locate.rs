@@ -194,6 +194,7 @@ CMD [\"node\", \"/app/server.js\"]
             location: None,
             suppression: None,
             anchor,
+            omitted: 0,
         };
         let mut findings = [finding(Anchor::Command), finding(Anchor::Env(&["NODE_OPTIONS"]))];
         locate(&mut findings, Some(&ctx), "Dockerfile");

@@ -93,6 +93,9 @@ pub struct LoaderFacts {
     pub system_dirs: Vec<String>,
     /// Folders listed in /etc/ld.so.conf (and its includes).
     pub ld_so_conf_dirs: Vec<String>,
+    /// Why /etc/ld.so.conf was read only in part, when a limit stopped it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ld_so_conf_error: Option<String>,
 }
 
 /// The image's dynamic loader, simulated.
@@ -108,6 +111,7 @@ pub struct Loader<'a> {
     cache_error: Option<String>,
     system_dirs: Vec<String>,
     conf_dirs: Vec<String>,
+    conf_error: Option<String>,
     working_dir: String,
     platform_tag: Option<&'static str>,
 }
@@ -167,10 +171,10 @@ impl<'a> Loader<'a> {
                 }
             }
         }
-        let conf_dirs = if family == LibcFamily::Glibc {
+        let (conf_dirs, conf_error) = if family == LibcFamily::Glibc {
             read_ld_so_conf(tree)
         } else {
-            Vec::new()
+            (Vec::new(), None)
         };
 
         let mut system_dirs = Vec::new();
@@ -217,6 +221,7 @@ impl<'a> Loader<'a> {
             cache_error,
             system_dirs,
             conf_dirs,
+            conf_error,
             working_dir: working_dir.to_string(),
             platform_tag: arch.and_then(Arch::glibc_platform),
         }
@@ -255,6 +260,7 @@ impl<'a> Loader<'a> {
             ld_so_cache_error: self.cache_error.clone(),
             system_dirs: self.system_dirs.clone(),
             ld_so_conf_dirs: self.conf_dirs.clone(),
+            ld_so_conf_error: self.conf_error.clone(),
         }
     }
 
@@ -506,64 +512,120 @@ fn parent_dir(path: &str) -> String {
     }
 }
 
-/// The folders /etc/ld.so.conf lists, following `include` lines (globs in one folder).
-fn read_ld_so_conf(tree: &FileTree) -> Vec<String> {
+/// The folders /etc/ld.so.conf lists, following `include` lines (globs in one folder), each
+/// once and in order; and, when the limits stopped the reading, what was left out.
+///
+/// glibc's ldconfig reads every include it meets, however often. Here each file is read once
+/// and each distinct pattern expanded once, both counted as they are met: at most
+/// `max_ld_conf_files` files, and at most `max_ld_conf_names` folders listed, patterns and
+/// folder entries tried together. So 15,000 `include /etc/d/*` lines over 2,000 files cost one
+/// expansion, and no file can make the work grow past the limits, whatever it holds.
+fn read_ld_so_conf(tree: &FileTree) -> (Vec<String>, Option<String>) {
+    use std::collections::HashSet;
+    enum Source {
+        Conf,
+        Included(crate::tree::NodeId),
+    }
+    let (max_files, max_names) = tree.max_ld_conf();
+    let mut names_left = max_names;
+    let mut spend = |n: u64| -> bool {
+        let ok = names_left >= n;
+        names_left = names_left.saturating_sub(n);
+        ok
+    };
     let mut out = Vec::new();
-    let mut queue = vec![LD_SO_CONF.to_string()];
-    let mut seen = std::collections::BTreeSet::new();
-    while let Some(file) = queue.pop() {
-        if !seen.insert(file.clone()) || seen.len() > 64 {
-            continue;
-        }
+    let mut listed: HashSet<String> = HashSet::new();
+    let mut files: HashSet<crate::tree::NodeId> = HashSet::new();
+    if let Ok(Some(id)) = tree.lookup(LD_SO_CONF) {
+        files.insert(id);
+    }
+    let mut patterns: HashSet<String> = HashSet::new();
+    let mut cut: Option<String> = None;
+    let mut queue = vec![Source::Conf];
+    'files: while let Some(file) = queue.pop() {
         // An `include` may name any folder: what the reader kept there, if anything.
-        let c = if file == LD_SO_CONF {
-            tree.contents(&file)
-        } else {
-            tree.lookup(&file)
-                .ok()
-                .flatten()
-                .and_then(|id| tree.kept_content(id))
+        let c = match file {
+            Source::Conf => tree.contents(LD_SO_CONF),
+            Source::Included(id) => tree.kept_content(id),
         };
         let Some(c) = c else { continue };
+        // Files included from here come next, in order, before the rest of the queue.
+        let mut included = Vec::new();
         for line in String::from_utf8_lossy(&c.bytes).lines() {
             let line = line.split('#').next().unwrap_or("").trim();
             if line.is_empty() {
                 continue;
             }
             if let Some(pattern) = line.strip_prefix("include").map(str::trim) {
+                if patterns.contains(pattern) {
+                    continue;
+                }
+                if !spend(1) {
+                    cut = Some(format!(
+                        "it makes more than {max_names} names to look at (the max_ld_conf_names limit)"
+                    ));
+                    break 'files;
+                }
+                patterns.insert(pattern.to_string());
                 let pattern = if pattern.starts_with('/') {
                     pattern.to_string()
                 } else {
                     format!("/etc/{pattern}")
                 };
                 let (dir, glob) = pattern.rsplit_once('/').unwrap_or(("/etc", &pattern));
-                if let Ok(Some(d)) = tree.lookup(dir) {
-                    if let NodeKind::Dir(children) = &tree.node(d).kind {
-                        let mut names: Vec<&str> = children
-                            .keys()
-                            .map(|k| &**k)
-                            .filter(|n| glob_match(glob, n))
-                            .collect();
-                        names.sort();
-                        for n in names.into_iter().rev() {
-                            queue.push(format!("{dir}/{n}"));
-                        }
+                let Ok(Some(d)) = tree.lookup(dir) else { continue };
+                let NodeKind::Dir(children) = &tree.node(d).kind else {
+                    continue;
+                };
+                if !spend(children.len() as u64) {
+                    cut = Some(format!(
+                        "it makes more than {max_names} names to look at (the max_ld_conf_names limit)"
+                    ));
+                    break 'files;
+                }
+                let glob = crate::tree::interest::PathPattern::new(glob);
+                let mut names: Vec<&str> = children
+                    .keys()
+                    .map(|k| &**k)
+                    .filter(|n| glob.matches(&[n]))
+                    .collect();
+                names.sort();
+                for n in names {
+                    let Ok(Some(id)) = tree.lookup(&format!("{dir}/{n}")) else {
+                        continue;
+                    };
+                    if files.contains(&id) {
+                        continue;
                     }
+                    if files.len() as u64 >= max_files {
+                        cut = Some(format!(
+                            "it includes more than {max_files} files (the max_ld_conf_files limit)"
+                        ));
+                        break;
+                    }
+                    files.insert(id);
+                    included.push(Source::Included(id));
                 }
             } else {
-                out.extend(
-                    line.split([':', ',', ' ', '\t'])
-                        .filter(|d| !d.is_empty())
-                        .map(str::to_string),
-                );
+                for d in line.split([':', ',', ' ', '\t']).filter(|d| !d.is_empty()) {
+                    if listed.contains(d) {
+                        continue;
+                    }
+                    if !spend(1) {
+                        cut = Some(format!(
+                            "it makes more than {max_names} names to look at (the max_ld_conf_names limit)"
+                        ));
+                        break 'files;
+                    }
+                    listed.insert(d.to_string());
+                    out.push(d.to_string());
+                }
             }
         }
+        queue.extend(included.into_iter().rev());
     }
-    out
-}
-
-fn glob_match(glob: &str, name: &str) -> bool {
-    crate::tree::interest::PathPattern::new(glob).matches(&[name])
+    let note = cut.map(|why| format!("{LD_SO_CONF} was read only in part: {why}"));
+    (out, note)
 }
 
 #[cfg(test)]

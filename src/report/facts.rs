@@ -122,6 +122,9 @@ pub fn text(f: &Facts) -> String {
         (None, None) => "no ld.so.cache".to_string(),
     };
     let _ = writeln!(s, "  Loader      {cache}; then {}", ld.system_dirs.join(":"));
+    if let Some(e) = &ld.ld_so_conf_error {
+        let _ = writeln!(s, "              {e}");
+    }
     if !ld.ld_library_path.is_empty() {
         let _ = writeln!(
             s,

@@ -5,7 +5,7 @@ use crate::finding::{Evidence, Finding, Severity, Suppression};
 use crate::image::Image;
 use crate::locate::{self, DockerfileContext};
 use crate::report::inspect::InspectReport;
-use crate::rules::RuleResult;
+use crate::rules::{self, RuleResult};
 use crate::settings::{Date, Settings};
 use serde::Serialize;
 
@@ -65,6 +65,7 @@ impl<'a> LintReport<'a> {
                 findings.push(f);
             }
         }
+        let (mut findings, ignored) = (rules::cap(findings), rules::cap(ignored));
         let mut notes = Vec::new();
         for (i, s) in ctx.settings.scoped.iter().enumerate() {
             if !used[i] {
@@ -91,8 +92,18 @@ impl<'a> LintReport<'a> {
         }
     }
 
+    /// Findings of severity `s`, those past the cap included.
     pub fn count(&self, s: Severity) -> usize {
-        self.findings.iter().filter(|f| f.severity == s).count()
+        self.findings
+            .iter()
+            .filter(|f| f.severity == s)
+            .map(Finding::count)
+            .sum()
+    }
+
+    /// Findings an ignore hides, those past the cap included.
+    pub fn ignored_count(&self) -> usize {
+        self.ignored.iter().map(Finding::count).sum()
     }
 
     /// The most severe finding, if any.
@@ -125,7 +136,7 @@ impl<'a> LintReport<'a> {
                 errors: self.count(Severity::Error),
                 warnings: self.count(Severity::Warning),
                 notes: self.count(Severity::Note),
-                ignored: self.ignored.len(),
+                ignored: self.ignored_count(),
             },
         };
         serde_json::to_value(&doc).unwrap_or_default()

@@ -148,7 +148,7 @@ pub fn render(r: &LintReport, o: TextOptions) -> String {
             plural(r.count(Severity::Note), "note")
         );
         if !r.ignored.is_empty() {
-            let _ = write!(line, ", {} ignored", r.ignored.len());
+            let _ = write!(line, ", {} ignored", r.ignored_count());
         }
         let _ = writeln!(s, "{}", p.bold(&line));
     }

@@ -6,6 +6,8 @@ use crate::facts::os::Distro;
 use crate::facts::preload::{Preload, PreloadSource};
 use crate::facts::Facts;
 
+use super::preload::QUOTED_VALUE_MAX;
+
 /// Where the distribution's jemalloc package puts the library for this image's architecture.
 pub fn jemalloc_path(f: &Facts) -> String {
     if f.libc.family == crate::facts::libc::LibcFamily::Musl {
@@ -63,11 +65,18 @@ pub fn jemalloc_fix(f: &Facts) -> String {
     }
 }
 
-/// The preload value with one entry replaced (or removed when `with` is `None`).
+/// The preload value with one entry replaced (or removed when `with` is `None`); for a value
+/// too long to quote ([`QUOTED_VALUE_MAX`]), what to change in it, naming the entry only.
 pub fn replace_preload(f: &Facts, p: &Preload, with: Option<&str>) -> String {
     match p.source {
         PreloadSource::Env => {
             let value = f.env.get("LD_PRELOAD").unwrap_or("");
+            if value.len() > QUOTED_VALUE_MAX {
+                return match with {
+                    Some(w) => format!("# in ENV LD_PRELOAD, replace {} with {w}", p.entry),
+                    None => format!("# in ENV LD_PRELOAD, remove {}", p.entry),
+                };
+            }
             let entries: Vec<String> = value
                 .split([' ', ':'])
                 .filter(|e| !e.is_empty())

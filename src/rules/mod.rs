@@ -78,6 +78,7 @@ impl Rule {
             location: None,
             suppression: None,
             anchor: self.anchor,
+            omitted: 0,
         }
     }
 }
@@ -140,6 +141,53 @@ pub fn run(facts: &Facts) -> Vec<RuleResult> {
             outcome: (rule.check)(facts),
         })
         .collect()
+}
+
+/// The findings of one rule on one image that a report lists; [`cap`] counts the rest in one
+/// more finding. An image config of 35 KB can list 5,000 preloads: a report that lists each
+/// one helps no reader, and every format (text, JSON, SARIF, GitHub annotations) grows with it.
+pub const MAX_FINDINGS_PER_RULE: usize = 50;
+
+/// Keeps the first [`MAX_FINDINGS_PER_RULE`] findings of each rule, in their order, and adds
+/// for each rule that had more one finding that counts the rest ("and N more …"; its
+/// [`Finding::omitted`] is N). That finding takes the place, anchor and suppression of the
+/// first finding it stands for, and the highest severity among them. For every rule alike,
+/// whatever its check: the report applies it once ignores have been decided, so that an ignore
+/// still hides exactly the findings it covers.
+pub fn cap(findings: Vec<Finding>) -> Vec<Finding> {
+    let mut listed: std::collections::HashMap<&'static str, usize> = Default::default();
+    let mut kept = Vec::with_capacity(findings.len().min(MAX_FINDINGS_PER_RULE * ALL.len()));
+    // One counting finding per rule, in the order the rules first went past the cap.
+    let mut rest: Vec<Finding> = Vec::new();
+    for f in findings {
+        let n = listed.entry(f.rule).or_default();
+        *n += 1;
+        if *n <= MAX_FINDINGS_PER_RULE {
+            kept.push(f);
+        } else if let Some(more) = rest.iter_mut().find(|m| m.rule == f.rule) {
+            more.omitted += f.count();
+            more.severity = more.severity.max(f.severity);
+        } else {
+            rest.push(Finding {
+                message: String::new(),
+                evidence: Vec::new(),
+                fix: String::new(),
+                omitted: f.count(),
+                ..f
+            });
+        }
+    }
+    for mut more in rest {
+        more.message = format!(
+            "and {} more {} findings on this image, not listed: a report lists the first {MAX_FINDINGS_PER_RULE} of a rule",
+            more.omitted, more.rule
+        );
+        more.fix = format!(
+            "fix the {MAX_FINDINGS_PER_RULE} findings listed and run memlint again to see the rest; `memlint inspect` shows every fact behind them"
+        );
+        kept.push(more);
+    }
+    kept
 }
 
 #[cfg(test)]

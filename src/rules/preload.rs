@@ -16,11 +16,24 @@ pub fn anchor(p: &Preload) -> Anchor {
     }
 }
 
-/// Where preload `p` is listed: the config's `LD_PRELOAD` entry (which names every entry, so it
-/// names no path of its own), or /etc/ld.so.preload and the entry.
+/// The longest `LD_PRELOAD` value a finding quotes, or rewrites in its fix, whole. Each entry
+/// has its own finding, so quoting a longer value in each would make a report quadratic in the
+/// number of entries (5,000 entries fit in a 35 KB config): past this, findings quote their
+/// own entry only.
+pub const QUOTED_VALUE_MAX: usize = 256;
+
+/// Where preload `p` is listed: the config's `LD_PRELOAD` entry (whole when it is short; it
+/// names every entry, so it names no path of its own), or /etc/ld.so.preload and the entry.
 pub fn listed(f: &Facts, p: &Preload) -> Evidence {
     match p.source {
-        PreloadSource::Env => Evidence::plain(f.env.entry("LD_PRELOAD").unwrap_or_default()),
+        PreloadSource::Env => match f.env.get("LD_PRELOAD") {
+            Some(v) if v.len() > QUOTED_VALUE_MAX => Evidence::plain(format!(
+                "LD_PRELOAD lists {} (the whole value, {} bytes, is too long to quote)",
+                p.entry,
+                v.len()
+            )),
+            _ => Evidence::plain(f.env.entry("LD_PRELOAD").unwrap_or_default()),
+        },
         PreloadSource::LdSoPreload => Evidence::naming(
             format!("/etc/ld.so.preload lists {}", p.entry),
             ["/etc/ld.so.preload", p.entry.as_str()],

@@ -48,6 +48,13 @@ pub struct Limits {
     /// by `manifest.json`: bounds the work a layout whose indexes list each other many times
     /// can cause.
     pub max_index_entries: u64,
+    /// Files of /etc/ld.so.conf and its `include`s read, itself included, each once.
+    pub max_ld_conf_files: u64,
+    /// The work /etc/ld.so.conf and its includes make: each folder they list, each distinct
+    /// `include` pattern and each folder entry a pattern is tried on counts one. With
+    /// [`Limits::max_ld_conf_files`] this bounds what 15,000 `include` lines over 2,000 files
+    /// cost; past either, the rest is not read and the facts say so.
+    pub max_ld_conf_names: u64,
 }
 
 impl Default for Limits {
@@ -65,6 +72,8 @@ impl Default for Limits {
             max_link_depth: 40,
             max_json_bytes: 16 * MIB,
             max_index_entries: 4096,
+            max_ld_conf_files: 64,
+            max_ld_conf_names: 16_384,
         }
     }
 }
@@ -84,6 +93,8 @@ impl Limits {
         "max_link_depth",
         "max_json_bytes",
         "max_index_entries",
+        "max_ld_conf_files",
+        "max_ld_conf_names",
     ];
 
     /// Sets one limit by name from text: a number, optionally with a `K`, `M`, `G` or `T`
@@ -109,6 +120,8 @@ impl Limits {
             }
             "max_json_bytes" => self.max_json_bytes = v,
             "max_index_entries" => self.max_index_entries = v,
+            "max_ld_conf_files" => self.max_ld_conf_files = v,
+            "max_ld_conf_names" => self.max_ld_conf_names = v,
             _ => {
                 return Err(format!(
                     "there is no limit `{name}`; the limits are {}",

@@ -132,6 +132,9 @@ pub struct FileTree {
     max_links: u32,
     /// Bytes of the path an entry may land at ([`Limits::max_path_len`]).
     max_path_len: usize,
+    /// How much of /etc/ld.so.conf and its includes the loader's facts read
+    /// ([`Limits::max_ld_conf_files`], [`Limits::max_ld_conf_names`]).
+    max_ld_conf: (u64, u64),
     /// What the contents were kept for: a content accessor asked for a path outside them
     /// fails in debug builds, since the reader could never have kept it.
     kept_for: Interests,
@@ -153,6 +156,10 @@ impl FileTree {
             removed: BTreeMap::new(),
             max_links: resolve::MAX_LINKS,
             max_path_len: Limits::default().max_path_len,
+            max_ld_conf: (
+                Limits::default().max_ld_conf_files,
+                Limits::default().max_ld_conf_names,
+            ),
             kept_for: Interests::default(),
         }
     }
@@ -162,6 +169,7 @@ impl FileTree {
         FileTree {
             max_links: limits.max_link_depth,
             max_path_len: limits.max_path_len,
+            max_ld_conf: (limits.max_ld_conf_files, limits.max_ld_conf_names),
             ..FileTree::new()
         }
     }
@@ -195,6 +203,12 @@ impl FileTree {
     /// Bytes of the path an entry may land at.
     pub fn max_path_len(&self) -> usize {
         self.max_path_len
+    }
+
+    /// `max_ld_conf_files` and `max_ld_conf_names`: how much of /etc/ld.so.conf and its
+    /// includes may be read from this tree.
+    pub fn max_ld_conf(&self) -> (u64, u64) {
+        self.max_ld_conf
     }
 
     pub fn node(&self, id: NodeId) -> &Node {

@@ -119,43 +119,6 @@ fn fixture(comp: Comp) -> ImageSpec {
         .env("LD_PRELOAD=/usr/lib/libjemalloc.so.2")
 }
 
-/// Copies an OCI layout and gives it one more layer on top, with `edit` applied to the config
-/// (the layers below are the same blobs, so the same diff_ids).
-fn derive(base: &str, out: &Path, extra: &LayerSpec, edit: impl Fn(&mut Value)) -> String {
-    let base = Path::new(base.strip_prefix("oci-dir:").unwrap().rsplit_once(':').unwrap().0);
-    run_ok(Command::new("cp").arg("-r").arg(base).arg(out));
-    let w = OciWriter::new(out);
-    let blob = |d: &Value| {
-        let hex = d["digest"].as_str().unwrap().strip_prefix("sha256:").unwrap();
-        serde_json::from_slice::<Value>(&fs::read(out.join("blobs/sha256").join(hex)).unwrap()).unwrap()
-    };
-    let index: Value = serde_json::from_slice(&fs::read(out.join("index.json")).unwrap()).unwrap();
-    let mut manifest = blob(&index["manifests"][0]);
-    let mut config = blob(&manifest["config"]);
-    let (bytes, media_type, diff_id) = extra.blob();
-    let layer = w.blob(&bytes, media_type);
-    manifest["layers"].as_array_mut().unwrap().push(layer);
-    config["rootfs"]["diff_ids"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!(diff_id));
-    config["history"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!({"created_by": extra.created_by}));
-    edit(&mut config);
-    manifest["config"] = w.blob(
-        &serde_json::to_vec(&config).unwrap(),
-        "application/vnd.oci.image.config.v1+json",
-    );
-    let d = w.blob(
-        &serde_json::to_vec(&manifest).unwrap(),
-        "application/vnd.oci.image.manifest.v1+json",
-    );
-    w.write_index_json(vec![with_name(d, "latest")]);
-    format!("oci-dir:{}:latest", out.display())
-}
-
 fn run_ok(cmd: &mut Command) {
     let out = cmd.output().unwrap();
     assert!(
@@ -274,7 +237,7 @@ fn an_image_on_a_seen_base_reads_only_its_own_layers() {
     let extra = LayerSpec::new(Comp::Gzip)
         .by("COPY start.sh /opt/app/")
         .exe("opt/app/start.sh", b"#!/bin/sh\nexec /bin/sh\n");
-    let app = derive(&base, &dir.path().join("app"), &extra, |c| {
+    let app = derive_image(&base, &dir.path().join("app"), &extra, |c| {
         c["config"]["WorkingDir"] = json!("/srv");
         c["config"]["Cmd"] = json!(["/opt/app/start.sh"]);
     });
@@ -290,7 +253,7 @@ fn an_image_on_a_seen_base_reads_only_its_own_layers() {
     let extra = LayerSpec::new(Comp::Gzip)
         .by("COPY start.sh /opt/app/")
         .exe("opt/app/start.sh", b"#!/bin/sh\nexec /bin/dash\n");
-    let wide = derive(&base, &dir.path().join("wide"), &extra, |c| {
+    let wide = derive_image(&base, &dir.path().join("wide"), &extra, |c| {
         c["config"]["Env"].as_array_mut().unwrap().push(json!(
             "PATH=/usr/lib/x86_64-linux-gnu:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
         ));

@@ -885,4 +885,61 @@ pub(crate) mod tests {
             assert_eq!(r.via, Some(Via::MuslPath));
         });
     }
+
+    /// A tree of ld.so.conf files from strings made at run time.
+    fn conf_tree(files: Vec<(String, String)>) -> FileTree {
+        let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+        let mut items = glibc_base();
+        items.extend(files.into_iter().map(|(p, t)| T::Text(leak(p), leak(t))));
+        tree(items)
+    }
+
+    #[test]
+    fn ld_so_conf_includes_are_read_once_and_capped() {
+        // 15,000 include lines (some spelled differently) over 200 files that each list their
+        // own folder and one they all share: each file is read once, 64 files in all.
+        let mut conf = "include /etc/ld.so.conf.d/*.conf\n".repeat(15_000);
+        conf.push_str("include ld.so.conf.d/*.conf\n/opt/top\n");
+        let mut files = vec![("/etc/ld.so.conf".to_string(), conf)];
+        for i in 0..200 {
+            files.push((
+                format!("/etc/ld.so.conf.d/f{i:03}.conf"),
+                format!("/opt/lib{i:03}\n/opt/shared\ninclude /etc/ld.so.conf.d/*.conf\n"),
+            ));
+        }
+        let (dirs, note) = read_ld_so_conf(&conf_tree(files));
+        assert_eq!(dirs[0], "/opt/top");
+        assert_eq!(dirs[1], "/opt/lib000");
+        assert_eq!(dirs[2], "/opt/shared");
+        assert_eq!(dirs.iter().filter(|d| *d == "/opt/shared").count(), 1, "{dirs:?}");
+        // ld.so.conf and 63 includes, in order.
+        assert_eq!(dirs.len(), 1 + 63 + 1, "{dirs:?}");
+        assert_eq!(dirs.last().map(String::as_str), Some("/opt/lib062"));
+        assert!(note.is_some_and(|n| n.contains("max_ld_conf_files")));
+    }
+
+    #[test]
+    fn ld_so_conf_work_is_bounded_by_max_ld_conf_names() {
+        // Distinct patterns each cost a name and the folder entries they are tried on; distinct
+        // folders cost one each.
+        let patterns: String = (0..20_000).map(|i| format!("include /etc/ld.so.conf.d/{i}*\n")).collect();
+        let (dirs, note) = read_ld_so_conf(&conf_tree(vec![
+            ("/etc/ld.so.conf".to_string(), patterns),
+            ("/etc/ld.so.conf.d/x.conf".to_string(), "/opt/x\n".to_string()),
+        ]));
+        assert!(dirs.is_empty(), "{dirs:?}");
+        assert!(note.is_some_and(|n| n.contains("max_ld_conf_names")));
+        let folders: String = (0..20_000).map(|i| format!("/opt/{i}\n")).collect();
+        let (dirs, note) = read_ld_so_conf(&conf_tree(vec![("/etc/ld.so.conf".to_string(), folders)]));
+        assert_eq!(dirs.len() as u64, crate::tree::Limits::default().max_ld_conf_names);
+        assert!(note.is_some_and(|n| n.contains("max_ld_conf_names")));
+        // A usual configuration is read whole.
+        let (dirs, note) = read_ld_so_conf(&conf_tree(vec![
+            ("/etc/ld.so.conf".to_string(), "include /etc/ld.so.conf.d/*.conf\n".to_string()),
+            ("/etc/ld.so.conf.d/a.conf".to_string(), "# a\n/usr/local/lib\n".to_string()),
+            ("/etc/ld.so.conf.d/b.conf".to_string(), "/opt/b:/opt/c\n".to_string()),
+        ]));
+        assert_eq!(dirs, ["/usr/local/lib", "/opt/b", "/opt/c"]);
+        assert_eq!(note, None);
+    }
 }

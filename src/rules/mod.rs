@@ -234,6 +234,39 @@ mod tests {
     }
 
     #[test]
+    fn each_rule_lists_at_most_50_findings_and_counts_the_rest() {
+        let a = find("ld-preload-missing").unwrap_or(ALL[0]);
+        let b = find("ld-preload-incompatible").unwrap_or(ALL[1]);
+        let mut findings: Vec<Finding> = (0..120)
+            .map(|i| a.finding(format!("a{i}")).severity(Severity::Note))
+            .collect();
+        findings.insert(7, b.finding("b0"));
+        findings.push(b.finding("b1"));
+        // The first past the cap (a50) gives its place to the finding that counts; the highest
+        // severity past the cap is its severity.
+        findings[51] = findings[51].clone().anchor(Anchor::From);
+        findings[60] = findings[60].clone().severity(Severity::Warning);
+        let capped = cap(findings);
+        let of = |rule: &str| capped.iter().filter(|f| f.rule == rule).collect::<Vec<_>>();
+        let listed = of(a.id);
+        assert_eq!(listed.len(), MAX_FINDINGS_PER_RULE + 1);
+        assert_eq!(listed[49].message, "a49");
+        let more = listed[50];
+        assert_eq!(more.omitted, 70);
+        assert!(more.message.starts_with("and 70 more ld-preload-missing findings"), "{}", more.message);
+        assert!(more.evidence.is_empty());
+        assert_eq!(more.anchor, Anchor::From);
+        assert_eq!(more.severity, Severity::Warning);
+        assert_eq!(of(b.id).len(), 2, "another rule keeps its own count");
+        assert_eq!(capped.iter().map(Finding::count).sum::<usize>(), 122);
+        // Capping again changes nothing: the counting finding keeps counting.
+        let again = cap(capped.clone());
+        assert_eq!(again, capped);
+        let few: Vec<Finding> = (0..3).map(|i| a.finding(format!("a{i}"))).collect();
+        assert_eq!(cap(few.clone()), few);
+    }
+
+    #[test]
     fn nearest_ids() {
         assert_eq!(nearest("ld-preload-mising"), Some("ld-preload-missing"));
         assert_eq!(nearest("sharp-glibc"), Some("sharp-glibc-allocator"));

@@ -10,6 +10,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+pub mod measure;
+
 pub fn sha256(bytes: &[u8]) -> String {
     let d = Sha256::digest(bytes);
     d.iter().map(|b| format!("{b:02x}")).collect()
@@ -496,4 +498,41 @@ pub fn merge_layouts(dir: &Path, parts: &[&str]) -> PathBuf {
         "annotations": {"org.opencontainers.image.ref.name": "multi"}}]});
     fs::write(out.join("index.json"), serde_json::to_vec(&top).unwrap()).unwrap();
     out
+}
+
+/// Copies an OCI layout and gives it one more layer on top, with `edit` applied to the config
+/// (the layers below are the same blobs, so the same diff_ids).
+pub fn derive_image(base: &str, out: &Path, extra: &LayerSpec, edit: impl Fn(&mut Value)) -> String {
+    let base = Path::new(base.strip_prefix("oci-dir:").unwrap().rsplit_once(':').unwrap().0);
+    run(Command::new("cp").arg("-r").arg(base).arg(out));
+    let w = OciWriter::new(out);
+    let blob = |d: &Value| {
+        let hex = d["digest"].as_str().unwrap().strip_prefix("sha256:").unwrap();
+        serde_json::from_slice::<Value>(&fs::read(out.join("blobs/sha256").join(hex)).unwrap()).unwrap()
+    };
+    let index: Value = serde_json::from_slice(&fs::read(out.join("index.json")).unwrap()).unwrap();
+    let mut manifest = blob(&index["manifests"][0]);
+    let mut config = blob(&manifest["config"]);
+    let (bytes, media_type, diff_id) = extra.blob();
+    let layer = w.blob(&bytes, media_type);
+    manifest["layers"].as_array_mut().unwrap().push(layer);
+    config["rootfs"]["diff_ids"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!(diff_id));
+    config["history"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"created_by": extra.created_by}));
+    edit(&mut config);
+    manifest["config"] = w.blob(
+        &serde_json::to_vec(&config).unwrap(),
+        "application/vnd.oci.image.config.v1+json",
+    );
+    let d = w.blob(
+        &serde_json::to_vec(&manifest).unwrap(),
+        "application/vnd.oci.image.manifest.v1+json",
+    );
+    w.write_index_json(vec![with_name(d, "latest")]);
+    format!("oci-dir:{}:latest", out.display())
 }

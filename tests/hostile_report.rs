@@ -19,7 +19,11 @@ const MAX_OUTPUT: usize = 64 << 20;
 fn on_glibc(dir: &Path, name: &str, layer: LayerSpec, env: Option<String>) -> String {
     derive_image(&build_image("glibc"), &dir.join(name), &layer, |config| {
         if let Some(e) = &env {
-            let cfg = config.as_object_mut().unwrap().entry("config").or_insert(json!({}));
+            let cfg = config
+                .as_object_mut()
+                .unwrap()
+                .entry("config")
+                .or_insert(json!({}));
             let list = cfg.as_object_mut().unwrap().entry("Env").or_insert(json!([]));
             list.as_array_mut().unwrap().push(json!(e));
         }
@@ -78,7 +82,11 @@ fn five_thousand_preload_entries_give_a_bounded_report_in_every_format() {
 
     let listed = |rule: &str, rules: Vec<&str>| -> usize { rules.iter().filter(|r| **r == rule).count() };
     for format in ["text", "json", "sarif", "github"] {
-        let run = bounded(&["lint", "--format", format, "--fail-on", "error", &image], &[], 1);
+        let run = bounded(
+            &["lint", "--format", format, "--fail-on", "error", &image],
+            &[],
+            1,
+        );
         let out = String::from_utf8_lossy(&run.out.stdout).to_string();
         assert!(
             out.matches(quoted).count() <= 1,
@@ -93,18 +101,31 @@ fn five_thousand_preload_entries_give_a_bounded_report_in_every_format() {
         match format {
             "text" => {
                 assert_eq!(out.matches("error[ld-preload-missing]").count(), 51);
-                assert!(out.contains("5000 errors"), "{}", &out[out.len().saturating_sub(300)..]);
+                assert!(
+                    out.contains("5000 errors"),
+                    "{}",
+                    &out[out.len().saturating_sub(300)..]
+                );
             }
             "json" => {
                 let v: Value = serde_json::from_str(&out).unwrap();
                 assert_eq!(v["summary"]["errors"], 5000);
-                let rules: Vec<&str> =
-                    v["findings"].as_array().unwrap().iter().map(|f| f["rule"].as_str().unwrap()).collect();
+                let rules: Vec<&str> = v["findings"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|f| f["rule"].as_str().unwrap())
+                    .collect();
                 assert_eq!(listed("ld-preload-missing", rules.clone()), 51);
                 assert_eq!(listed("ld-preload-incompatible", rules), 51);
                 // The facts still list every entry, each once.
                 assert_eq!(v["facts"]["preloads"].as_array().unwrap().len(), 5000);
-                let first = v["findings"].as_array().unwrap().iter().find(|f| f["rule"] == "ld-preload-missing").unwrap();
+                let first = v["findings"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|f| f["rule"] == "ld-preload-missing")
+                    .unwrap();
                 assert_eq!(
                     first["fix"],
                     "install the library the entry names, or drop the entry:\n# in ENV LD_PRELOAD, remove /m0.so"
@@ -144,17 +165,30 @@ fn include_fan_out_of_ld_so_conf_is_bounded() {
     let run = bounded(&["inspect", "--format", "json", &image], &[], 0);
     let loader = facts(&run);
     assert!(
-        loader["ld_so_conf_error"].as_str().is_some_and(|e| e.contains("max_ld_conf_files")),
+        loader["ld_so_conf_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("max_ld_conf_files")),
         "{loader}"
     );
     let run = bounded(&["inspect", "--format", "text", &image], &[], 0);
     assert!(String::from_utf8_lossy(&run.out.stdout).contains("the max_ld_conf_files limit"));
-    bounded(&["lint", "--format", "json", "--fail-on", "never", &image], &[], 0);
+    bounded(
+        &["lint", "--format", "json", "--fail-on", "never", &image],
+        &[],
+        0,
+    );
 
     // Each file is read once and the pattern expanded once: room for all 2,000 files costs no
     // more, and reads them all.
     let run = bounded(
-        &["inspect", "--format", "json", "--limit", "max_ld_conf_files=5000", &image],
+        &[
+            "inspect",
+            "--format",
+            "json",
+            "--limit",
+            "max_ld_conf_files=5000",
+            &image,
+        ],
         &[],
         0,
     );

@@ -922,7 +922,9 @@ pub(crate) mod tests {
     fn ld_so_conf_work_is_bounded_by_max_ld_conf_names() {
         // Distinct patterns each cost a name and the folder entries they are tried on; distinct
         // folders cost one each.
-        let patterns: String = (0..20_000).map(|i| format!("include /etc/ld.so.conf.d/{i}*\n")).collect();
+        let patterns: String = (0..20_000)
+            .map(|i| format!("include /etc/ld.so.conf.d/{i}*\n"))
+            .collect();
         let (dirs, note) = read_ld_so_conf(&conf_tree(vec![
             ("/etc/ld.so.conf".to_string(), patterns),
             ("/etc/ld.so.conf.d/x.conf".to_string(), "/opt/x\n".to_string()),
@@ -931,13 +933,25 @@ pub(crate) mod tests {
         assert!(note.is_some_and(|n| n.contains("max_ld_conf_names")));
         let folders: String = (0..20_000).map(|i| format!("/opt/{i}\n")).collect();
         let (dirs, note) = read_ld_so_conf(&conf_tree(vec![("/etc/ld.so.conf".to_string(), folders)]));
-        assert_eq!(dirs.len() as u64, crate::tree::Limits::default().max_ld_conf_names);
+        assert_eq!(
+            dirs.len() as u64,
+            crate::tree::Limits::default().max_ld_conf_names
+        );
         assert!(note.is_some_and(|n| n.contains("max_ld_conf_names")));
         // A usual configuration is read whole.
         let (dirs, note) = read_ld_so_conf(&conf_tree(vec![
-            ("/etc/ld.so.conf".to_string(), "include /etc/ld.so.conf.d/*.conf\n".to_string()),
-            ("/etc/ld.so.conf.d/a.conf".to_string(), "# a\n/usr/local/lib\n".to_string()),
-            ("/etc/ld.so.conf.d/b.conf".to_string(), "/opt/b:/opt/c\n".to_string()),
+            (
+                "/etc/ld.so.conf".to_string(),
+                "include /etc/ld.so.conf.d/*.conf\n".to_string(),
+            ),
+            (
+                "/etc/ld.so.conf.d/a.conf".to_string(),
+                "# a\n/usr/local/lib\n".to_string(),
+            ),
+            (
+                "/etc/ld.so.conf.d/b.conf".to_string(),
+                "/opt/b:/opt/c\n".to_string(),
+            ),
         ]));
         assert_eq!(dirs, ["/usr/local/lib", "/opt/b", "/opt/c"]);
         assert_eq!(note, None);

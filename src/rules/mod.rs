@@ -253,7 +253,12 @@ mod tests {
         assert_eq!(listed[49].message, "a49");
         let more = listed[50];
         assert_eq!(more.omitted, 70);
-        assert!(more.message.starts_with("and 70 more ld-preload-missing findings"), "{}", more.message);
+        assert!(
+            more.message
+                .starts_with("and 70 more ld-preload-missing findings"),
+            "{}",
+            more.message
+        );
         assert!(more.evidence.is_empty());
         assert_eq!(more.anchor, Anchor::From);
         assert_eq!(more.severity, Severity::Warning);

@@ -528,10 +528,11 @@ fn read_ld_so_conf(tree: &FileTree) -> (Vec<String>, Option<String>) {
     }
     let (max_files, max_names) = tree.max_ld_conf();
     let mut names_left = max_names;
-    let mut spend = |n: u64| -> bool {
-        let ok = names_left >= n;
-        names_left = names_left.saturating_sub(n);
-        ok
+    let mut spend = |n: u64| -> Result<(), String> {
+        names_left = names_left.checked_sub(n).ok_or_else(|| {
+            format!("it makes more than {max_names} names to look at (the max_ld_conf_names limit)")
+        })?;
+        Ok(())
     };
     let mut out = Vec::new();
     let mut listed: HashSet<String> = HashSet::new();
@@ -540,32 +541,39 @@ fn read_ld_so_conf(tree: &FileTree) -> (Vec<String>, Option<String>) {
         files.insert(id);
     }
     let mut patterns: HashSet<String> = HashSet::new();
-    let mut cut: Option<String> = None;
-    let mut queue = vec![Source::Conf];
-    'files: while let Some(file) = queue.pop() {
-        // An `include` may name any folder: what the reader kept there, if anything.
-        let c = match file {
-            Source::Conf => tree.contents(LD_SO_CONF),
-            Source::Included(id) => tree.kept_content(id),
-        };
-        let Some(c) = c else { continue };
-        // Files included from here come next, in order, before the rest of the queue.
-        let mut included = Vec::new();
-        for line in String::from_utf8_lossy(&c.bytes).lines() {
-            let line = line.split('#').next().unwrap_or("").trim();
-            if line.is_empty() {
-                continue;
-            }
-            if let Some(pattern) = line.strip_prefix("include").map(str::trim) {
+    // Past max_ld_conf_files no file is added, but those already met are read; past
+    // max_ld_conf_names nothing more is looked at.
+    let mut files_cut: Option<String> = None;
+    let mut walk = || -> Result<(), String> {
+        let mut queue = vec![Source::Conf];
+        while let Some(file) = queue.pop() {
+            // An `include` may name any folder: what the reader kept there, if anything.
+            let c = match file {
+                Source::Conf => tree.contents(LD_SO_CONF),
+                Source::Included(id) => tree.kept_content(id),
+            };
+            let Some(c) = c else { continue };
+            // Files included from here come next, in order, before the rest of the queue.
+            let mut included = Vec::new();
+            for line in String::from_utf8_lossy(&c.bytes).lines() {
+                let line = line.split('#').next().unwrap_or("").trim();
+                if line.is_empty() {
+                    continue;
+                }
+                let Some(pattern) = line.strip_prefix("include").map(str::trim) else {
+                    for d in line.split([':', ',', ' ', '\t']).filter(|d| !d.is_empty()) {
+                        if !listed.contains(d) {
+                            spend(1)?;
+                            listed.insert(d.to_string());
+                            out.push(d.to_string());
+                        }
+                    }
+                    continue;
+                };
                 if patterns.contains(pattern) {
                     continue;
                 }
-                if !spend(1) {
-                    cut = Some(format!(
-                        "it makes more than {max_names} names to look at (the max_ld_conf_names limit)"
-                    ));
-                    break 'files;
-                }
+                spend(1)?;
                 patterns.insert(pattern.to_string());
                 let pattern = if pattern.starts_with('/') {
                     pattern.to_string()
@@ -577,12 +585,7 @@ fn read_ld_so_conf(tree: &FileTree) -> (Vec<String>, Option<String>) {
                 let NodeKind::Dir(children) = &tree.node(d).kind else {
                     continue;
                 };
-                if !spend(children.len() as u64) {
-                    cut = Some(format!(
-                        "it makes more than {max_names} names to look at (the max_ld_conf_names limit)"
-                    ));
-                    break 'files;
-                }
+                spend(children.len() as u64)?;
                 let glob = crate::tree::interest::PathPattern::new(glob);
                 let mut names: Vec<&str> = children
                     .keys()
@@ -598,7 +601,7 @@ fn read_ld_so_conf(tree: &FileTree) -> (Vec<String>, Option<String>) {
                         continue;
                     }
                     if files.len() as u64 >= max_files {
-                        cut = Some(format!(
+                        files_cut = Some(format!(
                             "it includes more than {max_files} files (the max_ld_conf_files limit)"
                         ));
                         break;
@@ -606,24 +609,12 @@ fn read_ld_so_conf(tree: &FileTree) -> (Vec<String>, Option<String>) {
                     files.insert(id);
                     included.push(Source::Included(id));
                 }
-            } else {
-                for d in line.split([':', ',', ' ', '\t']).filter(|d| !d.is_empty()) {
-                    if listed.contains(d) {
-                        continue;
-                    }
-                    if !spend(1) {
-                        cut = Some(format!(
-                            "it makes more than {max_names} names to look at (the max_ld_conf_names limit)"
-                        ));
-                        break 'files;
-                    }
-                    listed.insert(d.to_string());
-                    out.push(d.to_string());
-                }
             }
+            queue.extend(included.into_iter().rev());
         }
-        queue.extend(included.into_iter().rev());
-    }
+        Ok(())
+    };
+    let cut = walk().err().or(files_cut);
     let note = cut.map(|why| format!("{LD_SO_CONF} was read only in part: {why}"));
     (out, note)
 }

@@ -164,23 +164,36 @@ pub fn derive(loader: &Loader, env: &Env, entry: &Entrypoint) -> Vec<Preload> {
     let tree = loader.tree();
     let mut out = Vec::new();
     let family = loader.family();
+    let mut candidates = Candidates::default();
     if let Some(v) = env.get("LD_PRELOAD") {
         for e in split_env(v, family) {
-            out.push(check(loader, &e, PreloadSource::Env, entry));
+            out.push(check(loader, &e, PreloadSource::Env, entry, &mut candidates));
         }
     }
     // musl has no /etc/ld.so.preload.
     if family != LibcFamily::Musl {
         if let Some(c) = tree.contents(LD_SO_PRELOAD) {
             for e in split_file(&String::from_utf8_lossy(&c.bytes)) {
-                out.push(check(loader, &e, PreloadSource::LdSoPreload, entry));
+                out.push(check(
+                    loader,
+                    &e,
+                    PreloadSource::LdSoPreload,
+                    entry,
+                    &mut candidates,
+                ));
             }
         }
     }
     out
 }
 
-fn check(loader: &Loader, entry: &str, source: PreloadSource, ep: &Entrypoint) -> Preload {
+fn check(
+    loader: &Loader,
+    entry: &str,
+    source: PreloadSource,
+    ep: &Entrypoint,
+    candidates: &mut Candidates,
+) -> Preload {
     let tree = loader.tree();
     let family = loader.family();
     let requester = ep.program.as_deref().filter(|p| loader.elf_at(p).is_some());
@@ -249,7 +262,7 @@ fn check(loader: &Loader, entry: &str, source: PreloadSource, ep: &Entrypoint) -
                 _ => "; glibc prints `cannot be preloaded … ignored` at every exec and runs without it",
             });
         }
-        p.candidates = candidates_for(loader, &base, None);
+        p.candidates = candidates.of(loader, &base, None);
         return p;
     };
     p.resolved = Some(path.clone());
@@ -278,7 +291,7 @@ fn check(loader: &Loader, entry: &str, source: PreloadSource, ep: &Entrypoint) -
             p.fatal = true;
             p.reason =
                 format!("{path} is built for {arch}; musl loads it anyway and every process fails to start");
-            p.candidates = candidates_for(loader, &base, Some(&path));
+            p.candidates = candidates.of(loader, &base, Some(&path));
             return p;
         }
     }
@@ -306,7 +319,7 @@ fn check(loader: &Loader, entry: &str, source: PreloadSource, ep: &Entrypoint) -
         };
         p.fatal = true;
         p.reason = format!("{path} is built for {built_for} (it needs {n}); every dynamic program in the container fails to start");
-        p.candidates = candidates_for(loader, &base, Some(&path));
+        p.candidates = candidates.of(loader, &base, Some(&path));
         return p;
     }
     let unresolved = loader.unresolved_needed(&path);
@@ -363,16 +376,53 @@ fn foreign_triplet(path: &str, own: Option<&str>) -> Option<&'static str> {
 }
 
 /// Libraries of the process's machine with the same name, or the same library stem
-/// (`libjemalloc.so*`), that the entry was probably meant to name.
-fn candidates_for(loader: &Loader, base: &str, not: Option<&str>) -> Vec<String> {
-    let stem = base.split(".so").next().unwrap_or(base);
-    if stem.is_empty() {
-        return Vec::new();
+/// (`libjemalloc.so*`), that an entry was probably meant to name. A config can list thousands
+/// of entries: the libraries are found in one walk of the tree, and each stem's once, so the
+/// facts cost the entries plus the paths, not their product.
+#[derive(Default)]
+struct Candidates {
+    /// Every library of the process's machine as (file name, canonical path), by file name.
+    by_name: Option<Vec<(String, String)>>,
+    /// The first libraries of each stem asked for, by path.
+    of_stem: std::collections::HashMap<String, Vec<String>>,
+}
+
+impl Candidates {
+    /// At most 5 candidates for an entry whose file name is `base`, other than `not`.
+    fn of(&mut self, loader: &Loader, base: &str, not: Option<&str>) -> Vec<String> {
+        let stem = base.split(".so").next().unwrap_or(base);
+        if stem.is_empty() {
+            return Vec::new();
+        }
+        if !self.of_stem.contains_key(stem) {
+            let by_name = self.by_name.get_or_insert_with(|| {
+                let mut all: Vec<(String, String)> = loader
+                    .find_libraries(&[""])
+                    .into_iter()
+                    .map(|p| (p.rsplit('/').next().unwrap_or(&p).to_string(), p))
+                    .collect();
+                all.sort();
+                all
+            });
+            let prefix = format!("{stem}.so");
+            let from = by_name.partition_point(|(n, _)| n.as_str() < prefix.as_str());
+            let mut found: Vec<String> = by_name[from..]
+                .iter()
+                .take_while(|(n, _)| n.starts_with(&prefix))
+                .map(|(_, p)| p.clone())
+                .collect();
+            found.sort();
+            // One more than is shown, for when `not` is among them.
+            found.truncate(6);
+            self.of_stem.insert(stem.to_string(), found);
+        }
+        self.of_stem[stem]
+            .iter()
+            .filter(|f| Some(f.as_str()) != not)
+            .take(5)
+            .cloned()
+            .collect()
     }
-    let mut found = loader.find_libraries(&[&format!("{stem}.so")]);
-    found.retain(|f| Some(f.as_str()) != not);
-    found.truncate(5);
-    found
 }
 
 #[cfg(test)]

@@ -339,6 +339,18 @@ fn build_error(e: BuildError, plans: &[LayerPlan], location: &str) -> Error {
 
 /// A layer that could not be read: a limit it passed, or what is wrong with it.
 fn read_error(err: LayerError, layer: String, location: &str) -> Error {
+    // A registry's refusal or a timeout, raised under the decoder: that diagnostic, as it is.
+    let err = match err {
+        LayerError::Io(e) => match super::error_in_io(e, location) {
+            Ok(inner) => return inner,
+            Err(e) => LayerError::Io(e),
+        },
+        LayerError::Entry { source, path } => match super::error_in_io(source, location) {
+            Ok(inner) => return inner,
+            Err(source) => LayerError::Entry { source, path },
+        },
+        other => other,
+    };
     if let LayerError::Limit { name, limit, what } = &err {
         return limit_error(name, *limit, format!("layer {layer}: {what}"), location);
     }

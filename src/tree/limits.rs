@@ -48,6 +48,9 @@ pub struct Limits {
     /// by `manifest.json`: bounds the work a layout whose indexes list each other many times
     /// can cause.
     pub max_index_entries: u64,
+    /// Seconds one transfer (a registry request, an engine answer, a pipe) may send nothing
+    /// before the image's read ends; 0 waits for ever (`--timeout` still bounds the read).
+    pub idle_timeout_secs: u64,
 }
 
 impl Default for Limits {
@@ -65,6 +68,7 @@ impl Default for Limits {
             max_link_depth: 40,
             max_json_bytes: 16 * MIB,
             max_index_entries: 4096,
+            idle_timeout_secs: 60,
         }
     }
 }
@@ -84,6 +88,7 @@ impl Limits {
         "max_link_depth",
         "max_json_bytes",
         "max_index_entries",
+        "idle_timeout_secs",
     ];
 
     /// Sets one limit by name from text: a number, optionally with a `K`, `M`, `G` or `T`
@@ -109,6 +114,7 @@ impl Limits {
             }
             "max_json_bytes" => self.max_json_bytes = v,
             "max_index_entries" => self.max_index_entries = v,
+            "idle_timeout_secs" => self.idle_timeout_secs = v,
             _ => {
                 return Err(format!(
                     "there is no limit `{name}`; the limits are {}",

@@ -26,7 +26,10 @@ struct Server {
 }
 
 impl Server {
-    fn start(lifetime: Duration, handler: impl Fn(&str, &str, &mut TcpStream) + Send + Sync + 'static) -> Server {
+    fn start(
+        lifetime: Duration,
+        handler: impl Fn(&str, &str, &mut TcpStream) + Send + Sync + 'static,
+    ) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         listener.set_nonblocking(true).unwrap();
@@ -50,6 +53,11 @@ impl Server {
                                 && stream.read(&mut byte).unwrap_or(0) == 1
                             {
                                 head.push(byte[0]);
+                                // A TLS handshake (memlint tries HTTPS first): hang up, as a
+                                // plain HTTP server's error answer would make it fall back.
+                                if head == [0x16] {
+                                    return;
+                                }
                             }
                             let head = String::from_utf8_lossy(&head).into_owned();
                             let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
@@ -70,7 +78,10 @@ impl Server {
 }
 
 fn respond(stream: &mut TcpStream, status: &str, headers: &[(&str, &str)], body: &[u8]) {
-    let mut text = format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n", body.len());
+    let mut text = format!(
+        "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
     for (k, v) in headers {
         text.push_str(&format!("{k}: {v}\r\n"));
     }
@@ -118,12 +129,12 @@ struct Served {
 }
 
 fn small_image() -> Served {
-    let layer = LayerSpec::new(Comp::Gzip).dir("etc").file("etc/os-release", b"ID=debian\n");
+    let layer = LayerSpec::new(Comp::Gzip)
+        .dir("etc")
+        .file("etc/os-release", b"ID=debian\n");
     let (blob, media_type, diff_id) = layer.blob();
     let config = ImageSpec::new("amd64").layer(layer).config_json(&[diff_id]);
-    let desc = |bytes: &[u8], mt: &str| {
-        serde_json::json!({"mediaType": mt, "digest": format!("sha256:{}", sha256(bytes)), "size": bytes.len()})
-    };
+    let desc = |bytes: &[u8], mt: &str| serde_json::json!({"mediaType": mt, "digest": format!("sha256:{}", sha256(bytes)), "size": bytes.len()});
     let manifest = serde_json::json!({
         "schemaVersion": 2,
         "mediaType": "application/vnd.oci.image.manifest.v1+json",
@@ -196,7 +207,11 @@ fn run(args: &[&str], env: &[(&str, &str)], cwd: Option<&Path>) -> Run {
         .ok()
         .and_then(|t| t.lines().last().and_then(|l| l.trim().parse().ok()))
         .unwrap_or(u64::MAX);
-    Run { out, peak_kib, elapsed }
+    Run {
+        out,
+        peak_kib,
+        elapsed,
+    }
 }
 
 const MIB_256_IN_KIB: u64 = 256 * 1024;
@@ -207,7 +222,12 @@ fn an_endless_token_answer_stops_at_max_json_bytes() {
         if path == "/v2/" {
             let port = stream.local_addr().map(|a| a.port()).unwrap_or(0);
             let challenge = format!("Bearer realm=\"http://127.0.0.1:{port}/token\",service=\"hostile\"");
-            respond(stream, "401 Unauthorized", &[("WWW-Authenticate", &challenge)], b"");
+            respond(
+                stream,
+                "401 Unauthorized",
+                &[("WWW-Authenticate", &challenge)],
+                b"",
+            );
         } else if path.starts_with("/token") {
             endless(stream, "200 OK", "application/json");
         } else {
@@ -218,7 +238,10 @@ fn an_endless_token_answer_stops_at_max_json_bytes() {
     let r = run(&["inspect", &reference], &[], None);
     let err = error_text(&r.out);
     assert_eq!(r.out.status.code(), Some(2), "{err}");
-    assert!(err.contains("max_json_bytes") && err.contains("token service"), "{err}");
+    assert!(
+        err.contains("max_json_bytes") && err.contains("token service"),
+        "{err}"
+    );
     assert!(r.elapsed < Duration::from_secs(20), "{:?}", r.elapsed);
     assert!(r.peak_kib < MIB_256_IN_KIB, "peak {} KiB", r.peak_kib);
     // Anonymous: the token service got the request, without credentials.
@@ -281,7 +304,10 @@ fn timeout_ends_a_registry_that_sends_a_byte_every_30_seconds() {
     let r = run(&["lint", "--timeout", "20s", &reference], &[], None);
     let err = error_text(&r.out);
     assert_eq!(r.out.status.code(), Some(2), "{err}");
-    assert!(err.contains("--timeout of 20s") && err.contains("--timeout 1m20s"), "{err}");
+    assert!(
+        err.contains("--timeout of 20s") && err.contains("--timeout 1m20s"),
+        "{err}"
+    );
     assert!(
         r.elapsed >= Duration::from_secs(19) && r.elapsed < Duration::from_secs(29),
         "{:?}",
@@ -294,13 +320,46 @@ fn the_idle_timeout_ends_a_silent_transfer_and_names_its_limit() {
     let server = dripping_registry();
     let reference = format!("registry:127.0.0.1:{}/app:1", server.port);
     let r = run(
-        &["inspect", "--timeout", "0", "--limit", "idle_timeout_secs=2", &reference],
+        &[
+            "inspect",
+            "--timeout",
+            "0",
+            "--limit",
+            "idle_timeout_secs=2",
+            &reference,
+        ],
         &[],
         None,
     );
     let err = error_text(&r.out);
     assert_eq!(r.out.status.code(), Some(2), "{err}");
-    assert!(err.contains("idle_timeout_secs") && err.contains("--limit idle_timeout_secs=8"), "{err}");
+    assert!(
+        err.contains("idle_timeout_secs") && err.contains("--limit idle_timeout_secs=8"),
+        "{err}"
+    );
+    assert!(r.elapsed < Duration::from_secs(15), "{:?}", r.elapsed);
+
+    // A layer that stalls: the error names the layer and the limit.
+    let image = small_image();
+    let layer = image.blobs[1].0.clone();
+    let server = Server::start(Duration::from_secs(120), move |path, _head, stream| {
+        if path == "/v2/" {
+            respond(stream, "200 OK", &[], b"{}");
+        } else if path.ends_with(&layer) {
+            drip(stream, 1000);
+        } else {
+            serve_image(&image, path, stream);
+        }
+    });
+    let reference = format!("registry:127.0.0.1:{}/app:1", server.port);
+    let r = run(
+        &["inspect", "--no-cache", "--limit", "idle_timeout_secs=2", &reference],
+        &[],
+        None,
+    );
+    let err = error_text(&r.out);
+    assert_eq!(r.out.status.code(), Some(2), "{err}");
+    assert!(err.contains("layer 1") && err.contains("idle_timeout_secs"), "{err}");
     assert!(r.elapsed < Duration::from_secs(15), "{:?}", r.elapsed);
 }
 
@@ -318,7 +377,16 @@ fn a_timeout_ends_one_image_and_the_others_are_still_linted() {
     let good_ref = format!("oci-dir:{}", good.display());
     // Each image has its own deadline: the slow one first must not eat the next one's time.
     let r = run(
-        &["lint", "--format", "json", "--timeout", "3s", &slow, &good_ref, &slow],
+        &[
+            "lint",
+            "--format",
+            "json",
+            "--timeout",
+            "3s",
+            &slow,
+            &good_ref,
+            &slow,
+        ],
         &[],
         None,
     );
@@ -353,7 +421,9 @@ fn credentials_never_go_to_a_plain_http_token_service_on_another_host() {
     let err = error_text(&r.out);
     assert_eq!(r.out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("token.memlint.invalid/token") && err.contains("plain HTTP") && err.contains("--insecure-registry"),
+        err.contains("token.memlint.invalid/token")
+            && err.contains("plain HTTP")
+            && err.contains("--insecure-registry"),
         "{err}"
     );
     assert!(err.contains("memlint::insecure_realm"), "{err}");
@@ -361,15 +431,28 @@ fn credentials_never_go_to_a_plain_http_token_service_on_another_host() {
     // name that does not resolve, cannot be reached), which is another error.
     let r = run(&["inspect", &reference], &[], None);
     assert_eq!(r.out.status.code(), Some(2));
-    assert!(!error_text(&r.out).contains("insecure_realm"), "{}", error_text(&r.out));
+    assert!(
+        !error_text(&r.out).contains("insecure_realm"),
+        "{}",
+        error_text(&r.out)
+    );
     // A host the user named with --insecure-registry may get them.
     let r = run(
-        &["inspect", "--insecure-registry", "token.memlint.invalid", &reference],
+        &[
+            "inspect",
+            "--insecure-registry",
+            "token.memlint.invalid",
+            &reference,
+        ],
         &creds,
         None,
     );
     assert_eq!(r.out.status.code(), Some(2));
-    assert!(!error_text(&r.out).contains("insecure_realm"), "{}", error_text(&r.out));
+    assert!(
+        !error_text(&r.out).contains("insecure_realm"),
+        "{}",
+        error_text(&r.out)
+    );
 }
 
 #[test]
@@ -379,7 +462,12 @@ fn credentials_go_to_a_plain_http_token_service_on_loopback() {
         let port = stream.local_addr().map(|a| a.port()).unwrap_or(0);
         if path == "/v2/" {
             let challenge = format!("Bearer realm=\"http://127.0.0.1:{port}/token\",service=\"r\"");
-            respond(stream, "401 Unauthorized", &[("WWW-Authenticate", &challenge)], b"");
+            respond(
+                stream,
+                "401 Unauthorized",
+                &[("WWW-Authenticate", &challenge)],
+                b"",
+            );
         } else if path.starts_with("/token") {
             respond(stream, "200 OK", &[], br#"{"token":"t0ken"}"#);
         } else if head.contains("Bearer t0ken") && serve_image(&image, path, stream) {
@@ -397,7 +485,9 @@ fn credentials_go_to_a_plain_http_token_service_on_loopback() {
     );
     let heads = server.heads();
     assert!(
-        heads.iter().any(|h| h.starts_with("GET /token") && h.contains(&basic)),
+        heads
+            .iter()
+            .any(|h| h.starts_with("GET /token") && h.contains(&basic)),
         "{heads:?}"
     );
 }
@@ -426,7 +516,10 @@ fn hook_run_does_not_send_explicit_credentials_to_a_registry_the_config_names() 
     let basic = base64::engine::general_purpose::STANDARD.encode("alice:s3cret");
     let r = run(&["hook", "run"], &creds, Some(dir.path()));
     let err = error_text(&r.out);
-    assert!(err.contains("are not sent to the registries .memlint.toml names"), "{err}");
+    assert!(
+        err.contains("are not sent to the registries .memlint.toml names"),
+        "{err}"
+    );
     assert!(r.out.status.code() != Some(2), "{err}");
     let heads = server.heads();
     assert!(heads.iter().any(|h| h.contains("/manifests/")), "{heads:?}");

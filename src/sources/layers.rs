@@ -339,14 +339,36 @@ fn build_error(e: BuildError, plans: &[LayerPlan], location: &str) -> Error {
 
 /// A layer that could not be read: a limit it passed, or what is wrong with it.
 fn read_error(err: LayerError, layer: String, location: &str) -> Error {
-    // A registry's refusal or a timeout, raised under the decoder: that diagnostic, as it is.
+    // A registry's refusal or a timeout, raised under the decoder: its words and its help,
+    // for this layer.
+    let inner = |inner: Error| match inner {
+        Error::Timeout {
+            location,
+            reason,
+            help,
+            ..
+        } => Error::Timeout {
+            what: format!("layer {layer}"),
+            location,
+            reason,
+            help,
+        },
+        other => Error::Layer {
+            layer: layer.clone(),
+            location: location.to_string(),
+            reason: other.to_string(),
+            help: miette::Diagnostic::help(&other)
+                .map(|h| h.to_string())
+                .unwrap_or_else(|| "pull the image again".to_string()),
+        },
+    };
     let err = match err {
         LayerError::Io(e) => match super::error_in_io(e, location) {
-            Ok(inner) => return inner,
+            Ok(e) => return inner(e),
             Err(e) => LayerError::Io(e),
         },
         LayerError::Entry { source, path } => match super::error_in_io(source, location) {
-            Ok(inner) => return inner,
+            Ok(e) => return inner(e),
             Err(source) => LayerError::Entry { source, path },
         },
         other => other,

@@ -353,13 +353,22 @@ fn the_idle_timeout_ends_a_silent_transfer_and_names_its_limit() {
     });
     let reference = format!("registry:127.0.0.1:{}/app:1", server.port);
     let r = run(
-        &["inspect", "--no-cache", "--limit", "idle_timeout_secs=2", &reference],
+        &[
+            "inspect",
+            "--no-cache",
+            "--limit",
+            "idle_timeout_secs=2",
+            &reference,
+        ],
         &[],
         None,
     );
     let err = error_text(&r.out);
     assert_eq!(r.out.status.code(), Some(2), "{err}");
-    assert!(err.contains("layer 1") && err.contains("idle_timeout_secs"), "{err}");
+    assert!(
+        err.contains("layer 1") && err.contains("idle_timeout_secs"),
+        "{err}"
+    );
     assert!(r.elapsed < Duration::from_secs(15), "{:?}", r.elapsed);
 }
 
@@ -528,4 +537,46 @@ fn hook_run_does_not_send_explicit_credentials_to_a_registry_the_config_names() 
     let r = run(&["lint", &reference], &creds, Some(dir.path()));
     assert!(r.out.status.code() != Some(2), "{}", error_text(&r.out));
     assert!(server.heads().iter().any(|h| h.contains(&basic)));
+}
+
+#[test]
+fn a_stalled_pipe_on_standard_input_ends_at_the_timeout() {
+    let cache = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_memlint"))
+        .args(["inspect", "--timeout", "2s", "docker-archive:-"])
+        .env("NO_COLOR", "1")
+        .env("MEMLINT_CACHE_DIR", cache.path())
+        .env_remove("MEMLINT_LIMITS")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The writer stays open and silent: without a deadline the read blocks for ever.
+    let mut writer = child.stdin.take().unwrap();
+    // A member that promises 1 MiB, of which a little comes.
+    let mut header = tar::Header::new_gnu();
+    header.set_path("blobs/sha256/0000").unwrap();
+    header.set_size(1 << 20);
+    header.set_mode(0o644);
+    header.set_cksum();
+    writer.write_all(header.as_bytes()).unwrap();
+    writer.write_all(&[7u8; 1000]).unwrap();
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > Duration::from_secs(20) {
+            child.kill().ok();
+            child.wait().ok();
+            panic!("memlint still reads a silent pipe after 20 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    drop(writer);
+    let out = child.wait_with_output().unwrap();
+    let err = error_text(&Output { status, ..out });
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(err.contains("--timeout of 2s"), "{err}");
 }

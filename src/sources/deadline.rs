@@ -207,11 +207,10 @@ impl io::Read for BoundedReader {
         while self.at >= self.current.len() {
             let next = match self.deadline.wait() {
                 None => self.pieces.recv().map_err(|_| RecvTimeoutError::Disconnected),
-                Some((d, hit)) => self.pieces.recv_timeout(d).map_err(|e| {
-                    if e == RecvTimeoutError::Timeout {
+                Some((d, hit)) => self.pieces.recv_timeout(d).inspect_err(|e| {
+                    if *e == RecvTimeoutError::Timeout {
                         self.failed = Some(hit);
                     }
-                    e
                 }),
             };
             match next {

@@ -237,6 +237,17 @@ impl Puller {
         }
     }
 
+    /// Sends a request; the wait for its answer's head is bounded by the read's deadline.
+    async fn send(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> std::result::Result<reqwest::Response, ManifestFailure> {
+        self.deadline
+            .bound(request.send())
+            .await?
+            .map_err(request_failure)
+    }
+
     /// The registry's auth flow, as docker runs it: `GET /v2/`; a `Bearer` challenge names a
     /// token service, asked (with the basic credentials, if any) for a pull token. `None`:
     /// no token, basic credentials (if any) go to the registry itself.
@@ -246,11 +257,7 @@ impl Puller {
         }
         let r = &self.reference;
         let url = format!("{}://{}/v2/", self.scheme, r.resolve_registry());
-        let response = self
-            .deadline
-            .bound(self.http.get(&url).send())
-            .await?
-            .map_err(request_failure)?;
+        let response = self.send(self.http.get(&url)).await?;
         // The body of `/v2/` says nothing memlint needs: it is never read.
         let Some((realm, service)) = response
             .headers()
@@ -289,11 +296,7 @@ impl Puller {
         if let Some((u, p)) = credentials {
             request = request.basic_auth(u, Some(p));
         }
-        let mut response = self
-            .deadline
-            .bound(request.send())
-            .await?
-            .map_err(request_failure)?;
+        let mut response = self.send(request).await?;
         if !response.status().is_success() {
             let code = response.status().as_u16();
             let message = error_text(&mut response, &self.deadline).await;
@@ -367,11 +370,7 @@ impl Puller {
             .get(&url)
             .header(header::ACCEPT, MANIFEST_TYPES.join(", "));
         let request = self.authorised(request, &token);
-        let mut response = self
-            .deadline
-            .bound(request.send())
-            .await?
-            .map_err(request_failure)?;
+        let mut response = self.send(request).await?;
         if !response.status().is_success() {
             return Err(ManifestFailure::Registry(
                 refusal(response, url, &self.deadline).await,
@@ -860,11 +859,7 @@ async fn blob_response(
             );
         }
         let request = puller.authorised(request, &token);
-        let response = puller
-            .deadline
-            .bound(request.send())
-            .await?
-            .map_err(request_failure)?;
+        let response = puller.send(request).await?;
         match response.status().as_u16() {
             200 => return Ok((response, false)),
             206 => return Ok((response, true)),

@@ -580,3 +580,42 @@ fn a_stalled_pipe_on_standard_input_ends_at_the_timeout() {
     assert_eq!(status.code(), Some(2), "{err}");
     assert!(err.contains("--timeout of 2s"), "{err}");
 }
+
+#[test]
+fn a_fifo_named_as_an_archive_is_streamed_within_the_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("image.fifo");
+    run_ok(Command::new("mkfifo").arg(&fifo));
+    // Nobody ever writes: opening it blocks for ever without a deadline.
+    let reference = format!("docker-archive:{}", fifo.display());
+    let r = run(&["inspect", "--timeout", "2s", &reference], &[], None);
+    let err = error_text(&r.out);
+    assert_eq!(r.out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--timeout of 2s"), "{err}");
+    assert!(r.elapsed < Duration::from_secs(10), "{:?}", r.elapsed);
+
+    // Fed by a writer, the same FIFO gives the image.
+    let archive = dir.path().join("image.tar");
+    write_docker_archive(
+        &archive,
+        &ImageSpec::new("amd64").layer(LayerSpec::new(Comp::Gzip).dir("etc")),
+        "app:1",
+    );
+    let (from, to) = (archive.clone(), fifo.clone());
+    let writer = std::thread::spawn(move || {
+        let mut out = std::fs::OpenOptions::new().write(true).open(to).unwrap();
+        let _ = std::io::copy(&mut std::fs::File::open(from).unwrap(), &mut out);
+    });
+    let r = run(&["inspect", "--timeout", "20s", &reference], &[], None);
+    assert_eq!(r.out.status.code(), Some(0), "{}", error_text(&r.out));
+    writer.join().unwrap();
+}
+
+fn run_ok(cmd: &mut Command) {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

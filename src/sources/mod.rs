@@ -295,6 +295,51 @@ pub(crate) enum Format {
 }
 
 /// Reads an archive file; `source` `None` recognises it by its content.
+/// A FIFO (or another file that is not a regular one) named as an archive: opening it and
+/// reading it may block, so both happen on a thread of their own within the read's deadline,
+/// and it is read as a stream, compressed or not.
+fn open_archive_pipe(
+    reference_text: &str,
+    source: Option<ImageSource>,
+    path: &Path,
+    format: Format,
+    selector: Option<&Selector>,
+    options: &Options,
+) -> Result<Vec<Image>> {
+    use std::io::Read;
+    /// Opens the file at its first read, on the reading thread.
+    struct OpenLater(std::path::PathBuf, Option<std::fs::File>);
+    impl Read for OpenLater {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.1.is_none() {
+                self.1 = Some(std::fs::File::open(&self.0)?);
+            }
+            match &mut self.1 {
+                Some(f) => f.read(buf),
+                None => Ok(0),
+            }
+        }
+    }
+    let mut input = deadline::BoundedReader::new(OpenLater(path.to_path_buf(), None), options.deadline);
+    let label = format!("archive {}", path.display());
+    let mut magic = Vec::new();
+    (&mut input)
+        .take(4)
+        .read_to_end(&mut magic)
+        .map_err(|e| limit_in_io(&e, &label).unwrap_or_else(|| Error::io(path.display(), e)))?;
+    let whole = std::io::Cursor::new(magic.clone()).chain(input);
+    let store = match Compression::sniff(&magic) {
+        Some(Compression::Zstd) => {
+            let dec = zstd::stream::read::Decoder::new(whole).map_err(|e| Error::io(path.display(), e))?;
+            stream::read(dec, &label, options)?
+        }
+        Some(Compression::Gzip) => stream::read(flate2::read::MultiGzDecoder::new(whole), &label, options)?,
+        _ => stream::read(whole, &label, options)?,
+    };
+    let source = source.unwrap_or(ImageSource::DockerArchive);
+    load(reference_text, source, Arc::new(store), format, selector, options)
+}
+
 fn open_archive_file(
     reference_text: &str,
     source: Option<ImageSource>,
@@ -312,6 +357,9 @@ fn open_archive_file(
                 "for an OCI layout folder use `oci-dir:PATH`; for an unpacked root file system use `dir:PATH`"
                     .to_string(),
         });
+    }
+    if !meta.is_file() {
+        return open_archive_pipe(reference_text, source, path, format, selector, options);
     }
     // `docker save | gzip` output cannot be read in place: stream it.
     let mut magic = [0u8; 4];

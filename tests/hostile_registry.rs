@@ -207,6 +207,10 @@ fn run(args: &[&str], env: &[(&str, &str)], cwd: Option<&Path>) -> Run {
         .ok()
         .and_then(|t| t.lines().last().and_then(|l| l.trim().parse().ok()))
         .unwrap_or(u64::MAX);
+    eprintln!(
+        "memlint {args:?}: exit {:?} in {elapsed:?}, peak {peak_kib} KiB",
+        out.status.code()
+    );
     Run {
         out,
         peak_kib,

@@ -499,6 +499,41 @@ mod tests {
     }
 
     #[test]
+    fn an_engine_that_sends_a_byte_now_and_then_ends_at_the_read_deadline() {
+        use crate::sources::deadline::TimeoutHit;
+        let (endpoint, server) = serve_with(|s| {
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n");
+            // Each byte comes well within the idle timeout: only the deadline can end this.
+            for _ in 0..20 {
+                if s.write_all(b"a").is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let limit = Duration::from_millis(500);
+        let timeouts = Timeouts {
+            idle: Duration::from_secs(5),
+            overall: Some((Instant::now() + limit, limit)),
+            ..TIMEOUTS
+        };
+        let started = Instant::now();
+        let mut response = get(&endpoint, "/images/a/get", timeouts)
+            .map_err(|e| format!("{e:?}"))
+            .unwrap();
+        let mut body = Vec::new();
+        let e = response.body.read_to_end(&mut body).unwrap_err();
+        assert_eq!(TimeoutHit::in_io(&e), Some(TimeoutHit::Overall(limit)), "{e}");
+        assert!(
+            started.elapsed() < Duration::from_millis(1500),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(!body.is_empty() && body.len() < 100);
+        server.join().unwrap();
+    }
+
+    #[test]
     fn the_request_names_memlint_and_closes_the_connection() {
         let (endpoint, server) = serve(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nOK".to_vec());
         let mut response = get(&endpoint, "/images/a%20b:1/json", TIMEOUTS)

@@ -175,6 +175,16 @@ pub struct SourceArgs {
     #[arg(long)]
     pub progress: bool,
 
+    /// End an image's read after this long (90s, 10m, 1h; 0 for no bound); each image of the
+    /// run has its own [default: 10m]
+    #[arg(long, value_name = "DURATION", value_parser = crate::sources::deadline::Timeout::parse)]
+    pub timeout: Option<crate::sources::deadline::Timeout>,
+
+    /// Not a flag: `memlint hook run` reads images its repository's .memlint.toml names, which
+    /// must not choose where explicit credentials go
+    #[arg(skip)]
+    pub no_explicit_credentials: bool,
+
     /// Change a reader limit: NAME=VALUE with the names and sizes of MEMLINT_LIMITS, e.g.
     /// max_layer_bytes=128G (repeatable); wins over MEMLINT_LIMITS, which wins over [limits] in
     /// .memlint.toml

@@ -115,6 +115,26 @@ pub enum Error {
         limit: u64,
     },
 
+    /// An image read passed `--timeout`, or one transfer stayed silent for
+    /// `idle_timeout_secs`.
+    #[error("cannot read {what} from {location}: {reason}")]
+    #[diagnostic(code(memlint::timeout), help("{help}"))]
+    Timeout {
+        what: String,
+        location: String,
+        reason: String,
+        help: String,
+    },
+
+    /// A registry asked for credentials to be sent somewhere only plain HTTP reaches.
+    #[error("registry {registry} sends its credentials to {realm}, a token service on plain HTTP")]
+    #[diagnostic(code(memlint::insecure_realm), help("{help}"))]
+    InsecureRealm {
+        registry: String,
+        realm: String,
+        help: String,
+    },
+
     /// One of the reader's limits (`tree::Limits`) was hit; `name` is the limit's name.
     #[error("{what} in {location} passed the {name} limit ({limit})")]
     #[diagnostic(

@@ -124,15 +124,25 @@ fn run_hook(a: HookRunArgs) -> Result<ExitCode> {
         quiet: false,
         verbose: false,
         jobs: None,
-        // The hook has no flags of its own: the environment is how users set these.
+        // The hook has no flags of its own: the environment is how users set these. The
+        // images come from the repository's .memlint.toml, which must not choose where the
+        // user's MEMLINT_USERNAME/MEMLINT_PASSWORD go: they are not sent; the user's own
+        // docker config (`docker login`) still applies.
         source: crate::cli::SourceArgs {
             cache_dir: std::env::var_os("MEMLINT_CACHE_DIR")
                 .filter(|v| !v.is_empty())
                 .map(std::path::PathBuf::from),
-            username: std::env::var("MEMLINT_USERNAME").ok().filter(|v| !v.is_empty()),
+            no_explicit_credentials: true,
             ..Default::default()
         },
     };
+    if std::env::var_os("MEMLINT_USERNAME").is_some_and(|v| !v.is_empty())
+        || std::env::var_os("MEMLINT_PASSWORD").is_some_and(|v| !v.is_empty())
+    {
+        eprintln!(
+            "memlint: warning: MEMLINT_USERNAME/MEMLINT_PASSWORD are not sent to the registries .memlint.toml names (a repository must not choose where your credentials go); use `docker login REGISTRY` for them, or run `memlint lint` with the images on the command line"
+        );
+    }
     let code = super::lint::run(args)?;
     if code != ExitCode::SUCCESS {
         eprintln!("memlint: push refused; fix the findings above, or push with --no-verify");

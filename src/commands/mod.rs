@@ -177,7 +177,12 @@ pub(crate) fn source_options(
                 std::sync::Arc::new(LayerCache::new(&dir, max_bytes, options.warnings.clone()))
             })
     };
-    let password = if source.password_stdin {
+    if let Some(t) = source.timeout {
+        options.timeout = t.0;
+    }
+    let password = if source.no_explicit_credentials {
+        None
+    } else if source.password_stdin {
         if stdin_needed {
             return Err(Error::BadArgument {
                 what: "--password-stdin".to_string(),
@@ -191,7 +196,10 @@ pub(crate) fn source_options(
     } else {
         std::env::var("MEMLINT_PASSWORD").ok().filter(|p| !p.is_empty())
     };
-    let username = source.username.clone().filter(|u| !u.is_empty());
+    let username = source
+        .username
+        .clone()
+        .filter(|u| !u.is_empty() && !source.no_explicit_credentials);
     if password.is_some() != username.is_some() {
         return Err(Error::BadArgument {
             what: if username.is_some() {

@@ -234,7 +234,14 @@ fn run_helper(name: &str, server: &str) -> Result<Option<RegistryAuth>, String> 
     if name.contains('/') || name.contains('\0') {
         return Err("the helper name must not contain `/`".to_string());
     }
-    let answer = ask_helper(&format!("docker-credential-{name}"), server, HELPER_TIMEOUT)?;
+    let program = format!("docker-credential-{name}");
+    // The search PATH is the process's own, as the docker CLI's; looked up here rather than by
+    // `Command`, whose execvp would take an empty entry for the current folder.
+    let search = std::env::var_os("PATH").unwrap_or_default();
+    let found = find_program(&program, &search).ok_or_else(|| {
+        format!("cannot run {program}: it is not an executable file in a folder of PATH (empty and relative PATH entries are skipped)")
+    })?;
+    let answer = ask_helper(&found.to_string_lossy(), server, HELPER_TIMEOUT)?;
     let Some(answer) = answer else {
         return Ok(None);
     };
@@ -246,6 +253,18 @@ fn run_helper(name: &str, server: &str) -> Result<Option<RegistryAuth>, String> 
         return Err("it gave an identity token, which memlint cannot exchange; set MEMLINT_USERNAME and MEMLINT_PASSWORD instead".to_string());
     }
     Ok(Some(RegistryAuth::Basic(answer.username, answer.secret)))
+}
+
+/// The executable `program` in the folders of `search` (a `PATH` value). An empty entry, or a
+/// relative one such as `.`, is skipped: for execvp an empty entry means the current folder,
+/// where a repository being linted could plant `docker-credential-NAME`; Go's `exec.LookPath`,
+/// which the docker CLI uses, refuses what it finds through such entries (`exec.ErrDot`).
+fn find_program(program: &str, search: &std::ffi::OsStr) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::split_paths(search)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(program))
+        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
 }
 
 /// Runs `PROGRAM get` with `server` on its standard input, within `timeout`.
@@ -403,6 +422,53 @@ mod tests {
             answer.as_ref().err()
         );
         assert!(started.elapsed() < std::time::Duration::from_secs(3));
+    }
+
+    #[test]
+    fn helpers_are_not_found_through_empty_or_relative_path_entries() {
+        let Ok(dir) = tempfile::tempdir() else { return };
+        let script = dir.path().join("docker-credential-planted");
+        let written = std::fs::write(&script, "#!/bin/sh\necho '{}'\n").and_then(|_| {
+            std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        });
+        assert!(written.is_ok());
+        // A relative entry that leads to the folder (from the current one, whatever it is)
+        // would find the planted helper for execvp, as an empty entry would from inside it;
+        // here neither finds anything.
+        let Ok(cwd) = std::env::current_dir() else { return };
+        let relative = format!(
+            "{}{}",
+            "../".repeat(cwd.components().count()),
+            dir.path().display().to_string().trim_start_matches('/')
+        );
+        assert!(std::path::Path::new(&relative)
+            .join("docker-credential-planted")
+            .is_file());
+        for search in [
+            format!("/nonexistent:{relative}"),
+            format!("{relative}:"),
+            ":/nonexistent".to_string(),
+            "/nonexistent::/also-not".to_string(),
+            String::new(),
+        ] {
+            assert_eq!(
+                find_program("docker-credential-planted", search.as_ref()),
+                None,
+                "{search:?}"
+            );
+        }
+        let listed = format!("/nonexistent::{}", dir.path().display());
+        assert_eq!(
+            find_program("docker-credential-planted", listed.as_ref()),
+            Some(script.clone())
+        );
+        // A file that is not executable is not a program.
+        let plain = dir.path().join("docker-credential-plain");
+        assert!(std::fs::write(&plain, "x").is_ok());
+        assert_eq!(
+            find_program("docker-credential-plain", dir.path().as_os_str()),
+            None
+        );
     }
 
     #[test]

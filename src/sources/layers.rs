@@ -339,6 +339,40 @@ fn build_error(e: BuildError, plans: &[LayerPlan], location: &str) -> Error {
 
 /// A layer that could not be read: a limit it passed, or what is wrong with it.
 fn read_error(err: LayerError, layer: String, location: &str) -> Error {
+    // A registry's refusal or a timeout, raised under the decoder: its words and its help,
+    // for this layer.
+    let inner = |inner: Error| match inner {
+        Error::Timeout {
+            location,
+            reason,
+            help,
+            ..
+        } => Error::Timeout {
+            what: format!("layer {layer}"),
+            location,
+            reason,
+            help,
+        },
+        other => Error::Layer {
+            layer: layer.clone(),
+            location: location.to_string(),
+            reason: other.to_string(),
+            help: miette::Diagnostic::help(&other)
+                .map(|h| h.to_string())
+                .unwrap_or_else(|| "pull the image again".to_string()),
+        },
+    };
+    let err = match err {
+        LayerError::Io(e) => match super::error_in_io(e, location) {
+            Ok(e) => return inner(e),
+            Err(e) => LayerError::Io(e),
+        },
+        LayerError::Entry { source, path } => match super::error_in_io(source, location) {
+            Ok(e) => return inner(e),
+            Err(source) => LayerError::Entry { source, path },
+        },
+        other => other,
+    };
     if let LayerError::Limit { name, limit, what } = &err {
         return limit_error(name, *limit, format!("layer {layer}: {what}"), location);
     }

@@ -3,6 +3,7 @@
 //! facts or rules.
 
 mod credentials;
+pub mod deadline;
 mod docker;
 mod engine;
 mod layers;
@@ -64,6 +65,11 @@ pub struct Options {
     /// Where warnings go (a Docker config that cannot be read, a layer cache that cannot be
     /// written); `commands/` prints them.
     pub warnings: Warnings,
+    /// `--timeout`: how long one image's read may take; `None` has no bound.
+    pub timeout: Option<std::time::Duration>,
+    /// The bounds of the read under way: set by [`open_all`] from `timeout` and the
+    /// `idle_timeout_secs` limit.
+    pub deadline: deadline::Deadline,
 }
 
 impl Default for Options {
@@ -81,6 +87,8 @@ impl Default for Options {
             docker_config: None,
             progress: ProgressMode::Off,
             warnings: Warnings::default(),
+            timeout: Some(deadline::DEFAULT_TIMEOUT),
+            deadline: deadline::Deadline::default(),
         }
     }
 }
@@ -134,14 +142,60 @@ pub(crate) fn limit_error(
     }
 }
 
-/// A limit hit deep inside a reader (carried in an `io::Error`) as the error that names it.
+/// A limit hit deep inside a reader (carried in an `io::Error`) as the error that names it;
+/// a timeout (a [`deadline::TimeoutHit`]) too.
 pub(crate) fn limit_in_io(e: &std::io::Error, location: &str) -> Option<Error> {
+    if let Some(hit) = deadline::TimeoutHit::in_io(e) {
+        return Some(timeout_error(hit, "the image", location));
+    }
     let hit = e.get_ref()?.downcast_ref::<crate::tree::layer::LimitHit>()?;
     Some(limit_error(hit.name, hit.limit, hit.what, location))
 }
 
+/// The error for a read that ran out of time.
+pub(crate) fn timeout_error(
+    hit: deadline::TimeoutHit,
+    what: impl Into<String>,
+    location: impl Into<String>,
+) -> Error {
+    Error::Timeout {
+        what: what.into(),
+        location: location.into(),
+        reason: hit.to_string(),
+        help: hit.help(),
+    }
+}
+
+/// The diagnostic an `io::Error` of a reader carries (a registry's refusal, a timeout), if it
+/// carries one; else the error itself, unchanged.
+pub(crate) fn error_in_io(e: std::io::Error, location: &str) -> std::result::Result<Error, std::io::Error> {
+    if let Some(hit) = deadline::TimeoutHit::in_io(&e) {
+        return Ok(timeout_error(hit, "the image", location));
+    }
+    if e.get_ref().is_some_and(|inner| inner.is::<Error>()) {
+        let kind = e.kind();
+        return match e.into_inner().map(|inner| inner.downcast::<Error>()) {
+            Some(Ok(inner)) => Ok(*inner),
+            Some(Err(inner)) => Err(std::io::Error::new(kind, inner)),
+            None => Err(std::io::Error::from(kind)),
+        };
+    }
+    Err(e)
+}
+
 /// Reads the image a reference names; with `options.all_platforms`, every platform it offers.
+/// Each call is one image read, with its own `--timeout` deadline.
 pub fn open_all(reference_text: &str, reference: &Reference, options: &Options) -> Result<Vec<Image>> {
+    let idle =
+        Some(std::time::Duration::from_secs(options.limits.idle_timeout_secs)).filter(|d| !d.is_zero());
+    let options = &Options {
+        deadline: deadline::Deadline::start(options.timeout, idle),
+        ..options.clone()
+    };
+    open_within(reference_text, reference, options)
+}
+
+fn open_within(reference_text: &str, reference: &Reference, options: &Options) -> Result<Vec<Image>> {
     match reference {
         Reference::OciDir { path, selector } => {
             require_dir(path)?;
@@ -179,7 +233,8 @@ pub fn open_all(reference_text: &str, reference: &Reference, options: &Options) 
             input: ArchiveInput::Stdin,
             selector,
         } => {
-            let stdin = std::io::stdin().lock();
+            // Read on a thread of its own, so that a pipe that stalls ends at the deadline.
+            let stdin = deadline::BoundedReader::new(std::io::stdin(), options.deadline);
             let store = stream::read(stdin, "standard input", options)?;
             load(
                 reference_text,
@@ -194,7 +249,7 @@ pub fn open_all(reference_text: &str, reference: &Reference, options: &Options) 
         Reference::Path { path } => {
             if path.is_dir() {
                 if path.join("oci-layout").is_file() || path.join("index.json").is_file() {
-                    open_all(
+                    open_within(
                         reference_text,
                         &Reference::OciDir {
                             path: path.clone(),
@@ -240,6 +295,51 @@ pub(crate) enum Format {
 }
 
 /// Reads an archive file; `source` `None` recognises it by its content.
+/// A FIFO (or another file that is not a regular one) named as an archive: opening it and
+/// reading it may block, so both happen on a thread of their own within the read's deadline,
+/// and it is read as a stream, compressed or not.
+fn open_archive_pipe(
+    reference_text: &str,
+    source: Option<ImageSource>,
+    path: &Path,
+    format: Format,
+    selector: Option<&Selector>,
+    options: &Options,
+) -> Result<Vec<Image>> {
+    use std::io::Read;
+    /// Opens the file at its first read, on the reading thread.
+    struct OpenLater(std::path::PathBuf, Option<std::fs::File>);
+    impl Read for OpenLater {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.1.is_none() {
+                self.1 = Some(std::fs::File::open(&self.0)?);
+            }
+            match &mut self.1 {
+                Some(f) => f.read(buf),
+                None => Ok(0),
+            }
+        }
+    }
+    let mut input = deadline::BoundedReader::new(OpenLater(path.to_path_buf(), None), options.deadline);
+    let label = format!("archive {}", path.display());
+    let mut magic = Vec::new();
+    (&mut input)
+        .take(4)
+        .read_to_end(&mut magic)
+        .map_err(|e| limit_in_io(&e, &label).unwrap_or_else(|| Error::io(path.display(), e)))?;
+    let whole = std::io::Cursor::new(magic.clone()).chain(input);
+    let store = match Compression::sniff(&magic) {
+        Some(Compression::Zstd) => {
+            let dec = zstd::stream::read::Decoder::new(whole).map_err(|e| Error::io(path.display(), e))?;
+            stream::read(dec, &label, options)?
+        }
+        Some(Compression::Gzip) => stream::read(flate2::read::MultiGzDecoder::new(whole), &label, options)?,
+        _ => stream::read(whole, &label, options)?,
+    };
+    let source = source.unwrap_or(ImageSource::DockerArchive);
+    load(reference_text, source, Arc::new(store), format, selector, options)
+}
+
 fn open_archive_file(
     reference_text: &str,
     source: Option<ImageSource>,
@@ -257,6 +357,9 @@ fn open_archive_file(
                 "for an OCI layout folder use `oci-dir:PATH`; for an unpacked root file system use `dir:PATH`"
                     .to_string(),
         });
+    }
+    if !meta.is_file() {
+        return open_archive_pipe(reference_text, source, path, format, selector, options);
     }
     // `docker save | gzip` output cannot be read in place: stream it.
     let mut magic = [0u8; 4];

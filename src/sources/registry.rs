@@ -5,15 +5,14 @@
 //! endpoint straight into the layer reader, never written to disk.
 
 use super::credentials::{self, Origin};
+use super::deadline::{Deadline, TimeoutHit};
 use super::store::Store;
 use super::{Format, Image, Options};
 use crate::error::{Error, Result};
 use bytes::Bytes;
-use futures_util::StreamExt;
-use oci_client::client::{BlobResponse, Certificate, CertificateEncoding, ClientConfig, ClientProtocol};
 use oci_client::errors::{OciDistributionError, OciErrorCode};
 use oci_client::secrets::RegistryAuth;
-use oci_client::{Client, Reference, RegistryOperation};
+use oci_client::Reference;
 use std::collections::HashMap;
 use std::io::{self, Read};
 use std::path::PathBuf;
@@ -89,25 +88,129 @@ fn named_insecure(registry: &str, insecure: &[String]) -> bool {
 
 /// What talks to the registry: cheap to clone into the tasks that stream blobs, so that no task
 /// holds the runtime it runs on.
+///
+/// Every request is memlint's own (reqwest), not oci-client's: oci-client 0.18 reads the token
+/// service's answer and the body of a failed blob request whole (`text()`, `bytes()`), so a
+/// hostile server could fill memory with an endless body. Here every body read is bounded
+/// (`max_json_bytes` for documents and tokens, [`MAX_ERROR_BODY`] for refusals), and every
+/// wait by the read's [`Deadline`].
 #[derive(Clone)]
 struct Puller {
-    client: Client,
-    /// For manifests, whose size oci-client would not bound.
     http: reqwest::Client,
     scheme: &'static str,
-    /// The bearer token for manifest requests (`None`: basic or anonymous), once fetched.
-    token: Arc<tokio::sync::OnceCell<Option<String>>>,
+    /// The bearer token (`None`: basic or anonymous), once fetched; fetched again once when a
+    /// blob request is refused with it (it expired).
+    token: Arc<tokio::sync::Mutex<Option<Option<String>>>>,
     reference: Reference,
     auth: RegistryAuth,
     origin: Origin,
     max_json: u64,
+    /// `--insecure-registry` hosts: a token service there may get credentials over plain HTTP.
+    insecure: Arc<Vec<String>>,
+    deadline: Deadline,
 }
 
-/// Why a manifest could not be had.
+/// What is kept of a refusal's body, for the message.
+const MAX_ERROR_BODY: usize = 4096;
+
+/// Why a request failed.
 enum ManifestFailure {
     Registry(OciDistributionError),
-    TooLarge,
-    Digest { expected: String, actual: String },
+    /// A document or the token service's answer passed `max_json_bytes`.
+    TooLarge(&'static str),
+    Digest {
+        expected: String,
+        actual: String,
+    },
+    Timeout(TimeoutHit),
+    /// The token service is on plain HTTP on a host that may not get credentials that way.
+    InsecureRealm(String),
+}
+
+impl From<TimeoutHit> for ManifestFailure {
+    fn from(hit: TimeoutHit) -> Self {
+        ManifestFailure::Timeout(hit)
+    }
+}
+
+fn request_failure(e: reqwest::Error) -> ManifestFailure {
+    ManifestFailure::Registry(OciDistributionError::RequestError(e))
+}
+
+/// A body read to its end within the deadline, refusing more than `max` bytes (`Ok(None)`).
+async fn read_body(
+    response: &mut reqwest::Response,
+    max: u64,
+    deadline: &Deadline,
+) -> std::result::Result<Option<Vec<u8>>, ManifestFailure> {
+    if response.content_length().is_some_and(|n| n > max) {
+        return Ok(None);
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = deadline.bound(response.chunk()).await?.map_err(request_failure)? {
+        if (body.len() + chunk.len()) as u64 > max {
+            return Ok(None);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Some(body))
+}
+
+/// The first [`MAX_ERROR_BODY`] bytes of a refusal's body, as text.
+async fn error_text(response: &mut reqwest::Response, deadline: &Deadline) -> String {
+    let mut message = Vec::new();
+    while message.len() < MAX_ERROR_BODY {
+        match deadline.bound(response.chunk()).await {
+            Ok(Ok(Some(chunk))) => {
+                let room = MAX_ERROR_BODY - message.len();
+                message.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            }
+            _ => break,
+        }
+    }
+    String::from_utf8_lossy(&message).into_owned()
+}
+
+/// A refusal as the error oci-client would have given, its body bounded.
+async fn refusal(mut response: reqwest::Response, url: String, deadline: &Deadline) -> OciDistributionError {
+    let code = response.status().as_u16();
+    let message = error_text(&mut response, deadline).await;
+    match code {
+        401 => OciDistributionError::UnauthorizedError { url },
+        _ => match serde_json::from_str::<oci_client::errors::OciEnvelope>(&message) {
+            Ok(envelope) if !envelope.errors.is_empty() => {
+                OciDistributionError::RegistryError { envelope, url }
+            }
+            _ => OciDistributionError::ServerError { code, url, message },
+        },
+    }
+}
+
+/// The `Bearer` challenge of a `WWW-Authenticate` header: the token service and its service
+/// name; `None` for any other scheme (basic).
+fn bearer_challenge(header: &reqwest::header::HeaderValue) -> Option<(String, Option<String>)> {
+    let text = header.to_str().ok()?;
+    http_auth::parser::ChallengeParser::new(text)
+        .filter_map(|c| c.ok())
+        .find(|c| c.scheme.eq_ignore_ascii_case("bearer"))
+        .and_then(|c| {
+            let param = |name: &str| {
+                c.params
+                    .iter()
+                    .find(|(k, _)| k.eq_ignore_ascii_case(name))
+                    .map(|(_, v)| v.to_unescaped())
+            };
+            Some((param("realm")?, param("service")))
+        })
+}
+
+/// What the token service answers.
+#[derive(serde::Deserialize)]
+struct TokenAnswer {
+    #[serde(default)]
+    token: Option<String>,
+    #[serde(default)]
+    access_token: Option<String>,
 }
 
 impl Puller {
@@ -134,6 +237,117 @@ impl Puller {
         }
     }
 
+    /// Sends a request; the wait for its answer's head is bounded by the read's deadline.
+    async fn send(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> std::result::Result<reqwest::Response, ManifestFailure> {
+        self.deadline
+            .bound(request.send())
+            .await?
+            .map_err(request_failure)
+    }
+
+    /// The registry's auth flow, as docker runs it: `GET /v2/`; a `Bearer` challenge names a
+    /// token service, asked (with the basic credentials, if any) for a pull token. `None`:
+    /// no token, basic credentials (if any) go to the registry itself.
+    async fn authenticate(&self) -> std::result::Result<Option<String>, ManifestFailure> {
+        if let RegistryAuth::Bearer(t) = &self.auth {
+            return Ok(Some(t.clone()));
+        }
+        let r = &self.reference;
+        let url = format!("{}://{}/v2/", self.scheme, r.resolve_registry());
+        let response = self.send(self.http.get(&url)).await?;
+        // The body of `/v2/` says nothing memlint needs: it is never read.
+        let Some((realm, service)) = response
+            .headers()
+            .get(reqwest::header::WWW_AUTHENTICATE)
+            .and_then(bearer_challenge)
+        else {
+            return Ok(None);
+        };
+        drop(response);
+        let realm_url = reqwest::Url::parse(&realm).map_err(|e| {
+            ManifestFailure::Registry(OciDistributionError::AuthenticationFailure(format!(
+                "the token service `{realm}` the registry names is not a URL ({e})"
+            )))
+        })?;
+        let credentials = match &self.auth {
+            RegistryAuth::Basic(u, p) => Some((u, p)),
+            _ => None,
+        };
+        if credentials.is_some() && realm_url.scheme() != "https" {
+            let host = match (realm_url.host_str(), realm_url.port()) {
+                (Some(h), Some(p)) => format!("{h}:{p}"),
+                (Some(h), None) => h.to_string(),
+                (None, _) => String::new(),
+            };
+            let bare = host.trim_start_matches('[').split(']').next().unwrap_or_default();
+            if !(is_loopback(&host) || is_loopback(bare) || named_insecure(&host, &self.insecure)) {
+                return Err(ManifestFailure::InsecureRealm(realm));
+            }
+        }
+        let scope = format!("repository:{}:pull", r.repository());
+        let mut query = vec![("scope", scope)];
+        if let Some(s) = service {
+            query.push(("service", s));
+        }
+        let mut request = self.http.get(realm_url).query(&query);
+        if let Some((u, p)) = credentials {
+            request = request.basic_auth(u, Some(p));
+        }
+        let mut response = self.send(request).await?;
+        if !response.status().is_success() {
+            let code = response.status().as_u16();
+            let message = error_text(&mut response, &self.deadline).await;
+            return Err(ManifestFailure::Registry(match code {
+                401 | 403 => OciDistributionError::AuthenticationFailure(message),
+                _ => OciDistributionError::ServerError {
+                    code,
+                    url: realm,
+                    message,
+                },
+            }));
+        }
+        let body = read_body(&mut response, self.max_json, &self.deadline)
+            .await?
+            .ok_or(ManifestFailure::TooLarge("the token service's answer"))?;
+        let answer: TokenAnswer = serde_json::from_slice(&body).map_err(|e| {
+            ManifestFailure::Registry(OciDistributionError::RegistryTokenDecodeError(e.to_string()))
+        })?;
+        Ok(answer.token.or(answer.access_token).filter(|t| !t.is_empty()))
+    }
+
+    /// The token for requests: fetched once, or again when `stale` is the one a request was
+    /// refused with.
+    async fn token(
+        &self,
+        stale: Option<&Option<String>>,
+    ) -> std::result::Result<Option<String>, ManifestFailure> {
+        let mut cell = self.token.lock().await;
+        match (&*cell, stale) {
+            (Some(t), None) => return Ok(t.clone()),
+            (Some(t), Some(s)) if t != s => return Ok(t.clone()),
+            _ => {}
+        }
+        let fresh = self.authenticate().await?;
+        *cell = Some(fresh.clone());
+        Ok(fresh)
+    }
+
+    /// A request with the token, or the basic credentials when there is none.
+    fn authorised(
+        &self,
+        request: reqwest::RequestBuilder,
+        token: &Option<String>,
+    ) -> reqwest::RequestBuilder {
+        match (token, &self.auth) {
+            (Some(t), _) => request.bearer_auth(t),
+            (None, RegistryAuth::Basic(u, p)) => request.basic_auth(u, Some(p)),
+            (None, _) => request,
+        }
+    }
+
     async fn manifest_once(
         &self,
         digest: Option<&str>,
@@ -150,53 +364,21 @@ impl Puller {
             r.resolve_registry(),
             r.repository()
         );
-        // oci-client runs the registry's auth flow (bearer token or basic); its `auth` runs it
-        // again at every call, so the answer is kept for the manifests that follow.
-        let token = self
-            .token
-            .get_or_try_init(|| self.client.auth(r, &self.auth, RegistryOperation::Pull))
-            .await
-            .map_err(ManifestFailure::Registry)?
-            .clone();
-        let mut request = self
+        let token = self.token(None).await?;
+        let request = self
             .http
             .get(&url)
             .header(header::ACCEPT, MANIFEST_TYPES.join(", "));
-        request = match (token, &self.auth) {
-            (Some(t), _) => request.bearer_auth(t),
-            (None, RegistryAuth::Basic(u, p)) => request.basic_auth(u, Some(p)),
-            (None, _) => request,
-        };
-        let fail = |e: reqwest::Error| ManifestFailure::Registry(OciDistributionError::RequestError(e));
-        let mut response = request.send().await.map_err(fail)?;
-        let status = response.status();
-        if !status.is_success() {
-            let mut message = Vec::new();
-            while let Some(chunk) = response.chunk().await.map_err(fail)? {
-                message.extend_from_slice(&chunk[..chunk.len().min(4096 - message.len().min(4096))]);
-                if message.len() >= 4096 {
-                    break;
-                }
-            }
-            return Err(ManifestFailure::Registry(match status.as_u16() {
-                401 => OciDistributionError::UnauthorizedError { url },
-                code => OciDistributionError::ServerError {
-                    code,
-                    url,
-                    message: String::from_utf8_lossy(&message).into_owned(),
-                },
-            }));
+        let request = self.authorised(request, &token);
+        let mut response = self.send(request).await?;
+        if !response.status().is_success() {
+            return Err(ManifestFailure::Registry(
+                refusal(response, url, &self.deadline).await,
+            ));
         }
-        if response.content_length().is_some_and(|n| n > self.max_json) {
-            return Err(ManifestFailure::TooLarge);
-        }
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(fail)? {
-            if (body.len() + chunk.len()) as u64 > self.max_json {
-                return Err(ManifestFailure::TooLarge);
-            }
-            body.extend_from_slice(&chunk);
-        }
+        let body = read_body(&mut response, self.max_json, &self.deadline)
+            .await?
+            .ok_or(ManifestFailure::TooLarge("the manifest"))?;
         let actual = crate::digest::Digest::of(&body).to_string();
         if let Some(expected) = digest.or(r.digest()) {
             if expected != actual {
@@ -214,12 +396,25 @@ impl Puller {
             ManifestFailure::Registry(e) => {
                 registry_error(self.registry(), self.repository(), what, &self.origin, &e)
             }
-            ManifestFailure::TooLarge => super::limit_error(
+            ManifestFailure::TooLarge(body) => super::limit_error(
                 "max_json_bytes",
                 self.max_json,
+                format!("{body} for {what}"),
+                format!("registry {}, repository {}", self.registry(), self.repository()),
+            ),
+            ManifestFailure::Timeout(hit) => super::timeout_error(
+                hit,
                 what.to_string(),
                 format!("registry {}, repository {}", self.registry(), self.repository()),
             ),
+            ManifestFailure::InsecureRealm(realm) => Error::InsecureRealm {
+                registry: self.registry().to_string(),
+                realm,
+                help: format!(
+                    "memlint does not send credentials over plain HTTP: ask the registry's operator to serve the token service over HTTPS; if this network is trusted, name its host with --insecure-registry, or pull anonymously (unset MEMLINT_USERNAME, or remove {} from the docker config)",
+                    self.registry()
+                ),
+            },
             ManifestFailure::Digest { expected, actual } => Error::DigestMismatch {
                 what: what.to_string(),
                 member: format!("/v2/{}/manifests", self.repository()),
@@ -370,7 +565,7 @@ fn registry_error(
     }
 }
 
-fn read_certificates(files: &[PathBuf]) -> Result<Vec<Certificate>> {
+fn read_certificates(files: &[PathBuf]) -> Result<Vec<Vec<u8>>> {
     files
         .iter()
         .map(|path| {
@@ -381,24 +576,17 @@ fn read_certificates(files: &[PathBuf]) -> Result<Vec<Certificate>> {
                     help: "give a PEM file with `-----BEGIN CERTIFICATE-----` blocks (the CA that signed the registry's certificate)".to_string(),
                 });
             }
-            Ok(Certificate {
-                encoding: CertificateEncoding::Pem,
-                data,
-            })
+            Ok(data)
         })
         .collect()
 }
 
 const USER_AGENT: &str = concat!("memlint/", env!("CARGO_PKG_VERSION"));
 
-/// The oci-client and reqwest clients for one protocol. A CA that cannot be loaded is an
-/// error here: oci-client would otherwise fall back to a default client without it.
-fn clients(
-    protocol: ClientProtocol,
-    skip_verify: bool,
-    certificates: &[Certificate],
-    ca_files: &[PathBuf],
-) -> Result<(Client, reqwest::Client)> {
+/// The HTTP client for registries. A CA that cannot be loaded is an error here. reqwest
+/// drops the `Authorization` header on a redirect to another host, so credentials never
+/// follow a blob redirect to a storage service.
+fn client(skip_verify: bool, certificates: &[Vec<u8>], ca_files: &[PathBuf]) -> Result<reqwest::Client> {
     let bad_ca = |e: &dyn std::fmt::Display| {
         Error::BadArgument {
         what: format!(
@@ -408,30 +596,18 @@ fn clients(
         help: format!("the certificates cannot be loaded ({e}); give PEM files of the CA that signed the registry's certificate"),
     }
     };
-    let oci = Client::try_from(ClientConfig {
-        protocol,
-        accept_invalid_certificates: skip_verify,
-        extra_root_certificates: certificates.to_vec(),
-        platform_resolver: None,
-        connect_timeout: Some(Duration::from_secs(15)),
-        read_timeout: Some(Duration::from_secs(60)),
-        user_agent: USER_AGENT,
-        ..ClientConfig::default()
-    })
-    .map_err(|e| bad_ca(&e))?;
     let mut roots = Vec::new();
     for c in certificates {
-        roots.extend(reqwest::Certificate::from_pem_bundle(&c.data).map_err(|e| bad_ca(&e))?);
+        roots.extend(reqwest::Certificate::from_pem_bundle(c).map_err(|e| bad_ca(&e))?);
     }
-    let http = reqwest::Client::builder()
+    // The waits themselves are bounded by the read's deadline and idle timeout.
+    reqwest::Client::builder()
         .danger_accept_invalid_certs(skip_verify)
         .tls_certs_merge(roots)
         .connect_timeout(Duration::from_secs(15))
-        .read_timeout(Duration::from_secs(60))
         .user_agent(USER_AGENT)
         .build()
-        .map_err(|e| bad_ca(&e))?;
-    Ok((oci, http))
+        .map_err(|e| bad_ca(&e))
 }
 
 /// A registry seen as an OCI layout.
@@ -472,9 +648,8 @@ impl RegistryStore {
             .map_err(|e| Error::io("the network runtime", e))?;
         let named = named_insecure(&registry, &settings.insecure);
         let may_fall_back = named || is_loopback(&registry);
-        let (client, http) = clients(ClientProtocol::Https, named, &certificates, &settings.ca_files)?;
+        let http = client(named, &certificates, &settings.ca_files)?;
         let mut puller = Puller {
-            client,
             http,
             scheme: "https",
             token: Arc::default(),
@@ -482,6 +657,8 @@ impl RegistryStore {
             auth,
             origin,
             max_json: options.limits.max_json_bytes,
+            insecure: Arc::new(settings.insecure.clone()),
+            deadline: options.deadline,
         };
         let wanted = match (puller.reference.digest(), puller.reference.tag()) {
             (Some(d), _) => format!("manifest {d}"),
@@ -495,9 +672,7 @@ impl RegistryStore {
             Err(ManifestFailure::Registry(e))
                 if may_fall_back && transport_failure(&e) && (named || !certificate_problem(&e)) =>
             {
-                let (client, http) = clients(ClientProtocol::Http, false, &certificates, &settings.ca_files)?;
-                puller.client = client;
-                puller.http = http;
+                puller.http = client(false, &certificates, &settings.ca_files)?;
                 puller.scheme = "http";
                 puller.token = Arc::default();
                 runtime
@@ -658,51 +833,82 @@ impl BlobReader {
     }
 }
 
+/// One blob request: the answer, whether it is the part asked for (206) rather than the whole
+/// blob, or why there is none.
+async fn blob_response(
+    puller: &Puller,
+    digest: &str,
+    offset: u64,
+    length: Option<u64>,
+) -> std::result::Result<(reqwest::Response, bool), ManifestFailure> {
+    let r = &puller.reference;
+    let url = format!(
+        "{}://{}/v2/{}/blobs/{digest}",
+        puller.scheme,
+        r.resolve_registry(),
+        r.repository()
+    );
+    let mut stale = None;
+    loop {
+        let token = puller.token(stale.as_ref()).await?;
+        let mut request = puller.http.get(&url);
+        if let Some(n) = length {
+            request = request.header(
+                reqwest::header::RANGE,
+                format!("bytes={offset}-{}", offset + n - 1),
+            );
+        }
+        let request = puller.authorised(request, &token);
+        let response = puller.send(request).await?;
+        match response.status().as_u16() {
+            200 => return Ok((response, false)),
+            206 => return Ok((response, true)),
+            // A token that expired during a long pull: fetch a new one, once.
+            401 if token.is_some() && stale.is_none() => stale = Some(token),
+            _ => {
+                return Err(ManifestFailure::Registry(
+                    refusal(response, url, &puller.deadline).await,
+                ))
+            }
+        }
+    }
+}
+
 async fn fetch(
     puller: &Puller,
     digest: &str,
     size: u64,
     tx: &tokio::sync::mpsc::Sender<io::Result<Bytes>>,
 ) -> io::Result<()> {
-    let fail = |e: &OciDistributionError| {
-        io::Error::other(registry_error(
-            puller.registry(),
-            puller.repository(),
-            &format!("blob {digest}"),
-            &puller.origin,
-            e,
-        ))
+    let what = format!("blob {digest}");
+    let fail = |f: ManifestFailure| match f {
+        ManifestFailure::Timeout(hit) => io::Error::from(hit),
+        f => io::Error::other(puller.manifest_error(&what, f)),
     };
     let mut offset = 0u64;
     let mut attempt = 0u32;
     loop {
-        // Always a range request: registries that honour it answer 206, which oci-client does
-        // not hash (memlint hashes every blob itself while reading it, and compares it with the
-        // manifest), and a resumed download asks for the rest the same way.
+        // Always a range request: a resumed download asks for the rest the same way. memlint
+        // hashes every blob itself while reading it, and compares it with the manifest.
         let length = size.checked_sub(offset).filter(|n| *n > 0);
-        let response = puller
-            .client
-            .pull_blob_stream_partial(&puller.reference, digest, offset, length)
-            .await
-            .map(|r| match r {
-                // The registry ignored the range: skip what was already passed on.
-                BlobResponse::Full(s) => (s, offset),
-                BlobResponse::Partial(s) => (s, 0),
-            });
-        let (stream, mut skip) = match response {
-            Ok(r) => r,
-            Err(e) if attempt + 1 < ATTEMPTS && transient(&e) => {
+        let (mut response, mut skip) = match blob_response(puller, digest, offset, length).await {
+            // The registry ignored the range: skip what was already passed on.
+            Ok((r, partial)) => (r, if partial { 0 } else { offset }),
+            Err(ManifestFailure::Registry(e)) if attempt + 1 < ATTEMPTS && transient(&e) => {
                 tokio::time::sleep(backoff(attempt)).await;
                 attempt += 1;
                 continue;
             }
-            Err(e) => return Err(fail(&e)),
+            Err(f) => return Err(fail(f)),
         };
-        let mut stream = stream.stream;
         let mut broken = None;
-        while let Some(chunk) = stream.next().await {
+        loop {
+            let chunk = match puller.deadline.bound(response.chunk()).await {
+                Ok(c) => c,
+                Err(hit) => return Err(hit.into()),
+            };
             match chunk {
-                Ok(mut bytes) => {
+                Ok(Some(mut bytes)) => {
                     if skip > 0 {
                         let n = skip.min(bytes.len() as u64);
                         skip -= n;
@@ -724,14 +930,7 @@ async fn fetch(
                         return Ok(());
                     }
                 }
-                // oci-client's own check of a whole blob failed: end the stream and let the
-                // layer reader's digest check report it, rather than retrying a bad blob.
-                Err(e)
-                    if e.get_ref()
-                        .is_some_and(|inner| inner.is::<oci_client::errors::DigestError>()) =>
-                {
-                    return Ok(());
-                }
+                Ok(None) => break,
                 Err(e) => {
                     broken = Some(e);
                     break;
@@ -748,10 +947,11 @@ async fn fetch(
                 attempt += 1;
             }
             Some(e) => {
-                return Err(io::Error::new(
-                    e.kind(),
-                    format!("blob {digest} from {}: {e}", puller.registry()),
-                ))
+                return Err(io::Error::other(format!(
+                    "blob {digest} from {}: {}",
+                    puller.registry(),
+                    error_chain(&e)
+                )))
             }
             None => {
                 return Err(io::Error::new(

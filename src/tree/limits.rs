@@ -55,6 +55,9 @@ pub struct Limits {
     /// [`Limits::max_ld_conf_files`] this bounds what 15,000 `include` lines over 2,000 files
     /// cost; past either, the rest is not read and the facts say so.
     pub max_ld_conf_names: u64,
+    /// Seconds one transfer (a registry request, an engine answer, a pipe) may send nothing
+    /// before the image's read ends; 0 waits for ever (`--timeout` still bounds the read).
+    pub idle_timeout_secs: u64,
 }
 
 impl Default for Limits {
@@ -74,6 +77,7 @@ impl Default for Limits {
             max_index_entries: 4096,
             max_ld_conf_files: 64,
             max_ld_conf_names: 16_384,
+            idle_timeout_secs: 60,
         }
     }
 }
@@ -95,6 +99,7 @@ impl Limits {
         "max_index_entries",
         "max_ld_conf_files",
         "max_ld_conf_names",
+        "idle_timeout_secs",
     ];
 
     /// Sets one limit by name from text: a number, optionally with a `K`, `M`, `G` or `T`
@@ -122,6 +127,7 @@ impl Limits {
             "max_index_entries" => self.max_index_entries = v,
             "max_ld_conf_files" => self.max_ld_conf_files = v,
             "max_ld_conf_names" => self.max_ld_conf_names = v,
+            "idle_timeout_secs" => self.idle_timeout_secs = v,
             _ => {
                 return Err(format!(
                     "there is no limit `{name}`; the limits are {}",

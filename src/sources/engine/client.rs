@@ -56,6 +56,26 @@ pub(crate) struct Timeouts {
     pub head: Duration,
     /// The longest pause between two pieces of the body.
     pub idle: Duration,
+    /// The `--timeout` deadline of the image read (and the timeout it came from), which ends
+    /// any wait that would outlast it.
+    pub overall: Option<(std::time::Instant, Duration)>,
+}
+
+impl Timeouts {
+    /// The wait `bound` allows now, and the timeout that ends it when the deadline is nearer.
+    fn within(&self, bound: Duration) -> (Duration, Option<crate::sources::deadline::TimeoutHit>) {
+        match self.overall {
+            Some((at, t)) => {
+                let left = at.saturating_duration_since(std::time::Instant::now());
+                if left < bound {
+                    (left, Some(crate::sources::deadline::TimeoutHit::Overall(t)))
+                } else {
+                    (bound, None)
+                }
+            }
+            None => (bound, None),
+        }
+    }
 }
 
 /// An answer whose body is still on the wire.
@@ -100,13 +120,17 @@ pub(crate) fn get(endpoint: &Endpoint, path: &str, timeouts: Timeouts) -> Result
     // One deadline for sending the request and receiving the whole head: a read timeout alone
     // restarts with every byte, so an engine sending one byte a minute would never time out.
     // The timer is made inside the runtime, whose clock it needs.
-    let sent = runtime.block_on(async { tokio::time::timeout(timeouts.head, request.send()).await });
+    let (head, overall) = timeouts.within(timeouts.head);
+    let sent = runtime.block_on(async { tokio::time::timeout(head, request.send()).await });
     let response = match sent {
         Err(_) => {
-            return Err(RequestError::Exchange(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "the engine did not send its whole answer head in time",
-            )))
+            return Err(RequestError::Exchange(match overall {
+                Some(hit) => hit.into(),
+                None => io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "the engine did not send its whole answer head in time",
+                ),
+            }))
         }
         Ok(Err(e)) if e.is_connect() => return Err(RequestError::Connect(connect_error(&e))),
         Ok(Err(e)) => return Err(RequestError::Exchange(head_error(&e))),
@@ -124,7 +148,7 @@ pub(crate) fn get(endpoint: &Endpoint, path: &str, timeouts: Timeouts) -> Result
         body: Body {
             runtime,
             response: Some(response),
-            idle: timeouts.idle,
+            timeouts,
             framing,
             received: 0,
             pending: Bytes::new(),
@@ -247,7 +271,7 @@ enum BodyState {
 pub(crate) struct Body {
     runtime: Arc<Runtime>,
     response: Option<reqwest::Response>,
-    idle: Duration,
+    timeouts: Timeouts,
     framing: Framing,
     /// Bytes of the body received so far.
     received: u64,
@@ -275,15 +299,15 @@ impl Body {
         if matches!(self.framing, Framing::Empty) {
             return Ok(None);
         }
-        let idle = self.idle;
+        let (idle, overall) = self.timeouts.within(self.timeouts.idle);
         match self
             .runtime
             .block_on(async { tokio::time::timeout(idle, response.chunk()).await })
         {
-            Err(_) => Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "the engine stopped sending its answer",
-            )),
+            Err(_) => Err(match overall {
+                Some(hit) => hit.into(),
+                None => io::Error::new(io::ErrorKind::TimedOut, "the engine stopped sending its answer"),
+            }),
             Ok(Ok(piece)) => Ok(piece),
             Ok(Err(e)) => Err(self.body_error(&e)),
         }
@@ -371,6 +395,7 @@ mod tests {
         connect: Duration::from_secs(2),
         head: Duration::from_secs(5),
         idle: Duration::from_secs(5),
+        overall: None,
     };
 
     /// A server that answers one request with `answer`, then closes the connection; returns
@@ -437,6 +462,7 @@ mod tests {
             connect: Duration::from_secs(2),
             head: Duration::from_millis(400),
             idle: Duration::from_secs(10),
+            overall: None,
         };
         let started = Instant::now();
         let result = get(&endpoint, "/_ping", timeouts);
@@ -469,6 +495,41 @@ mod tests {
         assert_eq!(body, b"abc");
         // The failure stays: a later read does not pass for the end of the body.
         assert!(response.body.read(&mut [0u8; 4]).is_err());
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn an_engine_that_sends_a_byte_now_and_then_ends_at_the_read_deadline() {
+        use crate::sources::deadline::TimeoutHit;
+        let (endpoint, server) = serve_with(|s| {
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n");
+            // Each byte comes well within the idle timeout: only the deadline can end this.
+            for _ in 0..20 {
+                if s.write_all(b"a").is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let limit = Duration::from_millis(500);
+        let timeouts = Timeouts {
+            idle: Duration::from_secs(5),
+            overall: Some((Instant::now() + limit, limit)),
+            ..TIMEOUTS
+        };
+        let started = Instant::now();
+        let mut response = get(&endpoint, "/images/a/get", timeouts)
+            .map_err(|e| format!("{e:?}"))
+            .unwrap();
+        let mut body = Vec::new();
+        let e = response.body.read_to_end(&mut body).unwrap_err();
+        assert_eq!(TimeoutHit::in_io(&e), Some(TimeoutHit::Overall(limit)), "{e}");
+        assert!(
+            started.elapsed() < Duration::from_millis(1500),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(!body.is_empty() && body.len() < 100);
         server.join().unwrap();
     }
 

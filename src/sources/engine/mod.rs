@@ -26,6 +26,7 @@ const MAX_ERROR_BODY: u64 = 64 * 1024;
 const MAX_STDERR: usize = 16 * 1024;
 
 const API_TIMEOUTS: Timeouts = Timeouts {
+    overall: None,
     connect: Duration::from_secs(10),
     head: Duration::from_secs(120),
     idle: Duration::from_secs(120),
@@ -34,6 +35,7 @@ const API_TIMEOUTS: Timeouts = Timeouts {
 /// Podman's compat export writes the whole archive to a temporary file before it answers, so
 /// the head of a large image's export can take minutes.
 const EXPORT_TIMEOUTS: Timeouts = Timeouts {
+    overall: None,
     connect: Duration::from_secs(10),
     head: Duration::from_secs(30 * 60),
     idle: Duration::from_secs(5 * 60),
@@ -70,6 +72,8 @@ struct Engine {
     endpoint: Endpoint,
     /// "from DOCKER_HOST", "the default; DOCKER_HOST is not set", "from CONTAINER_HOST", …
     origin: String,
+    /// The `--timeout` deadline of the image read under way, and the timeout it came from.
+    overall: Option<(std::time::Instant, Duration)>,
 }
 
 impl Engine {
@@ -84,6 +88,10 @@ impl Engine {
     }
 
     fn get(&self, path: &str, timeouts: Timeouts) -> Result<Response, RequestError> {
+        let timeouts = Timeouts {
+            overall: self.overall,
+            ..timeouts
+        };
         client::get(&self.endpoint, path, timeouts)
     }
 
@@ -127,6 +135,9 @@ impl Engine {
 
     /// A request that connected but went wrong; `waited` is the read timeout that applied.
     fn exchange_failed(&self, what: &str, e: &io::Error, waited: Duration) -> Error {
+        if let Some(hit) = crate::sources::deadline::TimeoutHit::in_io(e) {
+            return crate::sources::timeout_error(hit, what, self.label());
+        }
         let tls_hint = matches!(self.endpoint, Endpoint::Tcp { .. })
             && (e.to_string().contains("not HTTP") || e.to_string().contains("status line"));
         Error::Engine {
@@ -410,6 +421,7 @@ fn docker_engine(options: &Options) -> Result<Engine> {
             kind: Kind::Docker,
             endpoint: parse_host("DOCKER_HOST", host, Kind::Docker)?,
             origin: "from DOCKER_HOST".to_string(),
+            overall: None,
         });
     }
     let config_dir = options.docker_config.as_deref();
@@ -420,6 +432,7 @@ fn docker_engine(options: &Options) -> Result<Engine> {
         kind: Kind::Docker,
         endpoint: Endpoint::Unix(PathBuf::from(DEFAULT_DOCKER_SOCKET)),
         origin: "the default; DOCKER_HOST is not set".to_string(),
+        overall: None,
     })
 }
 
@@ -535,6 +548,7 @@ fn context_engine(config_dir: Option<&Path>, name: &str, variable: &str) -> Resu
         kind: Kind::Docker,
         endpoint: parse_host(&format!("the Docker context `{name}`: host"), host, Kind::Docker)?,
         origin: format!("from the Docker context `{name}` ({variable})"),
+        overall: None,
     })
 }
 
@@ -557,6 +571,7 @@ pub(super) fn open_podman(reference_text: &str, name: &str, options: &Options) -
             kind: Kind::Podman,
             endpoint: parse_host("CONTAINER_HOST", host, Kind::Podman)?,
             origin: "from CONTAINER_HOST".to_string(),
+            overall: None,
         };
         // With CONTAINER_HOST set, `podman` goes to that service too, so a dead one is an
         // error here rather than a reason to read some other storage.
@@ -578,6 +593,7 @@ pub(super) fn open_podman(reference_text: &str, name: &str, options: &Options) -
                 kind: Kind::Podman,
                 endpoint: Endpoint::Unix(path),
                 origin: origin.to_string(),
+                overall: None,
             };
             return open_through_api(reference_text, name, &engine, options);
         }
@@ -591,6 +607,12 @@ fn open_through_api(
     engine: &Engine,
     options: &Options,
 ) -> Result<Vec<Image>> {
+    let engine = &Engine {
+        kind: engine.kind,
+        endpoint: engine.endpoint.clone(),
+        origin: engine.origin.clone(),
+        overall: options.deadline.overall,
+    };
     // Inspect first: a missing image is a clear 404 here, and its diff_ids tell whether the
     // layer cache already has every layer.
     let inspect = engine.inspect(name, options.limits.max_json_bytes)?;
@@ -607,6 +629,8 @@ fn open_through_api(
     let store = stream::read(watched, &label, options).map_err(|e| {
         // The archive reader would call a connection that broke "not a tar archive".
         match failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            // A timeout is named as such.
+            Some(_) if matches!(e, Error::Timeout { .. }) => e,
             Some(reason) => Error::Engine {
                 what: format!("exporting image `{name}` from the {label}"),
                 reason,
@@ -694,7 +718,9 @@ fn podman_save(reference_text: &str, name: &str, options: &Options) -> Result<Ve
     let label = format!("`{command}`");
     let mut killed = false;
     let read = match child.stdout.take() {
-        Some(mut stdout) => {
+        Some(stdout) => {
+            // Read on a thread of its own, so that a podman that stalls ends at the deadline.
+            let mut stdout = crate::sources::deadline::BoundedReader::new(stdout, options.deadline);
             let result = stream::read(BufReader::with_capacity(256 * 1024, &mut stdout), &label, options);
             if result.is_ok() {
                 // The tar ends before the pipe does; podman dies of SIGPIPE if nobody reads

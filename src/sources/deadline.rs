@@ -1,0 +1,286 @@
+//! Time bounds of one image read: the overall deadline of `--timeout` (default 10 minutes,
+//! counted from the start of each image's read, so that a run over many images is not cut
+//! short as a whole) and the idle timeout of one transfer (`idle_timeout_secs`: no byte for
+//! that long). A source that waits on the network, an engine or a pipe asks [`Deadline::wait`]
+//! how long it may wait, and turns a wait that ran out into a [`TimeoutHit`], carried through
+//! `io::Error` like a [`crate::tree::layer::LimitHit`].
+
+use std::io;
+use std::time::{Duration, Instant};
+
+/// The default of `--timeout`: trivy's is 5 minutes, for a scan that also downloads a
+/// vulnerability database; an image read alone gets twice that.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+
+/// When the current image read must end, and how long one transfer may stay silent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Deadline {
+    /// The instant the read must be over by, and the `--timeout` it came from.
+    pub overall: Option<(Instant, Duration)>,
+    /// The longest silence of one transfer; `None` waits for ever.
+    pub idle: Option<Duration>,
+}
+
+/// A wait that ran out, naming the bound that ended it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TimeoutHit {
+    #[error("the read passed the --timeout of {}", show(*.0))]
+    Overall(Duration),
+    #[error("no byte came for {} (idle_timeout_secs)", show(*.0))]
+    Idle(Duration),
+}
+
+impl From<TimeoutHit> for io::Error {
+    fn from(hit: TimeoutHit) -> io::Error {
+        io::Error::new(io::ErrorKind::TimedOut, hit)
+    }
+}
+
+impl TimeoutHit {
+    /// What to do about it.
+    pub fn help(&self) -> String {
+        match self {
+            TimeoutHit::Overall(d) => format!(
+                "the source is slow or stalled; raise the bound with --timeout {} (or --timeout 0 for none)",
+                show(d.saturating_mul(4).max(Duration::from_secs(1)))
+            ),
+            TimeoutHit::Idle(d) => format!(
+                "the source stopped sending; raise the bound with --limit idle_timeout_secs={} (or MEMLINT_LIMITS, or [limits] in .memlint.toml; 0 for none)",
+                d.as_secs().saturating_mul(4).max(1)
+            ),
+        }
+    }
+
+    /// The timeout an I/O error carries, if it carries one.
+    pub fn in_io(e: &io::Error) -> Option<TimeoutHit> {
+        e.get_ref()?.downcast_ref::<TimeoutHit>().copied()
+    }
+}
+
+/// `90s`, `10m`, `1h`, `1h30m`, or a number of seconds.
+pub fn show(d: Duration) -> String {
+    let s = d.as_secs();
+    if s == 0 {
+        return format!("{}ms", d.as_millis());
+    }
+    let (h, m, s) = (s / 3600, s / 60 % 60, s % 60);
+    let mut out = String::new();
+    if h > 0 {
+        out.push_str(&format!("{h}h"));
+    }
+    if m > 0 {
+        out.push_str(&format!("{m}m"));
+    }
+    if s > 0 || out.is_empty() {
+        out.push_str(&format!("{s}s"));
+    }
+    out
+}
+
+/// The value of `--timeout`: `None` is no bound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeout(pub Option<Duration>);
+
+impl Timeout {
+    /// clap's parser for `--timeout`.
+    pub fn parse(text: &str) -> Result<Timeout, String> {
+        parse_duration(text).map(Timeout)
+    }
+}
+
+/// Parses `--timeout`: a number with `s`, `m` or `h` (parts may be combined: `1h30m`), a bare
+/// number of seconds; `0` is no timeout (`None`).
+pub fn parse_duration(text: &str) -> Result<Option<Duration>, String> {
+    let bad = || format!("`{text}` is not a duration (write e.g. 90s, 10m or 1h; 0 for none)");
+    let t = text.trim();
+    if t.is_empty() {
+        return Err(bad());
+    }
+    let mut total: u64 = 0;
+    let mut number = String::new();
+    for c in t.chars() {
+        if c.is_ascii_digit() {
+            number.push(c);
+            continue;
+        }
+        let unit = match c {
+            's' => 1,
+            'm' => 60,
+            'h' => 3600,
+            _ => return Err(bad()),
+        };
+        let n: u64 = number.parse().map_err(|_| bad())?;
+        total = n
+            .checked_mul(unit)
+            .and_then(|v| total.checked_add(v))
+            .ok_or_else(bad)?;
+        number.clear();
+    }
+    if !number.is_empty() {
+        let n: u64 = number.parse().map_err(|_| bad())?;
+        total = total.checked_add(n).ok_or_else(bad)?;
+    }
+    Ok((total > 0).then(|| Duration::from_secs(total)))
+}
+
+impl Deadline {
+    /// The bounds of a read that starts now.
+    pub fn start(timeout: Option<Duration>, idle: Option<Duration>) -> Deadline {
+        Deadline {
+            overall: timeout.map(|t| (Instant::now() + t, t)),
+            idle,
+        }
+    }
+
+    /// How long the next wait for a byte may last, and what ends it when it runs out; `None`
+    /// when nothing bounds it.
+    pub fn wait(&self) -> Option<(Duration, TimeoutHit)> {
+        let overall = self.overall.map(|(at, t)| {
+            (
+                at.saturating_duration_since(Instant::now()),
+                TimeoutHit::Overall(t),
+            )
+        });
+        let idle = self.idle.map(|d| (d, TimeoutHit::Idle(d)));
+        match (overall, idle) {
+            (Some(o), Some(i)) => Some(if o.0 <= i.0 { o } else { i }),
+            (o, i) => o.or(i),
+        }
+    }
+
+    /// Runs `work` within the next wait.
+    pub async fn bound<T>(&self, work: impl std::future::Future<Output = T>) -> Result<T, TimeoutHit> {
+        match self.wait() {
+            None => Ok(work.await),
+            Some((d, hit)) => tokio::time::timeout(d, work).await.map_err(|_| hit),
+        }
+    }
+}
+
+/// A blocking reader (standard input, a FIFO) read on a thread of its own, so that a read
+/// that blocks ends at the deadline: at most two pieces of 64 KiB wait in between. On a
+/// timeout the thread stays blocked until the process exits; it holds nothing else.
+pub struct BoundedReader {
+    pieces: std::sync::mpsc::Receiver<io::Result<Vec<u8>>>,
+    current: Vec<u8>,
+    at: usize,
+    deadline: Deadline,
+    failed: Option<TimeoutHit>,
+}
+
+impl BoundedReader {
+    pub fn new(mut input: impl io::Read + Send + 'static, deadline: Deadline) -> BoundedReader {
+        let (tx, rx) = std::sync::mpsc::sync_channel(2);
+        std::thread::spawn(move || loop {
+            let mut piece = vec![0u8; 64 * 1024];
+            match input.read(&mut piece) {
+                Ok(0) => break,
+                Ok(n) => {
+                    piece.truncate(n);
+                    if tx.send(Ok(piece)).is_err() {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    break;
+                }
+            }
+        });
+        BoundedReader {
+            pieces: rx,
+            current: Vec::new(),
+            at: 0,
+            deadline,
+            failed: None,
+        }
+    }
+}
+
+impl io::Read for BoundedReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        use std::sync::mpsc::RecvTimeoutError;
+        if let Some(hit) = self.failed {
+            return Err(hit.into());
+        }
+        while self.at >= self.current.len() {
+            let next = match self.deadline.wait() {
+                None => self.pieces.recv().map_err(|_| RecvTimeoutError::Disconnected),
+                Some((d, hit)) => self.pieces.recv_timeout(d).inspect_err(|e| {
+                    if *e == RecvTimeoutError::Timeout {
+                        self.failed = Some(hit);
+                    }
+                }),
+            };
+            match next {
+                Ok(Ok(piece)) => {
+                    self.current = piece;
+                    self.at = 0;
+                }
+                Ok(Err(e)) => return Err(e),
+                Err(RecvTimeoutError::Disconnected) => return Ok(0),
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err(self
+                        .failed
+                        .map(io::Error::from)
+                        .unwrap_or_else(|| io::ErrorKind::TimedOut.into()))
+                }
+            }
+        }
+        let n = buf.len().min(self.current.len() - self.at);
+        buf[..n].copy_from_slice(&self.current[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    #[test]
+    fn durations_parse_as_the_flag_documents() {
+        assert_eq!(parse_duration("90s"), Ok(Some(Duration::from_secs(90))));
+        assert_eq!(parse_duration("10m"), Ok(Some(Duration::from_secs(600))));
+        assert_eq!(parse_duration("1h30m"), Ok(Some(Duration::from_secs(5400))));
+        assert_eq!(parse_duration("45"), Ok(Some(Duration::from_secs(45))));
+        assert_eq!(parse_duration("0"), Ok(None));
+        for bad in ["", "m", "10x", "-1s", "99999999999999999999h"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        assert_eq!(show(Duration::from_secs(5400)), "1h30m");
+        assert_eq!(show(Duration::from_secs(20)), "20s");
+    }
+
+    #[test]
+    fn the_nearer_bound_ends_a_wait() {
+        let d = Deadline::start(Some(Duration::from_secs(5)), Some(Duration::from_secs(60)));
+        assert!(matches!(d.wait(), Some((w, TimeoutHit::Overall(_))) if w <= Duration::from_secs(5)));
+        let d = Deadline::start(Some(Duration::from_secs(600)), Some(Duration::from_secs(60)));
+        assert!(matches!(d.wait(), Some((_, TimeoutHit::Idle(_)))));
+        assert_eq!(Deadline::start(None, None).wait(), None);
+    }
+
+    #[test]
+    fn a_blocked_reader_ends_at_the_deadline() {
+        // A pipe whose writer never writes: a read on it blocks for ever.
+        let (reader, _writer) = std::os::unix::net::UnixStream::pair()
+            .map_err(|e| e.to_string())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let started = Instant::now();
+        let mut r = BoundedReader::new(reader, Deadline::start(Some(Duration::from_millis(300)), None));
+        let mut buf = [0u8; 16];
+        let e = r.read(&mut buf).err();
+        assert_eq!(
+            e.as_ref().and_then(TimeoutHit::in_io),
+            Some(TimeoutHit::Overall(Duration::from_millis(300)))
+        );
+        assert!(started.elapsed() < Duration::from_secs(3));
+        let mut ok = BoundedReader::new(&b"hello"[..], Deadline::start(Some(Duration::from_secs(5)), None));
+        let mut text = String::new();
+        assert!(ok.read_to_string(&mut text).is_ok());
+        assert_eq!(text, "hello");
+    }
+}

@@ -180,7 +180,7 @@ pub fn open_all(reference_text: &str, reference: &Reference, options: &Options) 
             selector,
         } => {
             let stdin = std::io::stdin().lock();
-            let store = stream::read(stdin, "standard input", options)?;
+            let store = stream::read_sniffed(stdin, "standard input", options)?;
             load(
                 reference_text,
                 ImageSource::DockerArchive,
@@ -259,17 +259,30 @@ fn open_archive_file(
         });
     }
     // `docker save | gzip` output cannot be read in place: stream it.
-    let mut magic = [0u8; 4];
     {
         use std::io::Read;
         let mut f = std::fs::File::open(path).map_err(|e| Error::io(path.display(), e))?;
-        let n = f.read(&mut magic).map_err(|e| Error::io(path.display(), e))?;
-        if n == 4
-            && matches!(
-                Compression::sniff(&magic),
-                Some(Compression::Gzip | Compression::Zstd)
-            )
-        {
+        let mut magic = Vec::with_capacity(512);
+        (&mut f)
+            .take(512)
+            .read_to_end(&mut magic)
+            .map_err(|e| Error::io(path.display(), e))?;
+        if Compression::sniff(&magic).is_none() {
+            // Named by its first bytes in hex: the bytes themselves may be anything.
+            return Err(Error::NotAnImage {
+                location: path.display().to_string(),
+                reason: format!(
+                    "it is not a tar archive: {}",
+                    crate::tree::layer::describe_start(&magic)
+                ),
+                help: "give `docker save` output (plain, gzip or zstd), an OCI archive, or an OCI layout folder"
+                    .to_string(),
+            });
+        }
+        if matches!(
+            Compression::sniff(&magic),
+            Some(Compression::Gzip | Compression::Zstd)
+        ) {
             let store = stream::read_compressed(f, path, &magic, options)?;
             let source = source.unwrap_or(ImageSource::DockerArchive);
             return load(reference_text, source, Arc::new(store), format, selector, options);

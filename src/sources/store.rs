@@ -146,7 +146,10 @@ impl TarStore {
         let not_tar = |e: io::Error| {
             super::limit_in_io(&e, &location).unwrap_or_else(|| Error::NotAnImage {
                 location: path.display().to_string(),
-                reason: format!("it is not a readable tar archive ({e})"),
+                reason: format!(
+                    "it is not a readable tar archive ({})",
+                    crate::tree::layer::tar_reason(&e)
+                ),
                 help: "give a `docker save` or OCI archive (.tar), or an OCI layout folder".to_string(),
             })
         };

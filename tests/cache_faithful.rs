@@ -38,7 +38,11 @@ fn inspect_in(cache: &Path, reference: &str, files: bool, stdin: Option<&[u8]>) 
         .env_remove("MEMLINT_CACHE_DIR")
         .env_remove("MEMLINT_USERNAME")
         .env_remove("MEMLINT_PASSWORD")
-        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("memlint runs");
@@ -91,12 +95,21 @@ fn assert_faithful(reference: &str, stdin: Option<&[u8]>) -> Outcome {
             cold.code, warm.code, cold.stderr, warm.stderr
         );
         if cold.code != Some(0) {
-            assert_eq!(cold.code, Some(2), "{reference}: a refusal exits 2: {}", cold.stderr);
+            assert_eq!(
+                cold.code,
+                Some(2),
+                "{reference}: a refusal exits 2: {}",
+                cold.stderr
+            );
             assert_eq!(cold.stderr, warm.stderr, "{reference}: refused differently warm");
             continue;
         }
         let (mut c, mut w) = (cold.json.expect("cold JSON"), warm.json.expect("warm JSON"));
-        assert_eq!(strip_from_cache(&mut c), 0, "{reference}: a cold read used no cache");
+        assert_eq!(
+            strip_from_cache(&mut c),
+            0,
+            "{reference}: a cold read used no cache"
+        );
         outcome.hits += strip_from_cache(&mut w);
         outcome.layers += c["image"]["layers"].as_array().map_or(0, Vec::len);
         outcome.read = true;
@@ -231,7 +244,11 @@ fn every_written_source_kind_reads_the_same_warm() {
 fn kaniko_fixture_reads_the_same_warm() {
     let path = format!("{PEERS}/peer2/dive__test-kaniko-image.tar");
     let o = assert_faithful(&path, None);
-    assert_eq!((o.layers, o.hits), (28, 28), "every layer of both warm runs from the cache");
+    assert_eq!(
+        (o.layers, o.hits),
+        (28, 28),
+        "every layer of both warm runs from the cache"
+    );
 }
 
 #[test]

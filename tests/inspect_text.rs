@@ -64,8 +64,16 @@ fn compressed_standard_input_reads_as_the_path_does() {
     let zstd = zstd::encode_all(&plain[..], 3).unwrap();
     let by_path = inspect_json(&["--files", &path]);
     for (name, bytes) in [("plain", &plain), ("gzip", &gzip), ("zstd", &zstd)] {
-        let out = with_stdin(&["inspect", "--format", "json", "--files", "docker-archive:-"], bytes);
-        assert_eq!(out.status.code(), Some(0), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        let out = with_stdin(
+            &["inspect", "--format", "json", "--files", "docker-archive:-"],
+            bytes,
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(v["image"]["layers"], by_path["image"]["layers"], "{name}");
         assert_eq!(v["files"], by_path["files"], "{name}");
@@ -78,23 +86,40 @@ fn compressed_standard_input_reads_as_the_path_does() {
 #[test]
 fn errors_name_bytes_in_hex_and_never_quote_them() {
     // Not a tar stream: the first bytes in hex.
-    let noise: Vec<u8> = (0u32..4096).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8 | 0x80).collect();
+    let noise: Vec<u8> = (0u32..4096)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8 | 0x80)
+        .collect();
     let out = with_stdin(&["inspect", "docker-archive:-"], &noise);
     assert_eq!(out.status.code(), Some(2));
     let text = error_text(&out);
     let hex: Vec<String> = noise[..4].iter().map(|b| format!("{b:02x}")).collect();
-    assert!(text.contains(&format!("starts with bytes {}", hex.join(" "))), "{text}");
+    assert!(
+        text.contains(&format!("starts with bytes {}", hex.join(" "))),
+        "{text}"
+    );
     assert_no_binary("stdin noise", &String::from_utf8_lossy(&out.stderr));
     // The same from a path, and xz named.
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("noise.tar");
     std::fs::write(&file, &noise).unwrap();
-    let out = memlint(&["inspect", "--no-cache", &format!("docker-archive:{}", file.display())]);
+    let out = memlint(&[
+        "inspect",
+        "--no-cache",
+        &format!("docker-archive:{}", file.display()),
+    ]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(error_text(&out).contains("starts with bytes"), "{}", error_text(&out));
+    assert!(
+        error_text(&out).contains("starts with bytes"),
+        "{}",
+        error_text(&out)
+    );
     assert_no_binary("file noise", &String::from_utf8_lossy(&out.stderr));
     let out = with_stdin(&["inspect", "docker-archive:-"], b"\xfd7zXZ\x00\x00\x04rest");
-    assert!(error_text(&out).contains("(xz: decompress it first)"), "{}", error_text(&out));
+    assert!(
+        error_text(&out).contains("(xz: decompress it first)"),
+        "{}",
+        error_text(&out)
+    );
 
     // A tar header whose checksum field holds terminal escapes and whose name rings the bell:
     // the tar reader's message quotes both; memlint names the field instead.
@@ -123,7 +148,11 @@ fn errors_name_bytes_in_hex_and_never_quote_them() {
     first[257..262].copy_from_slice(b"ustar");
     first.extend_from_slice(&[0u8; 1024]);
     std::fs::write(&file, &first).unwrap();
-    let out = memlint(&["inspect", "--no-cache", &format!("docker-archive:{}", file.display())]);
+    let out = memlint(&[
+        "inspect",
+        "--no-cache",
+        &format!("docker-archive:{}", file.display()),
+    ]);
     assert_eq!(out.status.code(), Some(2));
     assert_no_binary("damaged header in a file", &String::from_utf8_lossy(&out.stderr));
 }
@@ -134,7 +163,11 @@ fn files_text_has_a_layer_column() {
     let layout = dir.path().join("layout");
     let img = ImageSpec::new("amd64")
         .layer(LayerSpec::new(Comp::Gzip).dir("app").file("app/a", b"one"))
-        .layer(LayerSpec::new(Comp::Zstd).file("app/b", b"two").file("app/a", b"again"));
+        .layer(
+            LayerSpec::new(Comp::Zstd)
+                .file("app/b", b"two")
+                .file("app/a", b"again"),
+        );
     write_oci_dir(&layout, &img, "v1");
     let reference = format!("oci-dir:{}:v1", layout.display());
     let v = inspect_json(&[&reference]);
@@ -146,11 +179,26 @@ fn files_text_has_a_layer_column() {
             .unwrap_or_else(|| panic!("no line for {path}:\n{text}"))
             .to_string()
     };
-    assert!(text.lines().any(|l| l.contains("LAYER") && l.ends_with("PATH")), "{text}");
-    assert!(line("/app").contains(&format!(" 1 {}", short(0))), "{}", line("/app"));
+    assert!(
+        text.lines().any(|l| l.contains("LAYER") && l.ends_with("PATH")),
+        "{text}"
+    );
+    assert!(
+        line("/app").contains(&format!(" 1 {}", short(0))),
+        "{}",
+        line("/app")
+    );
     // The layer that last wrote the path.
-    assert!(line("/app/a").contains(&format!(" 2 {}", short(1))), "{}", line("/app/a"));
-    assert!(line("/app/b").contains(&format!(" 2 {}", short(1))), "{}", line("/app/b"));
+    assert!(
+        line("/app/a").contains(&format!(" 2 {}", short(1))),
+        "{}",
+        line("/app/a")
+    );
+    assert!(
+        line("/app/b").contains(&format!(" 2 {}", short(1))),
+        "{}",
+        line("/app/b")
+    );
 }
 
 /// Words no person should read in the text: Rust names and JSON dumps.
@@ -183,7 +231,10 @@ fn text_uses_words_for_people() {
 fn one_is_singular() {
     let hello = format!("{PEER2}/snyk__docker-save_hello-world.tar");
     let text = text_of(&["inspect", &hello]);
-    assert!(text.contains(", 1 entry\n") || text.contains(", 1 entry  "), "{text}");
+    assert!(
+        text.contains(", 1 entry\n") || text.contains(", 1 entry  "),
+        "{text}"
+    );
     assert!(text.contains("Files      1 path: "), "{text}");
     for wrong in ["1 entries", "1 paths", "1 layers", "1 folders", "1 symlinks"] {
         assert!(!text.contains(wrong), "`{wrong}` in:\n{text}");
@@ -251,8 +302,20 @@ impl<'de> Visitor<'de> for NoDuplicates {
 fn files_json_has_no_duplicate_keys() {
     // Dynamically linked ELF files: their objects had `dynamic` twice.
     for fixture in ["snyk__containerd-archives_alpine.tar", "trivy__alpine-311.tar.gz"] {
-        let out = memlint(&["inspect", "--no-cache", "--format", "json", "--files", &format!("{PEER2}/{fixture}")]);
-        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let out = memlint(&[
+            "inspect",
+            "--no-cache",
+            "--format",
+            "json",
+            "--files",
+            &format!("{PEER2}/{fixture}"),
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let mut de = serde_json::Deserializer::from_slice(&out.stdout);
         if let Err(e) = NoDuplicates::deserialize(&mut de) {
             panic!("{fixture}: {e}");

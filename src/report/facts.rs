@@ -1,9 +1,9 @@
 //! The facts, written for people (`inspect`, `lint -v`).
 
 use crate::facts::allocator::Allocator;
-use crate::facts::preload::PreloadSource;
 use crate::facts::entrypoint::ProgramKind;
 use crate::facts::os::PackageManager;
+use crate::facts::preload::PreloadSource;
 use crate::facts::Facts;
 use std::fmt::Write as _;
 
@@ -33,7 +33,10 @@ pub fn text(f: &Facts) -> String {
                 PackageManager::Dpkg => "dpkg",
                 PackageManager::Apk => "apk",
             };
-            format!("; {} ({tool})", count(f.os.package_count as u64, "package", "packages"))
+            format!(
+                "; {} ({tool})",
+                count(f.os.package_count as u64, "package", "packages")
+            )
         }
         None => String::new(),
     };
@@ -174,13 +177,25 @@ fn runtimes(s: &mut String, f: &Facts) {
             ("--max-semi-space-size", &n.max_semi_space_size),
         ] {
             if let Some(flag) = flag {
-                let problem = flag.problem.as_deref().map(|p| format!(": {p}")).unwrap_or_default();
-                let _ = writeln!(s, "              {name}={} ({}){problem}", flag.value, flag.source);
+                let problem = flag
+                    .problem
+                    .as_deref()
+                    .map(|p| format!(": {p}"))
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    s,
+                    "              {name}={} ({}){problem}",
+                    flag.value, flag.source
+                );
             }
         }
     }
     for (i, install) in f.sharp.installs.iter().enumerate() {
-        let label = if i == 0 { "  sharp       " } else { "              " };
+        let label = if i == 0 {
+            "  sharp       "
+        } else {
+            "              "
+        };
         let usable = if install.usable {
             "an addon for this image loads"
         } else {
@@ -197,7 +212,10 @@ fn runtimes(s: &mut String, f: &Facts) {
             let fit = if addon.matches_image {
                 "matches".to_string()
             } else {
-                addon.mismatch_reason.clone().unwrap_or_else(|| "does not match".to_string())
+                addon
+                    .mismatch_reason
+                    .clone()
+                    .unwrap_or_else(|| "does not match".to_string())
             };
             let _ = writeln!(s, "                addon {}: {fit}", addon.platform);
         }
@@ -215,7 +233,11 @@ fn runtimes(s: &mut String, f: &Facts) {
         });
         let _ = writeln!(s, "  Next.js     {line}");
         if let Some(ttl) = image.minimum_cache_ttl {
-            let default = if image.minimum_cache_ttl_default { " (the default)" } else { "" };
+            let default = if image.minimum_cache_ttl_default {
+                " (the default)"
+            } else {
+                ""
+            };
             let _ = writeln!(s, "              images.minimumCacheTTL {ttl} s{default}");
         }
         if let Some(size) = &image.maximum_disk_cache_size {
@@ -232,13 +254,25 @@ fn runtimes(s: &mut String, f: &Facts) {
     }
     let mut label = "  .NET        ";
     for r in &d.runtimes {
-        let kind = if r.self_contained { "self-contained" } else { "shared" };
-        let version = if r.version.is_empty() { "(version unknown)" } else { &r.version };
+        let kind = if r.self_contained {
+            "self-contained"
+        } else {
+            "shared"
+        };
+        let version = if r.version.is_empty() {
+            "(version unknown)"
+        } else {
+            &r.version
+        };
         let _ = writeln!(s, "{label}{} {version} ({kind}, {})", r.name, r.path);
         label = "              ";
     }
     for a in &d.apps {
-        let target = a.target_framework.as_deref().map(|t| format!(", {t}")).unwrap_or_default();
+        let target = a
+            .target_framework
+            .as_deref()
+            .map(|t| format!(", {t}"))
+            .unwrap_or_default();
         let _ = writeln!(s, "{label}app {} in {}{target}", a.name, a.dir);
         label = "              ";
     }

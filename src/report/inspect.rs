@@ -233,7 +233,11 @@ impl<'a> InspectReport<'a> {
                 }
                 None => format!("{:>2} {:<19}", "-", ""),
             };
-            let _ = writeln!(s, "\n{:<8} {:<4} {:>10}  {:<22}  PATH", "TYPE", "MODE", "SIZE", "LAYER");
+            let _ = writeln!(
+                s,
+                "\n{:<8} {:<4} {:>10}  {:<22}  PATH",
+                "TYPE", "MODE", "SIZE", "LAYER"
+            );
             for p in paths {
                 let _ = write!(
                     s,

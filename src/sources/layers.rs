@@ -85,7 +85,9 @@ pub(crate) fn read_layers(
                     index: i,
                     hits: hits.clone(),
                 };
-                Some(cache_lookup(cache, key, plan, &store, &interests, options, hit, local))
+                Some(cache_lookup(
+                    cache, key, plan, &store, &interests, options, hit, local,
+                ))
             }
             None => None,
         };

@@ -275,8 +275,9 @@ fn open_archive_file(
                     "it is not a tar archive: {}",
                     crate::tree::layer::describe_start(&magic)
                 ),
-                help: "give `docker save` output (plain, gzip or zstd), an OCI archive, or an OCI layout folder"
-                    .to_string(),
+                help:
+                    "give `docker save` output (plain, gzip or zstd), an OCI archive, or an OCI layout folder"
+                        .to_string(),
             });
         }
         if matches!(

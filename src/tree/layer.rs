@@ -138,7 +138,10 @@ pub fn describe_start(head: &[u8]) -> String {
     let known = [
         (&[0x1f, 0x8b][..], "gzip"),
         (&[0x28, 0xb5, 0x2f, 0xfd][..], "zstd"),
-        (&[0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00][..], "xz: decompress it first"),
+        (
+            &[0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00][..],
+            "xz: decompress it first",
+        ),
         (&b"BZh"[..], "bzip2: decompress it first"),
         (&b"PK\x03\x04"[..], "zip"),
         (&b"{"[..], "JSON"),
@@ -157,7 +160,11 @@ pub fn tar_reason(e: &io::Error) -> String {
     let text = e.to_string();
     if let Some((_, rest)) = text.split_once(" when getting ") {
         let field = rest.split_whitespace().next().unwrap_or("a");
-        let field = if field.chars().all(|c| c.is_ascii_alphabetic()) { field } else { "a" };
+        let field = if field.chars().all(|c| c.is_ascii_alphabetic()) {
+            field
+        } else {
+            "a"
+        };
         return format!("a tar header is damaged: its {field} field is not a number");
     }
     if text.starts_with("numeric field") {
@@ -166,7 +173,11 @@ pub fn tar_reason(e: &io::Error) -> String {
     text.chars()
         .flat_map(|c| {
             let escape = c.is_control() || c == char::REPLACEMENT_CHARACTER;
-            let shown: Vec<char> = if escape { c.escape_unicode().collect() } else { vec![c] };
+            let shown: Vec<char> = if escape {
+                c.escape_unicode().collect()
+            } else {
+                vec![c]
+            };
             shown
         })
         .collect()

@@ -188,4 +188,3 @@ pub fn make_certificates(dir: &Path) {
         ])
         .current_dir(dir));
 }
-

@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::podman::Podman;
 use common::registry::{Registry, Setup};
 use common::*;
 use serde_json::{json, Value};
@@ -26,6 +27,17 @@ struct Run {
 /// `inspect --format json [--files]` with `cache` as the cache folder, an empty home (no
 /// docker config) and `stdin` piped in when given.
 fn inspect_in(cache: &Path, reference: &str, files: bool, stdin: Option<&[u8]>) -> Run {
+    inspect_with(cache, reference, files, stdin, &|_| {})
+}
+
+/// [`inspect_in`] with more environment set by `env`.
+fn inspect_with(
+    cache: &Path,
+    reference: &str,
+    files: bool,
+    stdin: Option<&[u8]>,
+    env: &dyn Fn(&mut Command),
+) -> Run {
     let home = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_memlint"));
     cmd.args(["inspect", "--format", "json", "--cache-dir"])
@@ -45,6 +57,7 @@ fn inspect_in(cache: &Path, reference: &str, files: bool, stdin: Option<&[u8]>) 
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    env(&mut cmd);
     let mut child = cmd.spawn().expect("memlint runs");
     if let Some(bytes) = stdin {
         let mut pipe = child.stdin.take().unwrap();
@@ -84,11 +97,16 @@ struct Outcome {
 /// Reads `reference` cold and warm, with and without `--files`, each pair with a new cache
 /// folder, and asserts the two runs agree in everything but `from_cache`.
 fn assert_faithful(reference: &str, stdin: Option<&[u8]>) -> Outcome {
+    assert_faithful_with(reference, stdin, &|_| {})
+}
+
+/// [`assert_faithful`] with more environment set by `env`.
+fn assert_faithful_with(reference: &str, stdin: Option<&[u8]>, env: &dyn Fn(&mut Command)) -> Outcome {
     let mut outcome = Outcome::default();
     for files in [false, true] {
         let cache = tempfile::tempdir().unwrap();
-        let cold = inspect_in(cache.path(), reference, files, stdin);
-        let warm = inspect_in(cache.path(), reference, files, stdin);
+        let cold = inspect_with(cache.path(), reference, files, stdin, env);
+        let warm = inspect_with(cache.path(), reference, files, stdin, env);
         assert_eq!(
             cold.code, warm.code,
             "{reference} (--files: {files}): exit code cold {:?}, warm {:?}\ncold: {}\nwarm: {}",
@@ -287,4 +305,55 @@ fn registry_reads_the_same_warm() {
     let reference = format!("registry:{}/app:1", registry.host());
     let o = assert_faithful(&reference, None);
     assert_eq!((o.layers, o.hits), (6, 6), "{reference}");
+}
+
+/// `docker:` and `podman:` through a private `podman system service`: cold, the image is
+/// exported; warm, it is read from the cache without an export.
+#[test]
+fn engine_reads_the_same_warm() {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = dir.path().join("layout");
+    // A docker-archive (what `podman load` takes) has no zstd layers.
+    let mut img = image();
+    for l in &mut img.layers {
+        if l.comp == Comp::Zstd {
+            l.comp = Comp::Gzip;
+        }
+    }
+    write_oci_dir(&layout, &img, "v1");
+    let podman = Podman::new();
+    podman.load(&format!("{}:v1", layout.display()));
+    let _service = podman.serve();
+    let host = format!("unix://{}", podman.socket().display());
+    for (reference, var) in [
+        ("docker:app:1", "DOCKER_HOST"),
+        ("podman:app:1", "CONTAINER_HOST"),
+    ] {
+        let env = |cmd: &mut Command| {
+            podman.env(cmd);
+            cmd.env(var, &host);
+        };
+        // Podman cannot give this image's history (its config's history has no `created`), so
+        // the warm run exports it too rather than lose the history lines.
+        let o = assert_faithful_with(reference, None, &env);
+        assert_eq!(o.layers, 6, "{reference}");
+    }
+    // An image whose history Podman gives is read from the cache without an export.
+    podman.podman(&[
+        "load",
+        "--quiet",
+        "-i",
+        &format!("{PEERS}/peer2/dive__test-docker-image.tar"),
+    ]);
+    for (reference, var) in [
+        ("docker:dive-test:latest", "DOCKER_HOST"),
+        ("podman:dive-test:latest", "CONTAINER_HOST"),
+    ] {
+        let env = |cmd: &mut Command| {
+            podman.env(cmd);
+            cmd.env(var, &host);
+        };
+        let o = assert_faithful_with(reference, None, &env);
+        assert_eq!((o.layers, o.hits), (28, 28), "{reference}");
+    }
 }

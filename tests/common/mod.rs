@@ -3,6 +3,7 @@
 //! plain layers, whiteouts, links and multi-platform indexes.
 #![allow(dead_code)]
 
+pub mod podman;
 pub mod registry;
 
 use serde_json::{json, Value};

@@ -198,8 +198,9 @@ struct CacheHit {
 /// stores of it. The entry says what the layer contributes (its files, diff_id, unpacked
 /// size); what the blob is (digest, size, compression) comes from this image, since the entry
 /// may have been read from another blob of the same layer (gzip from a registry, plain in an
-/// archive). With `local`, the blob's first bytes say its compression, as a read would, and a
-/// compressed blob whose manifest gives no digest is hashed (not unpacked) for it.
+/// archive). With `local`, when the manifest does not give both the digest and the compression,
+/// the blob's first bytes say its compression, as a read would, and a compressed blob whose
+/// manifest gives no digest is hashed (not unpacked) for it.
 #[allow(clippy::too_many_arguments)]
 fn cache_lookup(
     cache: Arc<LayerCache>,
@@ -220,31 +221,39 @@ fn cache_lookup(
     );
     Box::new(move || {
         let mut diff = cache.load(&key, &interests, &limits)?;
-        if local {
-            // A blob that cannot be opened or is not a layer is a miss: reading it gives the
-            // error a cold run gives.
-            let blob = local_blob(store.as_ref(), &member, digest.is_none())?;
-            diff.compression = blob.compression;
-            diff.blob_size = size.unwrap_or(blob.size);
-            diff.blob_digest = match (digest, blob.digest) {
-                (Some(d), _) => d,
-                (None, Some(d)) => d,
-                // An uncompressed blob is the tar the diff_id hashes.
-                (None, None) => diff.diff_id.clone(),
-            };
-        } else {
-            diff.compression = compression_of(&media_type).unwrap_or(diff.compression);
-            let plain = diff.compression == Compression::None;
-            diff.blob_digest = match digest {
-                Some(d) => d,
-                None if plain => diff.diff_id.clone(),
-                None => diff.blob_digest,
-            };
-            diff.blob_size = size.or_else(|| store.size(&member)).unwrap_or(if plain {
-                diff.uncompressed_size
-            } else {
-                diff.blob_size
-            });
+        // A manifest that gives the digest and names the compression says what the blob is
+        // (and its size): the blob is never opened, so a layout whose blobs were removed
+        // still reads from the cache. Otherwise (a `docker save` member, which has neither)
+        // the blob's first bytes say it, as a read would.
+        let named = compression_of(&media_type);
+        let blob = match (local, &digest, named) {
+            (true, None, _) | (true, _, None) => local_blob(store.as_ref(), &member, digest.is_none()),
+            _ => None,
+        };
+        match blob {
+            Some(blob) => {
+                diff.compression = blob.compression;
+                diff.blob_size = size.unwrap_or(blob.size);
+                diff.blob_digest = match (digest, blob.digest) {
+                    (Some(d), _) | (None, Some(d)) => d,
+                    // An uncompressed blob is the tar the diff_id hashes.
+                    (None, None) => diff.diff_id.clone(),
+                };
+            }
+            None => {
+                diff.compression = named.unwrap_or(diff.compression);
+                let plain = diff.compression == Compression::None;
+                diff.blob_digest = match digest {
+                    Some(d) => d,
+                    None if plain => diff.diff_id.clone(),
+                    None => diff.blob_digest,
+                };
+                diff.blob_size = size.or_else(|| store.size(&member)).unwrap_or(if plain {
+                    diff.uncompressed_size
+                } else {
+                    diff.blob_size
+                });
+            }
         }
         hit.hits[hit.index].store(true, Ordering::SeqCst);
         Some(diff)
@@ -260,7 +269,8 @@ struct LocalBlob {
 }
 
 /// Reads a blob's first bytes for its compression, and with `want_digest` hashes a compressed
-/// blob whole; `None` when it cannot be opened or is not a layer.
+/// blob whole; `None` when it cannot be opened or is not a layer (then the manifest's word
+/// stands, and reading the blob, if the entry cannot serve, gives the error).
 fn local_blob(store: &dyn Store, member: &str, want_digest: bool) -> Option<LocalBlob> {
     use std::io::Read;
     let mut reader = crate::digest::HashingReader::new(store.open(member).ok()?);

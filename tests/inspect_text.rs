@@ -142,6 +142,31 @@ fn errors_name_bytes_in_hex_and_never_quote_them() {
         error_text(&out).contains("a tar header is damaged: its cksum field is not a number"),
         "{stderr}"
     );
+    // A member name over a limit is quoted with its control characters escaped.
+    let mut named = tar::Builder::new(Vec::new());
+    let mut h = tar::Header::new_gnu();
+    h.set_size(2);
+    h.set_mode(0o644);
+    h.set_entry_type(tar::EntryType::Regular);
+    {
+        let name = b"\x1b]0;pwn\x07\x1b[2J-a-long-member-name";
+        h.as_gnu_mut().unwrap().name[..name.len()].copy_from_slice(name);
+    }
+    h.set_cksum();
+    named.append(&h, &b"{}"[..]).unwrap();
+    let out = with_stdin(
+        &["inspect", "--limit", "max_path_len=16", "docker-archive:-"],
+        &named.into_inner().unwrap(),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_no_binary("long member name", &stderr);
+    assert!(error_text(&out).contains("\\u{1b}]0;pwn"), "{stderr}");
     // As the first member of a file.
     let file = dir.path().join("evil.tar");
     let mut first = header.to_vec();

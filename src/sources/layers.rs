@@ -389,7 +389,7 @@ fn build_error(e: BuildError, plans: &[LayerPlan], location: &str) -> Error {
             limit as u64,
             format!(
                 "layer {layer}: the path that entry `/{}…` lands at once its links are followed",
-                path.chars().take(64).collect::<String>()
+                crate::tree::layer::printable(&path.chars().take(64).collect::<String>())
             ),
             location,
         ),

@@ -181,7 +181,7 @@ impl TarStore {
                     limits.max_path_len as u64,
                     format!(
                         "the name of member `{}…`",
-                        String::from_utf8_lossy(&raw[..raw.len().min(64)])
+                        crate::tree::layer::printable(&String::from_utf8_lossy(&raw[..raw.len().min(64)]))
                     ),
                     location.clone(),
                 ));

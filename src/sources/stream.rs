@@ -78,7 +78,7 @@ pub fn read(input: impl Read, label: &str, options: &Options) -> Result<StreamSt
                 limits.max_path_len as u64,
                 format!(
                     "the name of member `{}…`",
-                    String::from_utf8_lossy(&raw[..raw.len().min(64)])
+                    crate::tree::layer::printable(&String::from_utf8_lossy(&raw[..raw.len().min(64)]))
                 ),
                 label,
             ));

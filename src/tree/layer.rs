@@ -170,6 +170,12 @@ pub fn tar_reason(e: &io::Error) -> String {
     if text.starts_with("numeric field") {
         return "a tar header is damaged: a numeric field is not a number".to_string();
     }
+    printable(&text)
+}
+
+/// Text read from an input (a member or entry name), for a message: control characters and
+/// undecodable bytes escaped (`\u{1b}`), so no error carries a terminal escape or raw bytes.
+pub fn printable(text: &str) -> String {
     text.chars()
         .flat_map(|c| {
             let escape = c.is_control() || c == char::REPLACEMENT_CHARACTER;
@@ -333,7 +339,7 @@ pub enum LayerError {
     NotATar,
     #[error("{}", tar_reason(.0))]
     Io(#[from] io::Error),
-    #[error("entry `{path}`: {}", tar_reason(.source))]
+    #[error("entry `{}`: {}", printable(.path), tar_reason(.source))]
     Entry { path: String, source: io::Error },
     /// A limit of [`Limits`] was hit; `name` is its field name.
     #[error("{what} passed the {name} limit ({limit})")]
@@ -342,7 +348,7 @@ pub enum LayerError {
         limit: u64,
         what: &'static str,
     },
-    #[error("entry `{start}…` passed the {name} limit ({limit} bytes)")]
+    #[error("entry `{}…` passed the {name} limit ({limit} bytes)", printable(.start))]
     PathTooLong {
         name: &'static str,
         limit: usize,
@@ -817,7 +823,7 @@ fn path_too_long(raw: &[u8], limits: &Limits) -> LayerError {
     LayerError::PathTooLong {
         name: "max_path_len",
         limit: limits.max_path_len,
-        start: String::from_utf8_lossy(&raw[..raw.len().min(64)]).into_owned(),
+        start: printable(&String::from_utf8_lossy(&raw[..raw.len().min(64)])),
     }
 }
 

@@ -47,6 +47,9 @@ pub struct ElfHead {
     /// The PT_INTERP path, when the segment lies within the bytes read.
     pub interpreter: Option<String>,
     /// Whether a PT_DYNAMIC segment exists (a dynamically linked program or a shared object).
+    /// JSON `dynamic_segment`: [`ElfInfo`] flattens this beside [`ElfScan::dynamic`], and a JSON
+    /// object must not have two `dynamic` keys.
+    #[serde(rename = "dynamic_segment")]
     pub dynamic: bool,
 }
 

@@ -266,14 +266,21 @@ fn differences(reports: &[LintReport]) -> Vec<String> {
         for pre in &r.facts.preloads {
             let other = base.facts.preloads.iter().find(|b| b.entry == pre.entry);
             if let Some(o) = other.filter(|o| o.status != pre.status) {
-                out.push(
-                    format!(
-                        "preload `{}` is {:?} on {p} but {:?} on {bp}: {}",
-                        pre.entry, pre.status, o.status, pre.reason
-                    )
-                    .to_lowercase()
-                    .replacen(&pre.reason.to_lowercase(), &pre.reason, 1),
-                );
+                // The words of the JSON (`ok`, `missing`, `incompatible`); the entry, the
+                // platforms and the reason as they are.
+                let word = |s: crate::facts::preload::PreloadStatus| {
+                    serde_json::to_value(s)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default()
+                };
+                out.push(format!(
+                    "preload `{}` is {} on {p} but {} on {bp}: {}",
+                    pre.entry,
+                    word(pre.status),
+                    word(o.status),
+                    pre.reason
+                ));
             }
         }
         let keys = |r: &LintReport| -> Vec<(String, String)> {

@@ -1,6 +1,8 @@
 //! The facts, written for people (`inspect`, `lint -v`).
 
 use crate::facts::allocator::Allocator;
+use crate::facts::entrypoint::ProgramKind;
+use crate::facts::os::PackageManager;
 use crate::facts::preload::PreloadSource;
 use crate::facts::Facts;
 use std::fmt::Write as _;
@@ -26,7 +28,16 @@ pub fn text(f: &Facts) -> String {
             })
             .unwrap_or_else(|| "no os-release".into());
     let pm = match f.os.package_manager {
-        Some(m) => format!("; {} packages ({m:?})", f.os.package_count).to_lowercase(),
+        Some(m) => {
+            let tool = match m {
+                PackageManager::Dpkg => "dpkg",
+                PackageManager::Apk => "apk",
+            };
+            format!(
+                "; {} ({tool})",
+                count(f.os.package_count as u64, "package", "packages")
+            )
+        }
         None => String::new(),
     };
     let _ = writeln!(s, "  OS          {os}{pm}");
@@ -60,7 +71,14 @@ pub fn text(f: &Facts) -> String {
             .as_deref()
             .map(|i| format!(", interpreter {i}"))
             .unwrap_or_default();
-        let _ = writeln!(s, "              runs {prog} ({:?}{interp})", e.kind);
+        let kind = match e.kind {
+            ProgramKind::Elf => "ELF executable",
+            ProgramKind::Script => "script",
+            ProgramKind::Missing => "not in the image",
+            ProgramKind::Other => "neither ELF nor a script",
+            ProgramKind::None => "nothing to run",
+        };
+        let _ = writeln!(s, "              runs {prog} ({kind}{interp})");
         if let Some(n) = &e.note {
             let _ = writeln!(s, "              note: {n}");
         }
@@ -117,7 +135,10 @@ pub fn text(f: &Facts) -> String {
     }
     let ld = &f.loader;
     let cache = match (&ld.ld_so_cache, &ld.ld_so_cache_error) {
-        (Some(fmt), _) => format!("ld.so.cache {fmt}, {} entries", ld.ld_so_cache_entries),
+        (Some(fmt), _) => format!(
+            "ld.so.cache {fmt}, {}",
+            count(ld.ld_so_cache_entries as u64, "entry", "entries")
+        ),
         (None, Some(err)) => err.clone(),
         (None, None) => "no ld.so.cache".to_string(),
     };
@@ -136,32 +157,147 @@ pub fn text(f: &Facts) -> String {
     s
 }
 
-/// Node.js, sharp, Next.js and .NET, as JSON lines: these facts have many optional parts.
+/// Node.js, sharp, Next.js and .NET, in words; a runtime the image does not have gets no
+/// line, except .NET, whose absence the .NET rules read.
 fn runtimes(s: &mut String, f: &Facts) {
-    let mut section = |name: &str, v: serde_json::Value| {
-        if v.is_null() || v.as_object().is_some_and(|o| o.values().all(is_empty)) {
-            return;
+    if let Some(n) = &f.node {
+        let mut line = format!("node {}", n.version.as_deref().unwrap_or("(version unknown)"));
+        if let Some(b) = &n.binary {
+            let _ = write!(line, " at {b}");
         }
-        let _ = writeln!(s, "  {name:<11} {}", compact(&v));
-    };
-    section("Node.js", serde_json::to_value(&f.node).unwrap_or_default());
-    section("sharp", serde_json::to_value(&f.sharp).unwrap_or_default());
-    section("Next.js", serde_json::to_value(&f.next).unwrap_or_default());
-    section(".NET", serde_json::to_value(&f.dotnet).unwrap_or_default());
-}
-
-fn is_empty(v: &serde_json::Value) -> bool {
-    match v {
-        serde_json::Value::Null => true,
-        serde_json::Value::Array(a) => a.is_empty(),
-        serde_json::Value::Object(o) => o.values().all(is_empty),
-        serde_json::Value::Bool(b) => !b,
-        _ => false,
+        if let Some(src) = &n.version_source {
+            let _ = write!(line, " (version from {src})");
+        }
+        if n.entrypoint_is_node {
+            line.push_str("; the entrypoint runs it");
+        }
+        let _ = writeln!(s, "  Node.js     {line}");
+        if let Some(o) = &n.node_options {
+            let _ = writeln!(s, "              NODE_OPTIONS={o}");
+        }
+        for (name, flag) in [
+            ("--max-old-space-size", &n.max_old_space_size),
+            ("--max-semi-space-size", &n.max_semi_space_size),
+        ] {
+            if let Some(flag) = flag {
+                let problem = flag
+                    .problem
+                    .as_deref()
+                    .map(|p| format!(": {p}"))
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    s,
+                    "              {name}={} ({}){problem}",
+                    flag.value, flag.source
+                );
+            }
+        }
+    }
+    for (i, install) in f.sharp.installs.iter().enumerate() {
+        let label = if i == 0 {
+            "  sharp       "
+        } else {
+            "              "
+        };
+        let usable = if install.usable {
+            "an addon for this image loads"
+        } else {
+            "no addon for this image loads"
+        };
+        let _ = writeln!(
+            s,
+            "{label}sharp {} at {} ({} layout): {usable}",
+            install.version.as_deref().unwrap_or("(version unknown)"),
+            install.path,
+            install.layout
+        );
+        for addon in &install.addons {
+            let fit = if addon.matches_image {
+                "matches".to_string()
+            } else {
+                addon
+                    .mismatch_reason
+                    .clone()
+                    .unwrap_or_else(|| "does not match".to_string())
+            };
+            let _ = writeln!(s, "                addon {}: {fit}", addon.platform);
+        }
+    }
+    if let Some(next) = &f.next {
+        let image = &next.image;
+        let mut line = format!("next {}", next.version.as_deref().unwrap_or("(version unknown)"));
+        if let Some(st) = &next.standalone {
+            let _ = write!(line, ", standalone ({st})");
+        }
+        line.push_str(if next.optimizer_in_use {
+            "; its image optimizer serves images"
+        } else {
+            "; its image optimizer is not in use"
+        });
+        let _ = writeln!(s, "  Next.js     {line}");
+        if let Some(ttl) = image.minimum_cache_ttl {
+            let default = if image.minimum_cache_ttl_default {
+                " (the default)"
+            } else {
+                ""
+            };
+            let _ = writeln!(s, "              images.minimumCacheTTL {ttl} s{default}");
+        }
+        if let Some(size) = &image.maximum_disk_cache_size {
+            let _ = writeln!(s, "              images.maximumDiskCacheSize {size}");
+        }
+        for note in &next.notes {
+            let _ = writeln!(s, "              note: {note}");
+        }
+    }
+    let d = &f.dotnet;
+    if !d.present() {
+        let _ = writeln!(s, "  .NET        none found");
+        return;
+    }
+    let mut label = "  .NET        ";
+    for r in &d.runtimes {
+        let kind = if r.self_contained {
+            "self-contained"
+        } else {
+            "shared"
+        };
+        let version = if r.version.is_empty() {
+            "(version unknown)"
+        } else {
+            &r.version
+        };
+        let _ = writeln!(s, "{label}{} {version} ({kind}, {})", r.name, r.path);
+        label = "              ";
+    }
+    for a in &d.apps {
+        let target = a
+            .target_framework
+            .as_deref()
+            .map(|t| format!(", {t}"))
+            .unwrap_or_default();
+        let _ = writeln!(s, "{label}app {} in {}{target}", a.name, a.dir);
+        label = "              ";
+    }
+    for p in &d.npgsql {
+        let _ = writeln!(s, "{label}{} {} ({})", p.name, p.version, p.deps_json);
+    }
+    if !d.npgsql.is_empty() {
+        let gssapi = match &d.gssapi.resolved {
+            Some(path) => format!("{} resolves to {path}", d.gssapi.searched_as),
+            None => format!("{} does not resolve", d.gssapi.searched_as),
+        };
+        let _ = writeln!(s, "              GSS: {}; {gssapi}", d.gss.reason);
     }
 }
 
-fn compact(v: &serde_json::Value) -> String {
-    serde_json::to_string(v).unwrap_or_default()
+/// `1 layer`, `2 layers`.
+pub(crate) fn count(n: u64, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("{n} {one}")
+    } else {
+        format!("{n} {many}")
+    }
 }
 
 /// An argv as a shell would show it.

@@ -4,7 +4,8 @@
 use crate::facts::Facts;
 use crate::image::{Image, Layer};
 use crate::platform::Platform;
-use crate::tree::{FileTree, TreeCounts};
+use crate::report::facts::count;
+use crate::tree::{Compression, FileTree, TreeCounts};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -158,13 +159,13 @@ impl<'a> InspectReport<'a> {
         for (n, l) in i.layers.iter().enumerate() {
             let _ = writeln!(
                 s,
-                "  {:>2}. {}  {:?}  {} stored, {} unpacked, {} entries{}",
+                "  {:>2}. {}  {}  {} stored, {} unpacked, {}{}",
                 n + 1,
                 l.digest.short(),
-                l.compression,
+                compression_word(l.compression),
                 human(l.size),
                 human(l.uncompressed_size),
-                l.entries,
+                count(l.entries, "entry", "entries"),
                 if l.from_cache {
                     "  (from the layer cache)"
                 } else {
@@ -180,8 +181,9 @@ impl<'a> InspectReport<'a> {
         }
         let c = &i.config;
         let _ = writeln!(s, "\nConfig");
+        // The exec form, as a Dockerfile writes it.
         let list = |v: &Option<Vec<String>>| match v {
-            Some(v) => format!("{v:?}"),
+            Some(v) => serde_json::to_string(v).unwrap_or_default(),
             None => "(none)".to_string(),
         };
         let _ = writeln!(s, "  Entrypoint  {}", list(&c.entrypoint));
@@ -205,21 +207,47 @@ impl<'a> InspectReport<'a> {
         let f = &self.files.counts;
         let _ = writeln!(
             s,
-            "\nFiles      {} paths: {} regular ({} ELF, {} hard links), {} folders, {} symlinks, {} special; {} kept ({})",
-            f.count,
+            "\nFiles      {}: {} regular ({} ELF, {}), {}, {}, {} special; {} kept ({})",
+            count(f.count, "path", "paths"),
             f.regular,
             f.elf,
-            f.hardlinks,
-            f.directories,
-            f.symlinks,
+            count(f.hardlinks, "hard link", "hard links"),
+            count(f.directories, "folder", "folders"),
+            count(f.symlinks, "symlink", "symlinks"),
             f.special,
             f.kept_files,
             human(f.kept_bytes)
         );
         s.push_str(&crate::report::facts::text(self.facts));
         if let Some(paths) = &self.paths {
+            // The layer column: the 1-based number and short digest of the layer that last
+            // wrote the path (`-` for a tree with no layers, `dir:`).
+            let layer_of = |n: Option<u32>| match n {
+                Some(n) => {
+                    let short = n
+                        .checked_sub(1)
+                        .and_then(|k| i.layers.get(k as usize))
+                        .map(|l| l.digest.short())
+                        .unwrap_or_default();
+                    format!("{n:>2} {short:<19}")
+                }
+                None => format!("{:>2} {:<19}", "-", ""),
+            };
+            let _ = writeln!(
+                s,
+                "\n{:<8} {:<4} {:>10}  {:<22}  PATH",
+                "TYPE", "MODE", "SIZE", "LAYER"
+            );
             for p in paths {
-                let _ = write!(s, "{:<8} {} {:>10}  {}", p.kind, p.mode, p.size, p.path);
+                let _ = write!(
+                    s,
+                    "{:<8} {} {:>10}  {}  {}",
+                    p.kind,
+                    p.mode,
+                    p.size,
+                    layer_of(p.layer),
+                    p.path
+                );
                 if let Some(t) = &p.target {
                     let _ = write!(s, " -> {t}");
                 }
@@ -230,6 +258,15 @@ impl<'a> InspectReport<'a> {
             }
         }
         s
+    }
+}
+
+/// How a layer blob is stored, in the words of the tools that make it.
+fn compression_word(c: Compression) -> &'static str {
+    match c {
+        Compression::None => "tar",
+        Compression::Gzip => "gzip",
+        Compression::Zstd => "zstd",
     }
 }
 

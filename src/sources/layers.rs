@@ -65,6 +65,12 @@ pub(crate) fn read_layers(
     let progress = Arc::new(Progress::new(options.progress, count));
     // Layers a streamed archive read before the config was known, with `options.interests`.
     let mut streamed = vec![false; count];
+    // A layout or archive on this machine can say what a blob is for the cost of its first
+    // bytes; a registry or engine blob would have to be fetched, so its manifest says it.
+    let local = matches!(
+        source,
+        ImageSource::OciDir | ImageSource::OciArchive | ImageSource::DockerArchive
+    );
     let mut inputs = Vec::with_capacity(count);
     for (i, plan) in chosen.layers.iter().enumerate() {
         if let Some(diff) = store.take_read_layer(&plan.member) {
@@ -79,7 +85,9 @@ pub(crate) fn read_layers(
                     index: i,
                     hits: hits.clone(),
                 };
-                Some(cache_lookup(cache, key, plan, &store, &interests, options, hit))
+                Some(cache_lookup(
+                    cache, key, plan, &store, &interests, options, hit, local,
+                ))
             }
             None => None,
         };
@@ -187,7 +195,13 @@ struct CacheHit {
 }
 
 /// Looks a layer up in the layer cache on a worker, completing the entry with what this image
-/// stores of it.
+/// stores of it. The entry says what the layer contributes (its files, diff_id, unpacked
+/// size); what the blob is (digest, size, compression) comes from this image, since the entry
+/// may have been read from another blob of the same layer (gzip from a registry, plain in an
+/// archive). With `local`, when the manifest does not give both the digest and the compression,
+/// the blob's first bytes say its compression, as a read would, and a compressed blob whose
+/// manifest gives no digest is hashed (not unpacked) for it.
+#[allow(clippy::too_many_arguments)]
 fn cache_lookup(
     cache: Arc<LayerCache>,
     key: Digest,
@@ -196,6 +210,7 @@ fn cache_lookup(
     interests: &Arc<Interests>,
     options: &Options,
     hit: CacheHit,
+    local: bool,
 ) -> Lookup {
     let (store, interests, limits) = (store.clone(), interests.clone(), options.limits.clone());
     let (member, media_type, digest, size) = (
@@ -206,24 +221,74 @@ fn cache_lookup(
     );
     Box::new(move || {
         let mut diff = cache.load(&key, &interests, &limits)?;
-        // The entry may have been read from another blob of the same layer (gzip from a
-        // registry, plain in an archive): say what this image stores, as far as is known
-        // without opening its blob.
-        diff.compression = compression_of(&media_type).unwrap_or(diff.compression);
-        let plain = diff.compression == Compression::None;
-        diff.blob_digest = match digest {
-            Some(d) => d,
-            // An uncompressed blob is the tar the diff_id hashes.
-            None if plain => diff.diff_id.clone(),
-            None => diff.blob_digest,
+        // A manifest that gives the digest and names the compression says what the blob is
+        // (and its size): the blob is never opened, so a layout whose blobs were removed
+        // still reads from the cache. Otherwise (a `docker save` member, which has neither)
+        // the blob's first bytes say it, as a read would.
+        let named = compression_of(&media_type);
+        let blob = match (local, &digest, named) {
+            (true, None, _) | (true, _, None) => local_blob(store.as_ref(), &member, digest.is_none()),
+            _ => None,
         };
-        diff.blob_size = size.or_else(|| store.size(&member)).unwrap_or(if plain {
-            diff.uncompressed_size
-        } else {
-            diff.blob_size
-        });
+        match blob {
+            Some(blob) => {
+                diff.compression = blob.compression;
+                diff.blob_size = size.unwrap_or(blob.size);
+                diff.blob_digest = match (digest, blob.digest) {
+                    (Some(d), _) | (None, Some(d)) => d,
+                    // An uncompressed blob is the tar the diff_id hashes.
+                    (None, None) => diff.diff_id.clone(),
+                };
+            }
+            None => {
+                diff.compression = named.unwrap_or(diff.compression);
+                let plain = diff.compression == Compression::None;
+                diff.blob_digest = match digest {
+                    Some(d) => d,
+                    None if plain => diff.diff_id.clone(),
+                    None => diff.blob_digest,
+                };
+                diff.blob_size = size.or_else(|| store.size(&member)).unwrap_or(if plain {
+                    diff.uncompressed_size
+                } else {
+                    diff.blob_size
+                });
+            }
+        }
         hit.hits[hit.index].store(true, Ordering::SeqCst);
         Some(diff)
+    })
+}
+
+/// What a blob on this machine is, as far as its cache entry cannot say.
+struct LocalBlob {
+    compression: Compression,
+    size: u64,
+    /// Only when asked for and the blob is compressed (a plain blob's digest is its diff_id).
+    digest: Option<Digest>,
+}
+
+/// Reads a blob's first bytes for its compression, and with `want_digest` hashes a compressed
+/// blob whole; `None` when it cannot be opened or is not a layer (then the manifest's word
+/// stands, and reading the blob, if the entry cannot serve, gives the error).
+fn local_blob(store: &dyn Store, member: &str, want_digest: bool) -> Option<LocalBlob> {
+    use std::io::Read;
+    let mut reader = crate::digest::HashingReader::new(store.open(member).ok()?);
+    let mut head = Vec::with_capacity(512);
+    (&mut reader).take(512).read_to_end(&mut head).ok()?;
+    let compression = Compression::sniff(&head)?;
+    if want_digest && compression != Compression::None {
+        let (digest, size) = reader.finish().ok()?;
+        return Some(LocalBlob {
+            compression,
+            size,
+            digest: Some(digest),
+        });
+    }
+    Some(LocalBlob {
+        compression,
+        size: store.size(member)?,
+        digest: None,
     })
 }
 
@@ -324,7 +389,7 @@ fn build_error(e: BuildError, plans: &[LayerPlan], location: &str) -> Error {
             limit as u64,
             format!(
                 "layer {layer}: the path that entry `/{}…` lands at once its links are followed",
-                path.chars().take(64).collect::<String>()
+                crate::tree::layer::printable(&path.chars().take(64).collect::<String>())
             ),
             location,
         ),

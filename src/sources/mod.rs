@@ -235,7 +235,7 @@ fn open_within(reference_text: &str, reference: &Reference, options: &Options) -
         } => {
             // Read on a thread of its own, so that a pipe that stalls ends at the deadline.
             let stdin = deadline::BoundedReader::new(std::io::stdin(), options.deadline);
-            let store = stream::read(stdin, "standard input", options)?;
+            let store = stream::read_sniffed(stdin, "standard input", options)?;
             load(
                 reference_text,
                 ImageSource::DockerArchive,
@@ -320,22 +320,9 @@ fn open_archive_pipe(
             }
         }
     }
-    let mut input = deadline::BoundedReader::new(OpenLater(path.to_path_buf(), None), options.deadline);
+    let input = deadline::BoundedReader::new(OpenLater(path.to_path_buf(), None), options.deadline);
     let label = format!("archive {}", path.display());
-    let mut magic = Vec::new();
-    (&mut input)
-        .take(4)
-        .read_to_end(&mut magic)
-        .map_err(|e| limit_in_io(&e, &label).unwrap_or_else(|| Error::io(path.display(), e)))?;
-    let whole = std::io::Cursor::new(magic.clone()).chain(input);
-    let store = match Compression::sniff(&magic) {
-        Some(Compression::Zstd) => {
-            let dec = zstd::stream::read::Decoder::new(whole).map_err(|e| Error::io(path.display(), e))?;
-            stream::read(dec, &label, options)?
-        }
-        Some(Compression::Gzip) => stream::read(flate2::read::MultiGzDecoder::new(whole), &label, options)?,
-        _ => stream::read(whole, &label, options)?,
-    };
+    let store = stream::read_sniffed(input, &label, options)?;
     let source = source.unwrap_or(ImageSource::DockerArchive);
     load(reference_text, source, Arc::new(store), format, selector, options)
 }
@@ -362,17 +349,31 @@ fn open_archive_file(
         return open_archive_pipe(reference_text, source, path, format, selector, options);
     }
     // `docker save | gzip` output cannot be read in place: stream it.
-    let mut magic = [0u8; 4];
     {
         use std::io::Read;
         let mut f = std::fs::File::open(path).map_err(|e| Error::io(path.display(), e))?;
-        let n = f.read(&mut magic).map_err(|e| Error::io(path.display(), e))?;
-        if n == 4
-            && matches!(
-                Compression::sniff(&magic),
-                Some(Compression::Gzip | Compression::Zstd)
-            )
-        {
+        let mut magic = Vec::with_capacity(512);
+        (&mut f)
+            .take(512)
+            .read_to_end(&mut magic)
+            .map_err(|e| Error::io(path.display(), e))?;
+        if Compression::sniff(&magic).is_none() {
+            // Named by its first bytes in hex: the bytes themselves may be anything.
+            return Err(Error::NotAnImage {
+                location: path.display().to_string(),
+                reason: format!(
+                    "it is not a tar archive: {}",
+                    crate::tree::layer::describe_start(&magic)
+                ),
+                help:
+                    "give `docker save` output (plain, gzip or zstd), an OCI archive, or an OCI layout folder"
+                        .to_string(),
+            });
+        }
+        if matches!(
+            Compression::sniff(&magic),
+            Some(Compression::Gzip | Compression::Zstd)
+        ) {
             let store = stream::read_compressed(f, path, &magic, options)?;
             let source = source.unwrap_or(ImageSource::DockerArchive);
             return load(reference_text, source, Arc::new(store), format, selector, options);

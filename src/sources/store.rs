@@ -146,7 +146,10 @@ impl TarStore {
         let not_tar = |e: io::Error| {
             super::limit_in_io(&e, &location).unwrap_or_else(|| Error::NotAnImage {
                 location: path.display().to_string(),
-                reason: format!("it is not a readable tar archive ({e})"),
+                reason: format!(
+                    "it is not a readable tar archive ({})",
+                    crate::tree::layer::tar_reason(&e)
+                ),
                 help: "give a `docker save` or OCI archive (.tar), or an OCI layout folder".to_string(),
             })
         };
@@ -178,7 +181,7 @@ impl TarStore {
                     limits.max_path_len as u64,
                     format!(
                         "the name of member `{}…`",
-                        String::from_utf8_lossy(&raw[..raw.len().min(64)])
+                        crate::tree::layer::printable(&String::from_utf8_lossy(&raw[..raw.len().min(64)]))
                     ),
                     location.clone(),
                 ));

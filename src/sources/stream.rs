@@ -5,17 +5,39 @@
 use super::store::{member_name, StreamStore};
 use super::{limit_error, limit_in_io, Options};
 use crate::error::{Error, Result};
-use crate::tree::layer::{read_layer_in, stored_size, Guard, LayerError};
+use crate::tree::layer::{describe_start, read_layer_in, stored_size, tar_reason, Guard, LayerError};
 use crate::tree::{Budget, Compression};
 use std::collections::HashMap;
 use std::io::{self, Read};
 use std::path::Path;
 use std::sync::Mutex;
 
+/// Reads a tar archive from a stream (its start already decompressed, if it was compressed).
 pub fn read(input: impl Read, label: &str, options: &Options) -> Result<StreamStore> {
     let limits = &options.limits;
     let guard = Guard::new(limits.max_extended_header_bytes);
-    let mut archive = tar::Archive::new(guard.reader(input));
+    let mut input = input;
+    let mut start = Vec::with_capacity(512);
+    (&mut input)
+        .take(512)
+        .read_to_end(&mut start)
+        .map_err(|e| Error::io(label, e))?;
+    let not_tar = |reason: String| Error::NotAnImage {
+        location: label.to_string(),
+        reason,
+        help: "pipe `docker save IMAGE` (plain, gzip or zstd) into memlint, or give the archive's path"
+            .to_string(),
+    };
+    if start.is_empty() {
+        return Err(not_tar("it is empty".to_string()));
+    }
+    if Compression::sniff(&start) != Some(Compression::None) {
+        return Err(not_tar(format!(
+            "it is not a tar archive: {}",
+            describe_start(&start)
+        )));
+    }
+    let mut archive = tar::Archive::new(guard.reader(io::Cursor::new(start).chain(input)));
     let mut small = HashMap::new();
     let mut layers = HashMap::new();
     let mut layer_sizes = HashMap::new();
@@ -27,8 +49,8 @@ pub fn read(input: impl Read, label: &str, options: &Options) -> Result<StreamSt
     let broken = |e: io::Error| {
         limit_in_io(&e, &location).unwrap_or_else(|| Error::NotAnImage {
             location: location.clone(),
-            reason: format!("it is not a readable tar archive ({e})"),
-            help: "pipe `docker save IMAGE` into memlint, or give the archive's path".to_string(),
+            reason: format!("it is not a readable tar archive ({})", tar_reason(&e)),
+            help: "the stream was cut short or is damaged; save the image again".to_string(),
         })
     };
     let mut count = 0u64;
@@ -56,7 +78,7 @@ pub fn read(input: impl Read, label: &str, options: &Options) -> Result<StreamSt
                 limits.max_path_len as u64,
                 format!(
                     "the name of member `{}…`",
-                    String::from_utf8_lossy(&raw[..raw.len().min(64)])
+                    crate::tree::layer::printable(&String::from_utf8_lossy(&raw[..raw.len().min(64)]))
                 ),
                 label,
             ));
@@ -164,6 +186,27 @@ pub fn read(input: impl Read, label: &str, options: &Options) -> Result<StreamSt
         layers: Mutex::new(layers),
         layer_sizes,
     })
+}
+
+/// An archive on a stream that may be gzip or zstd compressed (`docker save app | gzip |
+/// memlint lint docker-archive:-`): its first bytes say which, as for a path. Decompressed as
+/// it is read; nothing is copied aside.
+pub fn read_sniffed(input: impl Read, label: &str, options: &Options) -> Result<StreamStore> {
+    let mut input = input;
+    let mut magic = Vec::with_capacity(4);
+    (&mut input)
+        .take(4)
+        .read_to_end(&mut magic)
+        .map_err(|e| limit_in_io(&e, label).unwrap_or_else(|| Error::io(label, e)))?;
+    let whole = io::BufReader::with_capacity(256 * 1024, io::Cursor::new(magic.clone()).chain(input));
+    match Compression::sniff(&magic) {
+        Some(Compression::Gzip) => read(flate2::bufread::MultiGzDecoder::new(whole), label, options),
+        Some(Compression::Zstd) => {
+            let dec = zstd::stream::read::Decoder::with_buffer(whole).map_err(|e| Error::io(label, e))?;
+            read(dec, label, options)
+        }
+        _ => read(whole, label, options),
+    }
 }
 
 /// A compressed archive file (`docker save | gzip > image.tar.gz`).

@@ -128,6 +128,67 @@ impl Compression {
     }
 }
 
+/// The first bytes of a stream that is not a tar archive, for a message: in hex (never the
+/// bytes themselves, which may be anything) and, for a few common formats, their name.
+pub fn describe_start(head: &[u8]) -> String {
+    if head.is_empty() {
+        return "it is empty".to_string();
+    }
+    let hex: Vec<String> = head.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    let known = [
+        (&[0x1f, 0x8b][..], "gzip"),
+        (&[0x28, 0xb5, 0x2f, 0xfd][..], "zstd"),
+        (
+            &[0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00][..],
+            "xz: decompress it first",
+        ),
+        (&b"BZh"[..], "bzip2: decompress it first"),
+        (&b"PK\x03\x04"[..], "zip"),
+        (&b"{"[..], "JSON"),
+    ];
+    match known.iter().find(|(magic, _)| head.starts_with(magic)) {
+        Some((_, name)) => format!("it starts with bytes {} ({name})", hex.join(" ")),
+        None => format!("it starts with bytes {}", hex.join(" ")),
+    }
+}
+
+/// What the tar reader found wrong, without the header bytes it quotes: its messages embed
+/// the raw field and the entry's name ("numeric field did not have utf-8 text: ␛… when
+/// getting cksum for …"), which may be any binary. Other messages are kept, with control
+/// characters and undecodable bytes escaped.
+pub fn tar_reason(e: &io::Error) -> String {
+    let text = e.to_string();
+    if let Some((_, rest)) = text.split_once(" when getting ") {
+        let field = rest.split_whitespace().next().unwrap_or("a");
+        let field = if field.chars().all(|c| c.is_ascii_alphabetic()) {
+            field
+        } else {
+            "a"
+        };
+        return format!("a tar header is damaged: its {field} field is not a number");
+    }
+    if text.starts_with("numeric field") {
+        return "a tar header is damaged: a numeric field is not a number".to_string();
+    }
+    printable(&text)
+}
+
+/// Text read from an input (a member or entry name), for a message: control characters and
+/// undecodable bytes escaped (`\u{1b}`), so no error carries a terminal escape or raw bytes.
+pub fn printable(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            let escape = c.is_control() || c == char::REPLACEMENT_CHARACTER;
+            let shown: Vec<char> = if escape {
+                c.escape_unicode().collect()
+            } else {
+                vec![c]
+            };
+            shown
+        })
+        .collect()
+}
+
 fn tar_checksum_ok(block: &[u8]) -> bool {
     let field = &block[148..156];
     let text: String = field
@@ -276,9 +337,9 @@ impl LayerDiff {
 pub enum LayerError {
     #[error("it is not a tar archive, nor a gzip or zstd compressed one")]
     NotATar,
-    #[error("{0}")]
+    #[error("{}", tar_reason(.0))]
     Io(#[from] io::Error),
-    #[error("entry `{path}`: {source}")]
+    #[error("entry `{}`: {}", printable(.path), tar_reason(.source))]
     Entry { path: String, source: io::Error },
     /// A limit of [`Limits`] was hit; `name` is its field name.
     #[error("{what} passed the {name} limit ({limit})")]
@@ -287,7 +348,7 @@ pub enum LayerError {
         limit: u64,
         what: &'static str,
     },
-    #[error("entry `{start}…` passed the {name} limit ({limit} bytes)")]
+    #[error("entry `{}…` passed the {name} limit ({limit} bytes)", printable(.start))]
     PathTooLong {
         name: &'static str,
         limit: usize,
@@ -762,7 +823,7 @@ fn path_too_long(raw: &[u8], limits: &Limits) -> LayerError {
     LayerError::PathTooLong {
         name: "max_path_len",
         limit: limits.max_path_len,
-        start: String::from_utf8_lossy(&raw[..raw.len().min(64)]).into_owned(),
+        start: printable(&String::from_utf8_lossy(&raw[..raw.len().min(64)])),
     }
 }
 

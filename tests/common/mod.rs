@@ -3,6 +3,9 @@
 //! plain layers, whiteouts, links and multi-platform indexes.
 #![allow(dead_code)]
 
+pub mod podman;
+pub mod registry;
+
 use serde_json::{json, Value};
 use sha2::{Digest as _, Sha256};
 use std::fs;

@@ -42,6 +42,16 @@ pub(super) fn open(
         return Ok(None);
     }
     let history = engine.history(name, options.limits.max_json_bytes);
+    // Without a history that pairs with the layers (Podman answers 500 for a config whose
+    // history has no `created`), the layers' history lines would be missing: the export has
+    // them, and inspect must say the same warm as cold.
+    if history
+        .as_deref()
+        .and_then(|h| history_json(h, diff_ids.len()))
+        .is_none()
+    {
+        return Ok(None);
+    }
     let Some(config) = image_config(inspect, &diff_ids, history.as_deref()) else {
         return Ok(None);
     };

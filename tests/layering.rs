@@ -24,6 +24,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("shell", &[]),
     ("version", &[]),
     ("warnings", &[]),
+    ("untrusted", &[]),
     ("arch", &["elf"]),
     ("platform", &["arch", "error"]),
     ("reference", &["digest", "error"]),

@@ -606,7 +606,7 @@ mod tests {
     fn diagnostics_keep_external_text_on_its_line() {
         #[derive(Debug, thiserror::Error, miette::Diagnostic)]
         #[error("bad platform `{0}`")]
-        #[diagnostic(code(memlint::test), help("pick one of: {0}"))]
+        #[diagnostic(code(untrusted::test), help("pick one of: {0}"))]
         struct E(String, #[source] std::io::Error);
         let e = E(
             "linux\n::warning::x ##[error]y \x1b]0;t\x07".into(),

@@ -44,6 +44,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "platform",
             "reference",
             "tree",
+            "untrusted",
             "warnings",
         ],
     ),
@@ -62,6 +63,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "report",
         &[
             "digest", "elf", "facts", "finding", "image", "locate", "platform", "rules", "settings", "tree",
+            "untrusted",
         ],
     ),
     // The edge: flags, environment variables, printing.
@@ -87,6 +89,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "settings",
             "sources",
             "tree",
+            "untrusted",
             "version",
             "warnings",
         ],

@@ -3,18 +3,21 @@
 use crate::facts::allocator::Allocator;
 use crate::facts::preload::PreloadSource;
 use crate::facts::Facts;
-use std::fmt::Write as _;
+use crate::untrusted::line;
+use std::io::{self, Write};
 
-pub fn text(f: &Facts) -> String {
-    let mut s = String::new();
-    let _ = writeln!(s, "\nFacts");
+/// Writes the facts, one line each; a line is made safe as a whole by [`line`], since nearly
+/// every part of it comes from the image.
+pub fn write(w: &mut dyn Write, f: &Facts) -> io::Result<()> {
+    writeln!(w)?;
+    put(w, "Facts".to_string())?;
     let p = &f.platform;
     let bin = match (&p.binaries, p.mismatch) {
         (Some(b), true) => format!(" — but most ELF files are built for {b}"),
         (Some(b), false) => format!(" (binaries: {b})"),
         (None, _) => " (no ELF files)".to_string(),
     };
-    let _ = writeln!(s, "  Platform    {}{bin}", p.declared);
+    put(w, format!("  Platform    {}{bin}", p.declared))?;
     let os =
         f.os.release
             .as_ref()
@@ -29,7 +32,7 @@ pub fn text(f: &Facts) -> String {
         Some(m) => format!("; {} packages ({m:?})", f.os.package_count).to_lowercase(),
         None => String::new(),
     };
-    let _ = writeln!(s, "  OS          {os}{pm}");
+    put(w, format!("  OS          {os}{pm}"))?;
     let l = &f.libc;
     let ver = l.version.as_deref().map(|v| format!(" {v}")).unwrap_or_default();
     let ep = match l.entrypoint {
@@ -41,18 +44,18 @@ pub fn text(f: &Facts) -> String {
         .as_deref()
         .map(|x| format!(" via {x}"))
         .unwrap_or_default();
-    let _ = writeln!(s, "  libc        {}{ver}{ep}{loader}", l.family);
+    put(w, format!("  libc        {}{ver}{ep}{loader}", l.family))?;
     if l.present.len() > 1 {
         let all: Vec<String> = l.present.iter().map(|p| p.to_string()).collect();
-        let _ = writeln!(s, "              present: {}", all.join(", "));
+        put(w, format!("              present: {}", all.join(", ")))?;
     }
     let e = &f.entrypoint;
     if e.argv.is_empty() {
-        let _ = writeln!(s, "  Entrypoint  (none)");
+        put(w, format!("  Entrypoint  (none)"))?;
     } else {
-        let _ = writeln!(s, "  Entrypoint  {}", shell_words(&e.argv));
+        put(w, format!("  Entrypoint  {}", shell_words(&e.argv)))?;
         for step in &e.steps {
-            let _ = writeln!(s, "              {} → {}", step.how, shell_words(&step.argv));
+            put(w, format!("              {} → {}", step.how, shell_words(&step.argv)))?;
         }
         let prog = e.program.as_deref().unwrap_or("?");
         let interp = e
@@ -60,13 +63,13 @@ pub fn text(f: &Facts) -> String {
             .as_deref()
             .map(|i| format!(", interpreter {i}"))
             .unwrap_or_default();
-        let _ = writeln!(s, "              runs {prog} ({:?}{interp})", e.kind);
+        put(w, format!("              runs {prog} ({:?}{interp})", e.kind))?;
         if let Some(n) = &e.note {
-            let _ = writeln!(s, "              note: {n}");
+            put(w, format!("              note: {n}"))?;
         }
     }
     if f.preloads.is_empty() {
-        let _ = writeln!(s, "  Preloads    (none)");
+        put(w, format!("  Preloads    (none)"))?;
     }
     for (i, pr) in f.preloads.iter().enumerate() {
         let label = if i == 0 {
@@ -82,14 +85,11 @@ pub fn text(f: &Facts) -> String {
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default();
-        let _ = writeln!(s, "{label}{status:<12} {} ({src}): {}", pr.entry, pr.reason);
+        put(w, format!("{label}{status:<12} {} ({src}): {}", pr.entry, pr.reason))?;
         if !pr.candidates.is_empty() {
-            let _ = writeln!(
-                s,
-                "              {:<12} the image has {}",
+            put(w, format!("              {:<12} the image has {}",
                 "",
-                pr.candidates.join(", ")
-            );
+                pr.candidates.join(", ")))?;
         }
     }
     let a = &f.allocator;
@@ -98,22 +98,19 @@ pub fn text(f: &Facts) -> String {
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_default();
-    let _ = writeln!(s, "  Allocator   {} ({via}){path}", a.name);
+    put(w, format!("  Allocator   {} ({via}){path}", a.name))?;
     match &a.arena_cap {
         Some(c) => {
-            let _ = writeln!(s, "              arena cap: {}={}", c.source, c.value);
+            put(w, format!("              arena cap: {}={}", c.source, c.value))?;
         }
         None if a.name == Allocator::Glibc => {
-            let _ = writeln!(s, "              arena cap: none (8 arenas per host CPU)");
+            put(w, format!("              arena cap: none (8 arenas per host CPU)"))?;
         }
         None => {}
     }
     for lib in &a.installed_not_in_effect {
-        let _ = writeln!(
-            s,
-            "              installed, not in effect: {} {}",
-            lib.name, lib.path
-        );
+        put(w, format!("              installed, not in effect: {} {}",
+            lib.name, lib.path))?;
     }
     let ld = &f.loader;
     let cache = match (&ld.ld_so_cache, &ld.ld_so_cache_error) {
@@ -121,30 +118,30 @@ pub fn text(f: &Facts) -> String {
         (None, Some(err)) => err.clone(),
         (None, None) => "no ld.so.cache".to_string(),
     };
-    let _ = writeln!(s, "  Loader      {cache}; then {}", ld.system_dirs.join(":"));
+    put(w, format!("  Loader      {cache}; then {}", ld.system_dirs.join(":")))?;
     if !ld.ld_library_path.is_empty() {
-        let _ = writeln!(
-            s,
-            "              LD_LIBRARY_PATH={}",
-            ld.ld_library_path.join(":")
-        );
+        put(w, format!("              LD_LIBRARY_PATH={}",
+            ld.ld_library_path.join(":")))?;
     }
-    runtimes(&mut s, f);
-    s
+    runtimes(w, f)
+}
+
+fn put(w: &mut dyn Write, text: String) -> io::Result<()> {
+    writeln!(w, "{}", line(&text))
 }
 
 /// Node.js, sharp, Next.js and .NET, as JSON lines: these facts have many optional parts.
-fn runtimes(s: &mut String, f: &Facts) {
+fn runtimes(w: &mut dyn Write, f: &Facts) -> io::Result<()> {
     let mut section = |name: &str, v: serde_json::Value| {
         if v.is_null() || v.as_object().is_some_and(|o| o.values().all(is_empty)) {
-            return;
+            return Ok(());
         }
-        let _ = writeln!(s, "  {name:<11} {}", compact(&v));
+        put(w, format!("  {name:<11} {}", compact(&v)))
     };
-    section("Node.js", serde_json::to_value(&f.node).unwrap_or_default());
-    section("sharp", serde_json::to_value(&f.sharp).unwrap_or_default());
-    section("Next.js", serde_json::to_value(&f.next).unwrap_or_default());
-    section(".NET", serde_json::to_value(&f.dotnet).unwrap_or_default());
+    section("Node.js", serde_json::to_value(&f.node).unwrap_or_default())?;
+    section("sharp", serde_json::to_value(&f.sharp).unwrap_or_default())?;
+    section("Next.js", serde_json::to_value(&f.next).unwrap_or_default())?;
+    section(".NET", serde_json::to_value(&f.dotnet).unwrap_or_default())
 }
 
 fn is_empty(v: &serde_json::Value) -> bool {

@@ -7,7 +7,8 @@ use crate::platform::Platform;
 use crate::tree::{FileTree, TreeCounts};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
+use crate::untrusted::line;
+use std::io::{self, Write};
 
 /// The JSON document `inspect` prints. Key names are a contract with users' scripts.
 #[derive(Serialize)]
@@ -135,30 +136,30 @@ impl<'a> InspectReport<'a> {
         }
     }
 
-    pub fn to_text(&self) -> String {
-        let mut s = String::new();
+    /// Writes the text report; a line is made safe as a whole by [`line`], since nearly every
+    /// part of it comes from the image.
+    pub fn write_text(&self, w: &mut dyn Write) -> io::Result<()> {
         let i = &self.image;
-        let _ = writeln!(s, "Image      {}", self.reference);
-        let _ = writeln!(s, "Source     {} ({})", i.source, i.location);
+        put(w, format!("Image      {}", self.reference))?;
+        put(w, format!("Source     {} ({})", i.source, i.location))?;
         if let Some(n) = i.name {
-            let _ = writeln!(s, "Name       {n}");
+            put(w, format!("Name       {n}"))?;
         }
         if let Some(d) = &i.manifest_digest {
-            let _ = writeln!(s, "Manifest   {d}");
+            put(w, format!("Manifest   {d}"))?;
         }
         if let Some(d) = &i.config_digest {
-            let _ = writeln!(s, "Config     {d}");
+            put(w, format!("Config     {d}"))?;
         }
-        let _ = writeln!(s, "Platform   {}", i.platform);
+        put(w, format!("Platform   {}", i.platform))?;
         if i.platforms.len() > 1 {
             let all: Vec<String> = i.platforms.iter().map(|p| p.to_string()).collect();
-            let _ = writeln!(s, "Platforms  {}", all.join(", "));
+            put(w, format!("Platforms  {}", all.join(", ")))?;
         }
-        let _ = writeln!(s, "\nLayers ({})", i.layers.len());
+        writeln!(w)?;
+        put(w, format!("Layers ({})", i.layers.len()))?;
         for (n, l) in i.layers.iter().enumerate() {
-            let _ = writeln!(
-                s,
-                "  {:>2}. {}  {:?}  {} stored, {} unpacked, {} entries{}",
+            put(w, format!("  {:>2}. {}  {:?}  {} stored, {} unpacked, {} entries{}",
                 n + 1,
                 l.digest.short(),
                 l.compression,
@@ -169,43 +170,42 @@ impl<'a> InspectReport<'a> {
                     "  (from the layer cache)"
                 } else {
                     ""
-                }
-            );
+                }))?;
             if let Some(h) = &l.history {
                 let h = h.trim();
                 let short: String = h.chars().take(100).collect();
                 let ell = if h.chars().count() > 100 { "…" } else { "" };
-                let _ = writeln!(s, "      {short}{ell}");
+                put(w, format!("      {short}{ell}"))?;
             }
         }
         let c = &i.config;
-        let _ = writeln!(s, "\nConfig");
+        writeln!(w)?;
+        put(w, "Config".to_string())?;
         let list = |v: &Option<Vec<String>>| match v {
             Some(v) => format!("{v:?}"),
             None => "(none)".to_string(),
         };
-        let _ = writeln!(s, "  Entrypoint  {}", list(&c.entrypoint));
-        let _ = writeln!(s, "  Cmd         {}", list(&c.cmd));
-        let _ = writeln!(s, "  WorkingDir  {}", c.working_dir.as_deref().unwrap_or("/"));
-        let _ = writeln!(s, "  User        {}", c.user.as_deref().unwrap_or("(root)"));
+        put(w, format!("  Entrypoint  {}", list(&c.entrypoint)))?;
+        put(w, format!("  Cmd         {}", list(&c.cmd)))?;
+        put(w, format!("  WorkingDir  {}", c.working_dir.as_deref().unwrap_or("/")))?;
+        put(w, format!("  User        {}", c.user.as_deref().unwrap_or("(root)")))?;
         if c.env.is_empty() {
-            let _ = writeln!(s, "  Env         (none)");
+            put(w, format!("  Env         (none)"))?;
         } else {
-            let _ = writeln!(s, "  Env");
+            put(w, format!("  Env"))?;
             for e in &c.env {
-                let _ = writeln!(s, "    {e}");
+                put(w, format!("    {e}"))?;
             }
         }
         if !c.labels.is_empty() {
-            let _ = writeln!(s, "  Labels");
+            put(w, format!("  Labels"))?;
             for (k, v) in &c.labels {
-                let _ = writeln!(s, "    {k}={v}");
+                put(w, format!("    {k}={v}"))?;
             }
         }
         let f = &self.files.counts;
-        let _ = writeln!(
-            s,
-            "\nFiles      {} paths: {} regular ({} ELF, {} hard links), {} folders, {} symlinks, {} special; {} kept ({})",
+        writeln!(w)?;
+        put(w, format!("Files      {} paths: {} regular ({} ELF, {} hard links), {} folders, {} symlinks, {} special; {} kept ({})",
             f.count,
             f.regular,
             f.elf,
@@ -214,23 +214,26 @@ impl<'a> InspectReport<'a> {
             f.symlinks,
             f.special,
             f.kept_files,
-            human(f.kept_bytes)
-        );
-        s.push_str(&crate::report::facts::text(self.facts));
+            human(f.kept_bytes)))?;
+        crate::report::facts::write(w, self.facts)?;
         if let Some(paths) = &self.paths {
             for p in paths {
-                let _ = write!(s, "{:<8} {} {:>10}  {}", p.kind, p.mode, p.size, p.path);
+                let mut text = format!("{:<8} {} {:>10}  {}", p.kind, p.mode, p.size, p.path);
                 if let Some(t) = &p.target {
-                    let _ = write!(s, " -> {t}");
+                    text.push_str(&format!(" -> {t}"));
                 }
                 if let Some(t) = &p.hardlink_to {
-                    let _ = write!(s, " (hard link to {t})");
+                    text.push_str(&format!(" (hard link to {t})"));
                 }
-                s.push('\n');
+                put(w, text)?;
             }
         }
-        s
+        Ok(())
     }
+}
+
+fn put(w: &mut dyn Write, text: String) -> io::Result<()> {
+    writeln!(w, "{}", line(&text))
 }
 
 fn human(bytes: u64) -> String {

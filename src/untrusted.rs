@@ -334,7 +334,11 @@ pub fn write_json<T: serde::Serialize + ?Sized>(w: &mut dyn io::Write, value: &T
 }
 
 impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for JsonFormatter<F> {
-    fn write_string_fragment<W: ?Sized + io::Write>(&mut self, writer: &mut W, fragment: &str) -> io::Result<()> {
+    fn write_string_fragment<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> io::Result<()> {
         // serde_json hands over the runs between its own escapes, so a `##[` is never split.
         let mut start = 0;
         let mut hashes = 0usize;
@@ -411,7 +415,13 @@ pub fn diagnostic(diag: &dyn miette::Diagnostic, color: bool) -> String {
     let text = format!("{:?}", Render(&handler, &safe));
     let mut out = Vec::with_capacity(text.len());
     {
-        let mut w = SafeWriter::new(&mut out, Allow { sgr: color, commands: false });
+        let mut w = SafeWriter::new(
+            &mut out,
+            Allow {
+                sgr: color,
+                commands: false,
+            },
+        );
         let _ = io::Write::write_all(&mut w, text.as_bytes());
     }
     String::from_utf8_lossy(&out).into_owned()
@@ -514,7 +524,9 @@ impl miette::Diagnostic for Safe<'_> {
         if self.related.is_empty() {
             None
         } else {
-            Some(Box::new(self.related.iter().map(|d| d as &dyn miette::Diagnostic)))
+            Some(Box::new(
+                self.related.iter().map(|d| d as &dyn miette::Diagnostic),
+            ))
         }
     }
 }
@@ -572,15 +584,33 @@ mod tests {
     #[test]
     fn writer_checks_every_line_across_write_boundaries() {
         let allow = Allow::default();
-        assert_eq!(through_writer(&[b"ok\n", b"  :", b":warning::x\n"], allow), "ok\n  \\x3a:warning::x\n");
-        assert_eq!(through_writer(&[b"a#", b"#", b"[error]"], allow), "a\\x23#[error]");
+        assert_eq!(
+            through_writer(&[b"ok\n", b"  :", b":warning::x\n"], allow),
+            "ok\n  \\x3a:warning::x\n"
+        );
+        assert_eq!(
+            through_writer(&[b"a#", b"#", b"[error]"], allow),
+            "a\\x23#[error]"
+        );
         assert_eq!(through_writer(&[b"a:\n:b\n"], allow), "a:\n:b\n");
         assert_eq!(through_writer(&[b"\x1b[1mx\x1b[0m"], allow), "\\x1b[1mx\\x1b[0m");
-        let sgr = Allow { sgr: true, commands: false };
-        assert_eq!(through_writer(&[b"\x1b[1;3", b"1mx\x1b[0m"], sgr), "\x1b[1;31mx\x1b[0m");
+        let sgr = Allow {
+            sgr: true,
+            commands: false,
+        };
+        assert_eq!(
+            through_writer(&[b"\x1b[1;3", b"1mx\x1b[0m"], sgr),
+            "\x1b[1;31mx\x1b[0m"
+        );
         assert_eq!(through_writer(&[b"\x1b]0;t\x07"], sgr), "\\x1b]0;t\\x07");
-        let cmd = Allow { sgr: false, commands: true };
-        assert_eq!(through_writer(&[b"::error file=D::m ##[x]\n"], cmd), "::error file=D::m \\x23#[x]\n");
+        let cmd = Allow {
+            sgr: false,
+            commands: true,
+        };
+        assert_eq!(
+            through_writer(&[b"::error file=D::m ##[x]\n"], cmd),
+            "::error file=D::m \\x23#[x]\n"
+        );
         // A character cut in two by the end of a write is whole again; a bad byte is shown.
         let e = "é".as_bytes();
         assert_eq!(through_writer(&[&e[..1], &e[1..], b"\xff"], allow), "é\\xff");

@@ -62,7 +62,16 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "report",
         &[
-            "digest", "elf", "facts", "finding", "image", "locate", "platform", "rules", "settings", "tree",
+            "digest",
+            "elf",
+            "facts",
+            "finding",
+            "image",
+            "locate",
+            "platform",
+            "rules",
+            "settings",
+            "tree",
             "untrusted",
         ],
     ),

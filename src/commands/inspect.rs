@@ -29,12 +29,14 @@ pub fn run(args: InspectArgs) -> Result<ExitCode> {
     if args.files {
         report.paths = Some(list_paths(&image.tree));
     }
-    super::emit_with(args.output.as_deref(), Default::default(), |w| match args.format {
-        Format::Json => {
-            report.files.paths = report.paths.take();
-            crate::untrusted::write_json(w, &report)
+    super::emit_with(args.output.as_deref(), Default::default(), |w| {
+        match args.format {
+            Format::Json => {
+                report.files.paths = report.paths.take();
+                crate::untrusted::write_json(w, &report)
+            }
+            Format::Text => report.write_text(w),
         }
-        Format::Text => report.write_text(w),
     })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -51,11 +51,14 @@ pub fn write(w: &mut dyn Write, f: &Facts) -> io::Result<()> {
     }
     let e = &f.entrypoint;
     if e.argv.is_empty() {
-        put(w, format!("  Entrypoint  (none)"))?;
+        put(w, "  Entrypoint  (none)".to_string())?;
     } else {
         put(w, format!("  Entrypoint  {}", shell_words(&e.argv)))?;
         for step in &e.steps {
-            put(w, format!("              {} → {}", step.how, shell_words(&step.argv)))?;
+            put(
+                w,
+                format!("              {} → {}", step.how, shell_words(&step.argv)),
+            )?;
         }
         let prog = e.program.as_deref().unwrap_or("?");
         let interp = e
@@ -69,7 +72,7 @@ pub fn write(w: &mut dyn Write, f: &Facts) -> io::Result<()> {
         }
     }
     if f.preloads.is_empty() {
-        put(w, format!("  Preloads    (none)"))?;
+        put(w, "  Preloads    (none)".to_string())?;
     }
     for (i, pr) in f.preloads.iter().enumerate() {
         let label = if i == 0 {
@@ -85,11 +88,19 @@ pub fn write(w: &mut dyn Write, f: &Facts) -> io::Result<()> {
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default();
-        put(w, format!("{label}{status:<12} {} ({src}): {}", pr.entry, pr.reason))?;
+        put(
+            w,
+            format!("{label}{status:<12} {} ({src}): {}", pr.entry, pr.reason),
+        )?;
         if !pr.candidates.is_empty() {
-            put(w, format!("              {:<12} the image has {}",
-                "",
-                pr.candidates.join(", ")))?;
+            put(
+                w,
+                format!(
+                    "              {:<12} the image has {}",
+                    "",
+                    pr.candidates.join(", ")
+                ),
+            )?;
         }
     }
     let a = &f.allocator;
@@ -104,13 +115,21 @@ pub fn write(w: &mut dyn Write, f: &Facts) -> io::Result<()> {
             put(w, format!("              arena cap: {}={}", c.source, c.value))?;
         }
         None if a.name == Allocator::Glibc => {
-            put(w, format!("              arena cap: none (8 arenas per host CPU)"))?;
+            put(
+                w,
+                "              arena cap: none (8 arenas per host CPU)".to_string(),
+            )?;
         }
         None => {}
     }
     for lib in &a.installed_not_in_effect {
-        put(w, format!("              installed, not in effect: {} {}",
-            lib.name, lib.path))?;
+        put(
+            w,
+            format!(
+                "              installed, not in effect: {} {}",
+                lib.name, lib.path
+            ),
+        )?;
     }
     let ld = &f.loader;
     let cache = match (&ld.ld_so_cache, &ld.ld_so_cache_error) {
@@ -118,10 +137,15 @@ pub fn write(w: &mut dyn Write, f: &Facts) -> io::Result<()> {
         (None, Some(err)) => err.clone(),
         (None, None) => "no ld.so.cache".to_string(),
     };
-    put(w, format!("  Loader      {cache}; then {}", ld.system_dirs.join(":")))?;
+    put(
+        w,
+        format!("  Loader      {cache}; then {}", ld.system_dirs.join(":")),
+    )?;
     if !ld.ld_library_path.is_empty() {
-        put(w, format!("              LD_LIBRARY_PATH={}",
-            ld.ld_library_path.join(":")))?;
+        put(
+            w,
+            format!("              LD_LIBRARY_PATH={}", ld.ld_library_path.join(":")),
+        )?;
     }
     runtimes(w, f)
 }

@@ -5,9 +5,9 @@ use crate::facts::Facts;
 use crate::image::{Image, Layer};
 use crate::platform::Platform;
 use crate::tree::{FileTree, TreeCounts};
+use crate::untrusted::line;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use crate::untrusted::line;
 use std::io::{self, Write};
 
 /// The JSON document `inspect` prints. Key names are a contract with users' scripts.
@@ -159,18 +159,23 @@ impl<'a> InspectReport<'a> {
         writeln!(w)?;
         put(w, format!("Layers ({})", i.layers.len()))?;
         for (n, l) in i.layers.iter().enumerate() {
-            put(w, format!("  {:>2}. {}  {:?}  {} stored, {} unpacked, {} entries{}",
-                n + 1,
-                l.digest.short(),
-                l.compression,
-                human(l.size),
-                human(l.uncompressed_size),
-                l.entries,
-                if l.from_cache {
-                    "  (from the layer cache)"
-                } else {
-                    ""
-                }))?;
+            put(
+                w,
+                format!(
+                    "  {:>2}. {}  {:?}  {} stored, {} unpacked, {} entries{}",
+                    n + 1,
+                    l.digest.short(),
+                    l.compression,
+                    human(l.size),
+                    human(l.uncompressed_size),
+                    l.entries,
+                    if l.from_cache {
+                        "  (from the layer cache)"
+                    } else {
+                        ""
+                    }
+                ),
+            )?;
             if let Some(h) = &l.history {
                 let h = h.trim();
                 let short: String = h.chars().take(100).collect();
@@ -187,18 +192,24 @@ impl<'a> InspectReport<'a> {
         };
         put(w, format!("  Entrypoint  {}", list(&c.entrypoint)))?;
         put(w, format!("  Cmd         {}", list(&c.cmd)))?;
-        put(w, format!("  WorkingDir  {}", c.working_dir.as_deref().unwrap_or("/")))?;
-        put(w, format!("  User        {}", c.user.as_deref().unwrap_or("(root)")))?;
+        put(
+            w,
+            format!("  WorkingDir  {}", c.working_dir.as_deref().unwrap_or("/")),
+        )?;
+        put(
+            w,
+            format!("  User        {}", c.user.as_deref().unwrap_or("(root)")),
+        )?;
         if c.env.is_empty() {
-            put(w, format!("  Env         (none)"))?;
+            put(w, "  Env         (none)".to_string())?;
         } else {
-            put(w, format!("  Env"))?;
+            put(w, "  Env".to_string())?;
             for e in &c.env {
                 put(w, format!("    {e}"))?;
             }
         }
         if !c.labels.is_empty() {
-            put(w, format!("  Labels"))?;
+            put(w, "  Labels".to_string())?;
             for (k, v) in &c.labels {
                 put(w, format!("    {k}={v}"))?;
             }

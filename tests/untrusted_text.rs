@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{append, memlint, memlint_env, sha256, with_name, Comp, ImageSpec, LayerSpec, OciWriter};
+use common::{append, memlint, sha256, with_name, Comp, ImageSpec, LayerSpec, OciWriter};
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::fs;
@@ -220,6 +220,25 @@ fn check(what: &str, out: &Output, own_annotations: bool) -> Vec<runner::ActionC
     assert_clean(what, "stdout", &out.stdout, own_annotations)
 }
 
+/// Runs memlint, asserts its exit code and that both streams are clean ([`check`]); returns the
+/// output and memlint's own annotations.
+fn run_clean(
+    what: &str,
+    args: &[&str],
+    code: i32,
+    own_annotations: bool,
+) -> (Output, Vec<runner::ActionCommand>) {
+    let out = memlint(args);
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let own = check(what, &out, own_annotations);
+    (out, own)
+}
+
 /// An OCI layout whose image holds the hostile strings everywhere a config and a layer can.
 fn hostile_layout(root: &Path) -> String {
     let layer = LayerSpec::new(Comp::Gzip)
@@ -243,10 +262,6 @@ fn hostile_layout(root: &Path) -> String {
 fn every_format_of_a_hostile_image_is_clean() {
     let dir = tempfile::tempdir().unwrap();
     let r = hostile_layout(&dir.path().join("img"));
-    if let Ok(keep) = std::env::var("KEEP_HOSTILE") {
-        let _ = fs::remove_dir_all(&keep);
-        hostile_layout(Path::new(&keep));
-    }
     let sarif_path = dir.path().join("out.sarif");
     let json_path = dir.path().join("out.json");
     let sarif_flag = format!("sarif={}", sarif_path.display());
@@ -287,14 +302,7 @@ fn every_format_of_a_hostile_image_is_clean() {
         ),
     ];
     for (what, args) in &runs {
-        let out = memlint(args);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{what}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        check(what, &out, false);
+        let (out, _) = run_clean(what, args, 0, false);
         let stdout = String::from_utf8_lossy(&out.stdout);
         if what.starts_with("inspect") && !what.contains("json") {
             // A person still reads what the image holds, escaped.
@@ -371,14 +379,8 @@ fn every_format_of_a_hostile_image_is_clean() {
 fn github_annotations_are_memlints_own_with_escaped_data() {
     let dir = tempfile::tempdir().unwrap();
     let r = hostile_layout(&dir.path().join("img"));
-    let out = memlint(&["lint", "--format", "github", "--fail-on", "never", &r]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let own = check("lint github", &out, true);
+    let args = ["lint", "--format", "github", "--fail-on", "never", &r];
+    let (_, own) = run_clean("lint github", &args, 0, true);
     assert!(!own.is_empty(), "the preload finding is an annotation");
     let data: String = own.iter().map(|c| c.data.as_str()).collect();
     assert!(data.contains("\\x1b]0;pwned\\x07"), "{data}");
@@ -440,14 +442,7 @@ fn error_paths_quote_hostile_text_safely() {
         ),
     ];
     for (what, args) in &runs {
-        let out = memlint(args);
-        assert_eq!(
-            out.status.code(),
-            Some(2),
-            "{what} fails: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        check(what, &out, true);
+        let (out, _) = run_clean(what, args, 2, true);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!err.trim().is_empty(), "{what} says why");
     }
@@ -495,14 +490,12 @@ fn a_registry_error_body_is_quoted_safely() {
     let r = hostile_registry();
     // Each run waits out memlint's retries of a 5xx (about 18 s).
     for format in ["text", "github"] {
-        let out = memlint(&["lint", "--format", format, &r]);
-        assert_eq!(
-            out.status.code(),
-            Some(2),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let (out, _) = run_clean(
+            &format!("registry 500, {format}"),
+            &["lint", "--format", format, &r],
+            2,
+            true,
         );
-        check(&format!("registry 500, {format}"), &out, true);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("500"), "{err}");
         assert!(err.contains("pwned\\x07"), "the body is quoted, escaped: {err}");
@@ -545,14 +538,7 @@ fn progress_labels_of_hostile_member_names_are_clean() {
         ],
         vec!["inspect", "--progress", "--no-cache", &r],
     ] {
-        let out = memlint_env(&args, &[]);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        check(&format!("{args:?}"), &out, true);
+        let (out, _) = run_clean(&format!("{args:?}"), &args, 0, true);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("MiB in"), "a progress line is shown: {err}");
         assert!(err.contains("\\x23#[stop-commands]"), "{err}");

@@ -126,7 +126,8 @@ fn starts_command(s: &str) -> bool {
 pub struct Allow {
     /// memlint's own colour: `ESC [ digits ; … m` (SGR), on a terminal only.
     pub sgr: bool,
-    /// `::` at the start of a line: `--format github`'s own workflow commands.
+    /// `::` at the very start of a line (not after white space): `--format github`'s own
+    /// workflow commands.
     pub commands: bool,
 }
 
@@ -139,6 +140,8 @@ pub struct SafeWriter<W: io::Write> {
     /// Bytes of a UTF-8 sequence cut by the end of a write.
     partial: Vec<u8>,
     at_line_start: bool,
+    /// White space was written at the start of this line.
+    indented: bool,
     /// A `:` at the start of a line, held until the next character says if it opens `::`.
     colon: bool,
     hashes: usize,
@@ -157,6 +160,7 @@ impl<W: io::Write> SafeWriter<W> {
             allow,
             partial: Vec::new(),
             at_line_start: true,
+            indented: false,
             colon: false,
             hashes: 0,
             sgr: None,
@@ -196,7 +200,7 @@ impl<W: io::Write> SafeWriter<W> {
         }
         if self.colon {
             self.colon = false;
-            if next == Some(':') && !self.allow.commands {
+            if next == Some(':') && (self.indented || !self.allow.commands) {
                 self.out.push_str("\\x3a");
             } else {
                 self.out.push(':');
@@ -213,11 +217,13 @@ impl<W: io::Write> SafeWriter<W> {
         if c == '\n' {
             self.out.push('\n');
             self.at_line_start = true;
+            self.indented = false;
         } else if is_hidden(c) {
             push_escape(&mut self.out, c);
             self.at_line_start = false;
         } else if self.at_line_start && c.is_whitespace() {
             self.out.push(c);
+            self.indented = true;
         } else if self.at_line_start && c == ':' {
             self.colon = true;
             self.at_line_start = false;
@@ -610,6 +616,11 @@ mod tests {
         assert_eq!(
             through_writer(&[b"::error file=D::m ##[x]\n"], cmd),
             "::error file=D::m \\x23#[x]\n"
+        );
+        // memlint's own commands start at column 0: an indented one is not its own.
+        assert_eq!(
+            through_writer(&[b"ok\n ::warning::x\n"], cmd),
+            "ok\n \\x3a:warning::x\n"
         );
         // A character cut in two by the end of a write is whole again; a bad byte is shown.
         let e = "é".as_bytes();

@@ -25,5 +25,6 @@ pub mod settings;
 pub mod shell;
 pub mod sources;
 pub mod tree;
+pub mod untrusted;
 pub mod version;
 pub mod warnings;

@@ -6,7 +6,7 @@ fn main() -> ExitCode {
     match memlint::commands::run(cli) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("{:?}", miette::Report::new(err));
+            memlint::commands::eprint_diagnostic(&err);
             ExitCode::from(2)
         }
     }

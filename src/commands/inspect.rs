@@ -29,15 +29,14 @@ pub fn run(args: InspectArgs) -> Result<ExitCode> {
     if args.files {
         report.paths = Some(list_paths(&image.tree));
     }
-    let text = match args.format {
-        Format::Json => {
-            report.files.paths = report.paths.take();
-            let mut s = serde_json::to_string_pretty(&report).unwrap_or_default();
-            s.push('\n');
-            s
+    super::emit_with(args.output.as_deref(), Default::default(), |w| {
+        match args.format {
+            Format::Json => {
+                report.files.paths = report.paths.take();
+                crate::untrusted::write_json(w, &report)
+            }
+            Format::Text => report.write_text(w),
         }
-        Format::Text => report.to_text(),
-    };
-    super::emit(args.output.as_deref(), &text)?;
+    })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -16,7 +16,8 @@ use crate::report::text::{self, TextOptions};
 use crate::rules;
 use crate::settings::{self, Settings};
 use crate::sources;
-use std::io::IsTerminal;
+use crate::untrusted::Allow;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -96,7 +97,7 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
                 for image in images {
                     if args.verbose {
                         if let Some(line) = image.cache_summary(options.cache.as_deref().map(|c| c.dir())) {
-                            eprintln!("{line}");
+                            super::eprint_line(&crate::untrusted::line(&line));
                         }
                     }
                     let f = facts::derive(&image);
@@ -107,7 +108,7 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
                 if args.images.len() == 1 {
                     return Err(e);
                 }
-                eprintln!("{:?}", miette::Report::new(e));
+                super::eprint_diagnostic(&e);
                 failed = true;
             }
         }
@@ -128,9 +129,9 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
         verbose: args.verbose,
         show_ignored: args.show_ignored,
     };
-    let render = |format: LintFormat, color: bool| -> String {
+    let render = |format: LintFormat, color: bool, w: &mut dyn Write| -> std::io::Result<()> {
         match format {
-            LintFormat::Json => json(&reports, fail_on),
+            LintFormat::Json => json(w, &reports, fail_on),
             LintFormat::Sarif => {
                 let v = sarif::render(
                     &reports,
@@ -138,10 +139,11 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
                         category: args.category.as_deref(),
                     },
                 );
-                format!("{}\n", serde_json::to_string_pretty(&v).unwrap_or_default())
+                crate::untrusted::write_json(w, &v)
             }
-            LintFormat::Github => github::render(&reports),
+            LintFormat::Github => github::write(w, &reports),
             LintFormat::Text => text_all(
+                w,
                 &reports,
                 TextOptions {
                     color,
@@ -150,9 +152,15 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
             ),
         }
     };
-    super::emit(args.output.as_deref(), &render(args.format, color))?;
+    let allow = |format: LintFormat, color: bool| Allow {
+        sgr: color && format == LintFormat::Text,
+        commands: format == LintFormat::Github,
+    };
+    super::emit_with(args.output.as_deref(), allow(args.format, color), |w| {
+        render(args.format, color, w)
+    })?;
     for (format, path) in &args.outputs {
-        super::emit(Some(path), &render(*format, false))?;
+        super::emit_with(Some(path), allow(*format, false), |w| render(*format, false, w))?;
     }
 
     if failed {
@@ -207,7 +215,7 @@ fn repo_relative(path: &Path) -> String {
     }
 }
 
-fn json(reports: &[LintReport], fail_on: FailOn) -> String {
+fn json(w: &mut dyn Write, reports: &[LintReport], fail_on: FailOn) -> std::io::Result<()> {
     let mut value = if reports.len() == 1 {
         reports[0].json()
     } else {
@@ -219,25 +227,24 @@ fn json(reports: &[LintReport], fail_on: FailOn) -> String {
     if let Some(obj) = value.as_object_mut() {
         obj.insert("fail_on".to_string(), serde_json::json!(fail_on.as_str()));
     }
-    format!("{}\n", serde_json::to_string_pretty(&value).unwrap_or_default())
+    crate::untrusted::write_json(w, &value)
 }
 
-fn text_all(reports: &[LintReport], o: TextOptions) -> String {
-    let mut s = String::new();
+fn text_all(w: &mut dyn Write, reports: &[LintReport], o: TextOptions) -> std::io::Result<()> {
     for r in reports {
-        s.push_str(&text::render(r, o));
+        text::write(w, r, o)?;
         if reports.len() > 1 {
-            s.push('\n');
+            writeln!(w)?;
         }
     }
     let diffs = differences(reports);
     if !diffs.is_empty() && !o.quiet {
-        s.push_str("Where the platforms differ:\n");
+        writeln!(w, "Where the platforms differ:")?;
         for d in diffs {
-            s.push_str(&format!("  - {d}\n"));
+            writeln!(w, "  - {}", crate::untrusted::line(&d))?;
         }
     }
-    s
+    Ok(())
 }
 
 /// How the platforms of one image differ: libc, allocator, preloads, findings.

@@ -11,6 +11,7 @@ use crate::cli::{Cli, Command};
 use crate::error::{Error, Result};
 use crate::sources::{EngineOptions, ProgressMode};
 use crate::tree::limits::{parse_size, Limits};
+use crate::untrusted::{line, Allow, SafeWriter};
 use crate::warnings::Warnings;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -28,14 +29,30 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
 
 /// Writes a report to a file, or to standard output; a closed pipe is not an error.
 pub(crate) fn emit(output: Option<&Path>, text: &str) -> Result<()> {
+    emit_with(output, Allow::default(), |w| w.write_all(text.as_bytes()))
+}
+
+/// Streams a report to a file, or to standard output, through a buffer and the last check of
+/// [`SafeWriter`]; a closed pipe is not an error. `allow`: memlint's own colour or workflow
+/// commands, when this report has them.
+pub(crate) fn emit_with(
+    output: Option<&Path>,
+    allow: Allow,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
     match output {
-        Some(path) => std::fs::write(path, text).map_err(|source| Error::Output {
-            path: path.display().to_string(),
-            source,
-        }),
+        Some(path) => {
+            let failed = |source| Error::Output {
+                path: path.display().to_string(),
+                source,
+            };
+            let file = std::fs::File::create(path).map_err(failed)?;
+            let mut w = SafeWriter::new(std::io::BufWriter::new(file), allow);
+            write(&mut w).and_then(|_| w.finish()).map_err(failed)
+        }
         None => {
-            let mut out = std::io::stdout().lock();
-            match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+            let mut w = SafeWriter::new(std::io::BufWriter::new(std::io::stdout().lock()), allow);
+            match write(&mut w).and_then(|_| w.finish()) {
                 Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::Output {
                     path: "standard output".to_string(),
                     source: e,
@@ -46,9 +63,23 @@ pub(crate) fn emit(output: Option<&Path>, text: &str) -> Result<()> {
     }
 }
 
+/// A line of memlint's own on standard error, its external parts already made safe: checked
+/// once more by [`SafeWriter`].
+pub(crate) fn eprint_line(text: &str) {
+    let mut w = SafeWriter::new(std::io::stderr().lock(), Allow::default());
+    let _ = writeln!(w, "{text}");
+}
+
+/// A diagnostic on standard error, its words made safe (`untrusted::diagnostic`).
+pub fn eprint_diagnostic(diag: &dyn miette::Diagnostic) {
+    use std::io::IsTerminal;
+    let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    eprint!("{}", crate::untrusted::diagnostic(diag, color));
+}
+
 /// Warnings of the deep modules, printed on standard error as they come.
 pub(crate) fn stderr_warnings() -> Warnings {
-    Warnings::to(|message| eprintln!("memlint: warning: {message}"))
+    Warnings::to(|message| eprint_line(&format!("memlint: warning: {}", line(message))))
 }
 
 /// The environment variable that bounds the layer cache folder, e.g. `MEMLINT_CACHE_MAX_BYTES=512M`.

@@ -5,18 +5,22 @@ use crate::facts::entrypoint::ProgramKind;
 use crate::facts::os::PackageManager;
 use crate::facts::preload::PreloadSource;
 use crate::facts::Facts;
+use crate::untrusted::line;
 use std::fmt::Write as _;
+use std::io::{self, Write};
 
-pub fn text(f: &Facts) -> String {
-    let mut s = String::new();
-    let _ = writeln!(s, "\nFacts");
+/// Writes the facts, one line each; a line is made safe as a whole by [`line`], since nearly
+/// every part of it comes from the image.
+pub fn write(w: &mut dyn Write, f: &Facts) -> io::Result<()> {
+    writeln!(w)?;
+    put(w, "Facts".to_string())?;
     let p = &f.platform;
     let bin = match (&p.binaries, p.mismatch) {
         (Some(b), true) => format!(" — but most ELF files are built for {b}"),
         (Some(b), false) => format!(" (binaries: {b})"),
         (None, _) => " (no ELF files)".to_string(),
     };
-    let _ = writeln!(s, "  Platform    {}{bin}", p.declared);
+    put(w, format!("  Platform    {}{bin}", p.declared))?;
     let os =
         f.os.release
             .as_ref()
@@ -40,7 +44,7 @@ pub fn text(f: &Facts) -> String {
         }
         None => String::new(),
     };
-    let _ = writeln!(s, "  OS          {os}{pm}");
+    put(w, format!("  OS          {os}{pm}"))?;
     let l = &f.libc;
     let ver = l.version.as_deref().map(|v| format!(" {v}")).unwrap_or_default();
     let ep = match l.entrypoint {
@@ -52,18 +56,21 @@ pub fn text(f: &Facts) -> String {
         .as_deref()
         .map(|x| format!(" via {x}"))
         .unwrap_or_default();
-    let _ = writeln!(s, "  libc        {}{ver}{ep}{loader}", l.family);
+    put(w, format!("  libc        {}{ver}{ep}{loader}", l.family))?;
     if l.present.len() > 1 {
         let all: Vec<String> = l.present.iter().map(|p| p.to_string()).collect();
-        let _ = writeln!(s, "              present: {}", all.join(", "));
+        put(w, format!("              present: {}", all.join(", ")))?;
     }
     let e = &f.entrypoint;
     if e.argv.is_empty() {
-        let _ = writeln!(s, "  Entrypoint  (none)");
+        put(w, "  Entrypoint  (none)".to_string())?;
     } else {
-        let _ = writeln!(s, "  Entrypoint  {}", shell_words(&e.argv));
+        put(w, format!("  Entrypoint  {}", shell_words(&e.argv)))?;
         for step in &e.steps {
-            let _ = writeln!(s, "              {} → {}", step.how, shell_words(&step.argv));
+            put(
+                w,
+                format!("              {} → {}", step.how, shell_words(&step.argv)),
+            )?;
         }
         let prog = e.program.as_deref().unwrap_or("?");
         let interp = e
@@ -78,13 +85,13 @@ pub fn text(f: &Facts) -> String {
             ProgramKind::Other => "neither ELF nor a script",
             ProgramKind::None => "nothing to run",
         };
-        let _ = writeln!(s, "              runs {prog} ({kind}{interp})");
+        put(w, format!("              runs {prog} ({kind}{interp})"))?;
         if let Some(n) = &e.note {
-            let _ = writeln!(s, "              note: {n}");
+            put(w, format!("              note: {n}"))?;
         }
     }
     if f.preloads.is_empty() {
-        let _ = writeln!(s, "  Preloads    (none)");
+        put(w, "  Preloads    (none)".to_string())?;
     }
     for (i, pr) in f.preloads.iter().enumerate() {
         let label = if i == 0 {
@@ -100,14 +107,19 @@ pub fn text(f: &Facts) -> String {
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default();
-        let _ = writeln!(s, "{label}{status:<12} {} ({src}): {}", pr.entry, pr.reason);
+        put(
+            w,
+            format!("{label}{status:<12} {} ({src}): {}", pr.entry, pr.reason),
+        )?;
         if !pr.candidates.is_empty() {
-            let _ = writeln!(
-                s,
-                "              {:<12} the image has {}",
-                "",
-                pr.candidates.join(", ")
-            );
+            put(
+                w,
+                format!(
+                    "              {:<12} the image has {}",
+                    "",
+                    pr.candidates.join(", ")
+                ),
+            )?;
         }
     }
     let a = &f.allocator;
@@ -116,22 +128,27 @@ pub fn text(f: &Facts) -> String {
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_default();
-    let _ = writeln!(s, "  Allocator   {} ({via}){path}", a.name);
+    put(w, format!("  Allocator   {} ({via}){path}", a.name))?;
     match &a.arena_cap {
         Some(c) => {
-            let _ = writeln!(s, "              arena cap: {}={}", c.source, c.value);
+            put(w, format!("              arena cap: {}={}", c.source, c.value))?;
         }
         None if a.name == Allocator::Glibc => {
-            let _ = writeln!(s, "              arena cap: none (8 arenas per host CPU)");
+            put(
+                w,
+                "              arena cap: none (8 arenas per host CPU)".to_string(),
+            )?;
         }
         None => {}
     }
     for lib in &a.installed_not_in_effect {
-        let _ = writeln!(
-            s,
-            "              installed, not in effect: {} {}",
-            lib.name, lib.path
-        );
+        put(
+            w,
+            format!(
+                "              installed, not in effect: {} {}",
+                lib.name, lib.path
+            ),
+        )?;
     }
     let ld = &f.loader;
     let cache = match (&ld.ld_so_cache, &ld.ld_so_cache_error) {
@@ -142,24 +159,39 @@ pub fn text(f: &Facts) -> String {
         (None, Some(err)) => err.clone(),
         (None, None) => "no ld.so.cache".to_string(),
     };
-    let _ = writeln!(s, "  Loader      {cache}; then {}", ld.system_dirs.join(":"));
+    put(
+        w,
+        format!("  Loader      {cache}; then {}", ld.system_dirs.join(":")),
+    )?;
     if let Some(e) = &ld.ld_so_conf_error {
-        let _ = writeln!(s, "              {e}");
+        put(w, format!("              {e}"))?;
     }
     if !ld.ld_library_path.is_empty() {
-        let _ = writeln!(
-            s,
-            "              LD_LIBRARY_PATH={}",
-            ld.ld_library_path.join(":")
-        );
+        put(
+            w,
+            format!("              LD_LIBRARY_PATH={}", ld.ld_library_path.join(":")),
+        )?;
     }
-    runtimes(&mut s, f);
-    s
+    runtimes(w, f)
+}
+
+fn put(w: &mut dyn Write, text: String) -> io::Result<()> {
+    writeln!(w, "{}", line(&text))
+}
+
+/// Node.js, sharp, Next.js and .NET, in words, one line each through [`put`].
+fn runtimes(w: &mut dyn Write, f: &Facts) -> io::Result<()> {
+    let mut s = String::new();
+    runtimes_text(&mut s, f);
+    for l in s.lines() {
+        put(w, l.to_string())?;
+    }
+    Ok(())
 }
 
 /// Node.js, sharp, Next.js and .NET, in words; a runtime the image does not have gets no
 /// line, except .NET, whose absence the .NET rules read.
-fn runtimes(s: &mut String, f: &Facts) {
+fn runtimes_text(s: &mut String, f: &Facts) {
     if let Some(n) = &f.node {
         let mut line = format!("node {}", n.version.as_deref().unwrap_or("(version unknown)"));
         if let Some(b) = &n.binary {

@@ -3,9 +3,13 @@
 
 use super::lint::LintReport;
 use crate::finding::Severity;
+use crate::untrusted::{line, lines};
+use std::io::{self, Write};
 
-pub fn render(reports: &[LintReport]) -> String {
-    let mut out = String::new();
+/// Writes one workflow command per finding. The commands are memlint's own; their data and
+/// properties are the finding's words made safe by [`line`] (no control character, no `##[`),
+/// then escaped as actions/toolkit does, so no line break or command comes from the image.
+pub fn write(w: &mut dyn Write, reports: &[LintReport]) -> io::Result<()> {
     for r in reports {
         for f in &r.findings {
             let command = match f.severity {
@@ -13,33 +17,34 @@ pub fn render(reports: &[LintReport]) -> String {
                 Severity::Warning => "warning",
                 Severity::Note => "notice",
             };
-            let (file, line, end) = f
+            let (file, line_no, end) = f
                 .location
                 .as_ref()
                 .map(|l| (l.path.as_str(), l.line, l.end_line))
                 .unwrap_or(("Dockerfile", 1, 1));
-            let mut body = f.message.clone();
+            let mut body = line(&f.message).into_owned();
             for e in &f.evidence {
                 body.push_str("\n- ");
-                body.push_str(e.text());
+                body.push_str(&line(e.text()));
             }
             if !f.fix.is_empty() {
                 body.push_str("\nFix:\n");
-                body.push_str(&f.fix);
+                body.push_str(&lines(&f.fix));
             }
-            out.push_str(&format!(
-                "::{command} file={},line={line},endLine={},title={}::{}\n",
-                property(file),
-                end.max(line),
-                property(&format!(
+            writeln!(
+                w,
+                "::{command} file={},line={line_no},endLine={},title={}::{}",
+                property(&line(file)),
+                end.max(line_no),
+                property(&line(&format!(
                     "memlint {} ({}, {})",
                     f.rule, r.image.reference, r.image.platform
-                )),
+                ))),
                 data(&body)
-            ));
+            )?;
         }
     }
-    out
+    Ok(())
 }
 
 /// Escapes a command's message (actions/toolkit `escapeData`).

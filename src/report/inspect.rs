@@ -6,9 +6,10 @@ use crate::image::{Image, Layer};
 use crate::platform::Platform;
 use crate::report::facts::count;
 use crate::tree::{Compression, FileTree, TreeCounts};
+use crate::untrusted::line;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
+use std::io::{self, Write};
 
 /// The JSON document `inspect` prints. Key names are a contract with users' scripts.
 #[derive(Serialize)]
@@ -136,78 +137,88 @@ impl<'a> InspectReport<'a> {
         }
     }
 
-    pub fn to_text(&self) -> String {
-        let mut s = String::new();
+    /// Writes the text report; a line is made safe as a whole by [`line`], since nearly every
+    /// part of it comes from the image.
+    pub fn write_text(&self, w: &mut dyn Write) -> io::Result<()> {
         let i = &self.image;
-        let _ = writeln!(s, "Image      {}", self.reference);
-        let _ = writeln!(s, "Source     {} ({})", i.source, i.location);
+        put(w, format!("Image      {}", self.reference))?;
+        put(w, format!("Source     {} ({})", i.source, i.location))?;
         if let Some(n) = i.name {
-            let _ = writeln!(s, "Name       {n}");
+            put(w, format!("Name       {n}"))?;
         }
         if let Some(d) = &i.manifest_digest {
-            let _ = writeln!(s, "Manifest   {d}");
+            put(w, format!("Manifest   {d}"))?;
         }
         if let Some(d) = &i.config_digest {
-            let _ = writeln!(s, "Config     {d}");
+            put(w, format!("Config     {d}"))?;
         }
-        let _ = writeln!(s, "Platform   {}", i.platform);
+        put(w, format!("Platform   {}", i.platform))?;
         if i.platforms.len() > 1 {
             let all: Vec<String> = i.platforms.iter().map(|p| p.to_string()).collect();
-            let _ = writeln!(s, "Platforms  {}", all.join(", "));
+            put(w, format!("Platforms  {}", all.join(", ")))?;
         }
-        let _ = writeln!(s, "\nLayers ({})", i.layers.len());
+        writeln!(w)?;
+        put(w, format!("Layers ({})", i.layers.len()))?;
         for (n, l) in i.layers.iter().enumerate() {
-            let _ = writeln!(
-                s,
-                "  {:>2}. {}  {}  {} stored, {} unpacked, {}{}",
-                n + 1,
-                l.digest.short(),
-                compression_word(l.compression),
-                human(l.size),
-                human(l.uncompressed_size),
-                count(l.entries, "entry", "entries"),
-                if l.from_cache {
-                    "  (from the layer cache)"
-                } else {
-                    ""
-                }
-            );
+            put(
+                w,
+                format!(
+                    "  {:>2}. {}  {}  {} stored, {} unpacked, {}{}",
+                    n + 1,
+                    l.digest.short(),
+                    compression_word(l.compression),
+                    human(l.size),
+                    human(l.uncompressed_size),
+                    count(l.entries, "entry", "entries"),
+                    if l.from_cache {
+                        "  (from the layer cache)"
+                    } else {
+                        ""
+                    }
+                ),
+            )?;
             if let Some(h) = &l.history {
                 let h = h.trim();
                 let short: String = h.chars().take(100).collect();
                 let ell = if h.chars().count() > 100 { "…" } else { "" };
-                let _ = writeln!(s, "      {short}{ell}");
+                put(w, format!("      {short}{ell}"))?;
             }
         }
         let c = &i.config;
-        let _ = writeln!(s, "\nConfig");
+        writeln!(w)?;
+        put(w, "Config".to_string())?;
         // The exec form, as a Dockerfile writes it.
         let list = |v: &Option<Vec<String>>| match v {
             Some(v) => serde_json::to_string(v).unwrap_or_default(),
             None => "(none)".to_string(),
         };
-        let _ = writeln!(s, "  Entrypoint  {}", list(&c.entrypoint));
-        let _ = writeln!(s, "  Cmd         {}", list(&c.cmd));
-        let _ = writeln!(s, "  WorkingDir  {}", c.working_dir.as_deref().unwrap_or("/"));
-        let _ = writeln!(s, "  User        {}", c.user.as_deref().unwrap_or("(root)"));
+        put(w, format!("  Entrypoint  {}", list(&c.entrypoint)))?;
+        put(w, format!("  Cmd         {}", list(&c.cmd)))?;
+        put(
+            w,
+            format!("  WorkingDir  {}", c.working_dir.as_deref().unwrap_or("/")),
+        )?;
+        put(
+            w,
+            format!("  User        {}", c.user.as_deref().unwrap_or("(root)")),
+        )?;
         if c.env.is_empty() {
-            let _ = writeln!(s, "  Env         (none)");
+            put(w, "  Env         (none)".to_string())?;
         } else {
-            let _ = writeln!(s, "  Env");
+            put(w, "  Env".to_string())?;
             for e in &c.env {
-                let _ = writeln!(s, "    {e}");
+                put(w, format!("    {e}"))?;
             }
         }
         if !c.labels.is_empty() {
-            let _ = writeln!(s, "  Labels");
+            put(w, "  Labels".to_string())?;
             for (k, v) in &c.labels {
-                let _ = writeln!(s, "    {k}={v}");
+                put(w, format!("    {k}={v}"))?;
             }
         }
         let f = &self.files.counts;
-        let _ = writeln!(
-            s,
-            "\nFiles      {}: {} regular ({} ELF, {}), {}, {}, {} special; {} kept ({})",
+        writeln!(w)?;
+        put(w, format!("Files      {}: {} regular ({} ELF, {}), {}, {}, {} special; {} kept ({})",
             count(f.count, "path", "paths"),
             f.regular,
             f.elf,
@@ -216,9 +227,8 @@ impl<'a> InspectReport<'a> {
             count(f.symlinks, "symlink", "symlinks"),
             f.special,
             f.kept_files,
-            human(f.kept_bytes)
-        );
-        s.push_str(&crate::report::facts::text(self.facts));
+            human(f.kept_bytes)))?;
+        crate::report::facts::write(w, self.facts)?;
         if let Some(paths) = &self.paths {
             // The layer column: the 1-based number and short digest of the layer that last
             // wrote the path (`-` for a tree with no layers, `dir:`).
@@ -233,14 +243,16 @@ impl<'a> InspectReport<'a> {
                 }
                 None => format!("{:>2} {:<19}", "-", ""),
             };
-            let _ = writeln!(
-                s,
-                "\n{:<8} {:<4} {:>10}  {:<22}  PATH",
-                "TYPE", "MODE", "SIZE", "LAYER"
-            );
+            writeln!(w)?;
+            put(
+                w,
+                format!(
+                    "{:<8} {:<4} {:>10}  {:<22}  PATH",
+                    "TYPE", "MODE", "SIZE", "LAYER"
+                ),
+            )?;
             for p in paths {
-                let _ = write!(
-                    s,
+                let mut text = format!(
                     "{:<8} {} {:>10}  {}  {}",
                     p.kind,
                     p.mode,
@@ -249,15 +261,15 @@ impl<'a> InspectReport<'a> {
                     p.path
                 );
                 if let Some(t) = &p.target {
-                    let _ = write!(s, " -> {t}");
+                    text.push_str(&format!(" -> {t}"));
                 }
                 if let Some(t) = &p.hardlink_to {
-                    let _ = write!(s, " (hard link to {t})");
+                    text.push_str(&format!(" (hard link to {t})"));
                 }
-                s.push('\n');
+                put(w, text)?;
             }
         }
-        s
+        Ok(())
     }
 }
 
@@ -268,6 +280,10 @@ fn compression_word(c: Compression) -> &'static str {
         Compression::Gzip => "gzip",
         Compression::Zstd => "zstd",
     }
+}
+
+fn put(w: &mut dyn Write, text: String) -> io::Result<()> {
+    writeln!(w, "{}", line(&text))
 }
 
 fn human(bytes: u64) -> String {

@@ -177,7 +177,7 @@ fn result(f: &Finding) -> Value {
         "message": { "text": text },
         "locations": [{
             "physicalLocation": {
-                "artifactLocation": { "uri": loc.path, "uriBaseId": "%SRCROOT%" },
+                "artifactLocation": { "uri": uri_path(&loc.path), "uriBaseId": "%SRCROOT%" },
                 "region": { "startLine": loc.line, "endLine": loc.end_line.max(loc.line) },
             }
         }],
@@ -188,6 +188,35 @@ fn result(f: &Finding) -> Value {
             json!([{ "kind": s.kind, "justification": s.justification, "status": "accepted" }]);
     }
     v
+}
+
+/// What a path segment keeps as it is (RFC 3986 `pchar` without `:`, so that a first segment
+/// never reads as a scheme): unreserved characters and sub-delimiters, plus `@`.
+const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~')
+    .remove(b'!')
+    .remove(b'$')
+    .remove(b'&')
+    .remove(b'\'')
+    .remove(b'(')
+    .remove(b')')
+    .remove(b'*')
+    .remove(b'+')
+    .remove(b',')
+    .remove(b';')
+    .remove(b'=')
+    .remove(b'@');
+
+/// A repository path as a relative URI reference: each `/`-separated segment percent-encoded
+/// (`%` first of all, so a folder named `%2e%2e` stays a name and never reads as `..`).
+pub fn uri_path(path: &str) -> String {
+    path.split('/')
+        .map(|seg| percent_encoding::utf8_percent_encode(seg, SEGMENT).to_string())
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 /// Whether a path is fit to be a SARIF artifact URI that GitHub accepts: relative, `/`
@@ -220,5 +249,9 @@ mod tests {
             assert!(!valid_artifact_uri(bad), "{bad}");
         }
         assert!(what_it_does(ALL[0]).len() > 40);
+        assert_eq!(uri_path("docker/app/Dockerfile"), "docker/app/Dockerfile");
+        assert_eq!(uri_path("%2e%2e/Dockerfile"), "%252e%252e/Dockerfile");
+        assert_eq!(uri_path("a b/#?[x]/é:1"), "a%20b/%23%3F%5Bx%5D/%C3%A9%3A1");
+        assert_eq!(uri_path("dir@v1/Docker-file_~.prod"), "dir@v1/Docker-file_~.prod");
     }
 }

@@ -3,7 +3,8 @@
 
 use super::lint::LintReport;
 use crate::finding::Severity;
-use std::fmt::Write as _;
+use crate::untrusted::{line, lines};
+use std::io::{self, Write};
 
 /// How the text report looks.
 #[derive(Clone, Copy, Debug, Default)]
@@ -45,53 +46,56 @@ impl Paint {
     }
 }
 
-pub fn render(r: &LintReport, o: TextOptions) -> String {
+/// Writes the text report of one image. Every string from the image, the Dockerfile or the
+/// config goes through [`line`] (or [`lines`] for a fix), so that it stays on its line and
+/// drives neither a terminal nor a CI runner.
+pub fn write(w: &mut dyn Write, r: &LintReport, o: TextOptions) -> io::Result<()> {
     let p = Paint { on: o.color };
-    let mut s = String::new();
     let img = r.image;
     if !o.quiet {
         let libc = match &r.facts.libc.version {
             Some(v) => format!("{} {v}", r.facts.libc.family),
             None => r.facts.libc.family.to_string(),
         };
-        let _ = writeln!(
-            s,
-            "{} {} ({}, {libc})",
+        writeln!(
+            w,
+            "{} {} ({}, {})",
             p.bold("memlint"),
-            img.reference,
-            img.platform
-        );
+            line(&img.reference),
+            line(&img.platform.to_string()),
+            line(&libc)
+        )?;
         if o.verbose {
-            s.push_str(&super::facts::text(r.facts));
+            super::facts::write(w, r.facts)?;
         }
-        s.push('\n');
+        writeln!(w)?;
     }
     for sev in [Severity::Error, Severity::Warning, Severity::Note] {
         for f in r.findings.iter().filter(|f| f.severity == sev) {
-            let _ = writeln!(s, "{}[{}]: {}", p.severity(sev), p.bold(f.rule), f.message);
+            writeln!(w, "{}[{}]: {}", p.severity(sev), p.bold(f.rule), line(&f.message))?;
             if let Some(l) = f.location.as_ref().filter(|l| l.instruction.is_some()) {
-                let _ = writeln!(
-                    s,
+                writeln!(
+                    w,
                     "  {} {}:{}: {}",
                     p.dim("at"),
-                    l.path,
+                    line(&l.path),
                     l.line,
-                    l.instruction.as_deref().unwrap_or("")
-                );
+                    line(l.instruction.as_deref().unwrap_or(""))
+                )?;
             }
             if !f.evidence.is_empty() {
-                let _ = writeln!(s, "  {}", p.dim("evidence:"));
+                writeln!(w, "  {}", p.dim("evidence:"))?;
                 for e in &f.evidence {
-                    let _ = writeln!(s, "    - {e}");
+                    writeln!(w, "    - {}", line(e.text()))?;
                 }
             }
             if !f.fix.is_empty() {
-                let _ = writeln!(s, "  {}", p.dim("fix:"));
-                for line in f.fix.lines() {
-                    let _ = writeln!(s, "    {line}");
+                writeln!(w, "  {}", p.dim("fix:"))?;
+                for l in lines(&f.fix).lines() {
+                    writeln!(w, "    {l}")?;
                 }
             }
-            s.push('\n');
+            writeln!(w)?;
         }
     }
     if o.verbose {
@@ -101,11 +105,11 @@ pub fn render(r: &LintReport, o: TextOptions) -> String {
             .filter_map(|res| res.outcome.undecided.as_ref().map(|u| (res.rule.id, u)))
             .collect();
         if !silent.is_empty() {
-            let _ = writeln!(s, "{}", p.dim("rules that could not decide:"));
+            writeln!(w, "{}", p.dim("rules that could not decide:"))?;
             for (id, why) in silent {
-                let _ = writeln!(s, "  {id}: {why}");
+                writeln!(w, "  {id}: {}", line(&why.to_string()))?;
             }
-            s.push('\n');
+            writeln!(w)?;
         }
     }
     if o.verbose || o.show_ignored {
@@ -113,24 +117,24 @@ pub fn render(r: &LintReport, o: TextOptions) -> String {
             let why = f
                 .suppression
                 .as_ref()
-                .map(|s| format!(" ({}: {})", s.origin, s.justification))
+                .map(|s| format!(" ({}: {})", line(&s.origin), line(&s.justification)))
                 .unwrap_or_default();
-            let _ = writeln!(
-                s,
+            writeln!(
+                w,
                 "{} {}[{}]: {}{why}",
                 p.dim("ignored"),
                 f.severity,
                 f.rule,
-                f.message
-            );
+                line(&f.message)
+            )?;
         }
         if !r.ignored.is_empty() {
-            s.push('\n');
+            writeln!(w)?;
         }
     }
     if !o.quiet {
         for n in &r.notes {
-            let _ = writeln!(s, "{} {n}", p.dim("note:"));
+            writeln!(w, "{} {}", p.dim("note:"), line(n))?;
         }
     }
     if !o.quiet {
@@ -141,16 +145,16 @@ pub fn render(r: &LintReport, o: TextOptions) -> String {
                 format!("{n} {w}s")
             }
         };
-        let mut line = format!(
+        let mut summary = format!(
             "{}, {}, {}",
             plural(r.count(Severity::Error), "error"),
             plural(r.count(Severity::Warning), "warning"),
             plural(r.count(Severity::Note), "note")
         );
         if !r.ignored.is_empty() {
-            let _ = write!(line, ", {} ignored", r.ignored_count());
+            summary.push_str(&format!(", {} ignored", r.ignored_count()));
         }
-        let _ = writeln!(s, "{}", p.bold(&line));
+        writeln!(w, "{}", p.bold(&summary))?;
     }
-    s
+    Ok(())
 }

@@ -51,11 +51,13 @@ impl Progress {
         size: Option<u64>,
         reader: Box<dyn Read + Send>,
     ) -> Box<dyn Read + Send> {
+        // A digest here may be a `docker save` member name, chosen by whoever built the
+        // archive: `##[stop-commands]…` would silence the runner for the rest of the step.
         let label = format!(
             "layer {}/{} {}",
             index + 1,
             self.total_layers,
-            short_digest(digest)
+            crate::untrusted::line(short_digest(digest))
         );
         match &self.mode {
             Mode::Off => reader,

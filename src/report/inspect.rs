@@ -218,16 +218,21 @@ impl<'a> InspectReport<'a> {
         }
         let f = &self.files.counts;
         writeln!(w)?;
-        put(w, format!("Files      {}: {} regular ({} ELF, {}), {}, {}, {} special; {} kept ({})",
-            count(f.count, "path", "paths"),
-            f.regular,
-            f.elf,
-            count(f.hardlinks, "hard link", "hard links"),
-            count(f.directories, "folder", "folders"),
-            count(f.symlinks, "symlink", "symlinks"),
-            f.special,
-            f.kept_files,
-            human(f.kept_bytes)))?;
+        put(
+            w,
+            format!(
+                "Files      {}: {} regular ({} ELF, {}), {}, {}, {} special; {} kept ({})",
+                count(f.count, "path", "paths"),
+                f.regular,
+                f.elf,
+                count(f.hardlinks, "hard link", "hard links"),
+                count(f.directories, "folder", "folders"),
+                count(f.symlinks, "symlink", "symlinks"),
+                f.special,
+                f.kept_files,
+                human(f.kept_bytes)
+            ),
+        )?;
         crate::report::facts::write(w, self.facts)?;
         if let Some(paths) = &self.paths {
             // The layer column: the 1-based number and short digest of the layer that last

@@ -500,11 +500,18 @@ mod tests {
             warm.store(&diff, &interests, &limits);
             let path = warm.entry_path(&diff.diff_id).unwrap();
             let before = fs::read(&path).unwrap();
-            let at = if which == "layers" { dir.path().join("layers") } else { entries(dir.path()) };
+            let at = if which == "layers" {
+                dir.path().join("layers")
+            } else {
+                entries(dir.path())
+            };
             spoil(&at);
             let (warnings, kept) = Warnings::collected();
             let cache = LayerCache::new(dir.path(), 0, warnings);
-            assert!(cache.load(&diff.diff_id, &interests, &limits).is_none(), "{which} {says}");
+            assert!(
+                cache.load(&diff.diff_id, &interests, &limits).is_none(),
+                "{which} {says}"
+            );
             let mut other = diff.clone();
             other.diff_id = Digest::of(b"other");
             cache.store(&other, &interests, &limits);
@@ -513,7 +520,11 @@ mod tests {
             assert!(cache.load(&diff.diff_id, &interests, &limits).is_none());
             let w = kept.take();
             assert_eq!(w.len(), 1, "{which} {says}: {w:?}");
-            assert!(w[0].contains(says) && w[0].contains(&at.display().to_string()), "{}", w[0]);
+            assert!(
+                w[0].contains(says) && w[0].contains(&at.display().to_string()),
+                "{}",
+                w[0]
+            );
             // Nothing written, nothing removed.
             assert_eq!(fs::read(&path).unwrap(), before);
             assert!(!cache.entry_path(&other.diff_id).unwrap().exists());
@@ -526,7 +537,10 @@ mod tests {
         let interests = interests();
         let diff = read(&sample(), &interests, &limits);
         type Spoil = fn(&Path);
-        let cases: [(Spoil, &str); 2] = [(chown_nobody, "owned by uid 65534"), (|p| chmod(p, 0o666), "mode 0666")];
+        let cases: [(Spoil, &str); 2] = [
+            (chown_nobody, "owned by uid 65534"),
+            (|p| chmod(p, 0o666), "mode 0666"),
+        ];
         for (spoil, says) in cases {
             let dir = tempfile::tempdir().unwrap();
             let (warnings, kept) = Warnings::collected();
@@ -544,7 +558,11 @@ mod tests {
             assert!(cache.load(&twin.diff_id, &interests, &limits).is_none(), "{says}");
             let w = kept.take();
             assert_eq!(w.len(), 1, "{w:?}");
-            assert!(w[0].contains(says) && w[0].contains(&path.display().to_string()), "{}", w[0]);
+            assert!(
+                w[0].contains(says) && w[0].contains(&path.display().to_string()),
+                "{}",
+                w[0]
+            );
             assert!(path.exists());
             // Storing the layer again puts an entry of ours in its place.
             cache.store(&diff, &interests, &limits);

@@ -25,5 +25,6 @@ pub mod settings;
 pub mod shell;
 pub mod sources;
 pub mod tree;
+pub mod user_file;
 pub mod version;
 pub mod warnings;

@@ -15,7 +15,7 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 // ---------------------------------------------------------------------------------------------
 // A tar writer that writes whatever it is told.
@@ -191,136 +191,35 @@ fn base() -> ImageSpec {
 // ---------------------------------------------------------------------------------------------
 // Running memlint in a jail folder, with a deadline and its peak memory.
 
-struct Run {
-    out: Output,
-    /// Peak resident memory of the memlint process, in KiB.
-    peak_kib: u64,
-    elapsed: Duration,
-}
-
-impl Run {
-    fn code(&self) -> Option<i32> {
-        self.out.status.code()
-    }
-    fn err(&self) -> String {
-        error_text(&self.out)
-    }
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "not JSON ({e}): {}\n{}",
-                String::from_utf8_lossy(&self.out.stdout),
-                self.err()
-            )
-        })
-    }
-}
-
 /// Runs memlint with `args` in a fresh folder (its cwd and TMPDIR), optionally feeding `stdin`;
 /// fails on a panic, on a run longer than `deadline`, and when anything is left in the folder.
 fn run_jailed(args: &[&str], env: &[(&str, &str)], stdin: Option<&Path>, deadline: Duration) -> Run {
     let jail = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
-    let peak_file = jail.path().join("..").join(format!(
-        "memlint-peak-{}-{}",
-        std::process::id(),
-        jail.path().file_name().unwrap().to_string_lossy()
-    ));
-    let time = Path::new("/usr/bin/time");
-    let mut cmd = if time.exists() {
-        // GNU time reports the peak from wait4's rusage, exactly.
-        let mut c = Command::new(time);
-        c.arg("-f").arg("%M").arg("-o").arg(&peak_file);
-        c.arg(env!("CARGO_BIN_EXE_memlint"));
-        c
-    } else {
-        Command::new(env!("CARGO_BIN_EXE_memlint"))
-    };
-    cmd.args(args)
-        .current_dir(jail.path())
-        .env("TMPDIR", jail.path())
-        .env("NO_COLOR", "1")
-        // Outside the jail: the cache is the one thing memlint may write.
-        .env("MEMLINT_CACHE_DIR", cache.path())
-        .env_remove("MEMLINT_LIMITS")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    match stdin {
-        Some(p) => cmd.stdin(fs::File::open(p).unwrap()),
-        None => cmd.stdin(Stdio::null()),
-    };
-    let start = Instant::now();
-    let mut child = cmd.spawn().expect("memlint starts");
-    // Drain the pipes on threads so a large output cannot block the child.
-    let mut so = child.stdout.take().unwrap();
-    let mut se = child.stderr.take().unwrap();
-    let t_out = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        std::io::Read::read_to_end(&mut so, &mut v).ok();
-        v
-    });
-    let t_err = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        std::io::Read::read_to_end(&mut se, &mut v).ok();
-        v
-    });
-    let mut polled_peak = 0u64;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        // Without GNU time, poll the high-water mark of the process (the child itself).
-        if let Ok(s) = fs::read_to_string(format!("/proc/{}/status", child.id())) {
-            if let Some(kib) = s
-                .lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            {
-                polled_peak = polled_peak.max(kib);
+    let run = run_watched(
+        args,
+        |cmd| {
+            cmd.current_dir(jail.path())
+                .env("TMPDIR", jail.path())
+                // Outside the jail: the cache is the one thing memlint may write.
+                .env("MEMLINT_CACHE_DIR", cache.path())
+                .env_remove("MEMLINT_LIMITS");
+            for (k, v) in env {
+                cmd.env(k, v);
             }
-        }
-        if start.elapsed() > deadline {
-            child.kill().ok();
-            child.wait().ok();
-            panic!("memlint {args:?} still running after {deadline:?}: a hang");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let elapsed = start.elapsed();
-    let out = Output {
-        status,
-        stdout: t_out.join().unwrap(),
-        stderr: t_err.join().unwrap(),
-    };
-    let peak_kib = fs::read_to_string(&peak_file)
-        .ok()
-        .and_then(|t| t.lines().last().and_then(|l| l.trim().parse::<u64>().ok()))
-        .unwrap_or(polled_peak);
-    fs::remove_file(&peak_file).ok();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"),
-        "memlint {args:?} panicked: {stderr}"
-    );
-    let code = out.status.code();
-    assert!(
-        matches!(code, Some(0..=2)),
-        "memlint {args:?} ended with {:?} (killed by a signal?): {stderr}",
-        out.status
+            match stdin {
+                Some(p) => cmd.stdin(fs::File::open(p).unwrap()),
+                None => cmd.stdin(Stdio::null()),
+            };
+        },
+        deadline,
     );
     let left: Vec<PathBuf> = fs::read_dir(jail.path())
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
     assert!(left.is_empty(), "memlint {args:?} wrote {left:?}");
-    Run {
-        out,
-        peak_kib,
-        elapsed,
-    }
+    run
 }
 
 fn inspect(reference: &str, env: &[(&str, &str)]) -> Run {

@@ -18,7 +18,8 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, &[&str])] = &[
     // Base: values, names and diagnostics. They use only each other, and everything may use them.
     ("digest", &[]),
-    ("error", &[]),
+    ("user_file", &[]),
+    ("error", &["user_file"]),
     ("elf", &[]),
     ("finding", &[]),
     ("shell", &[]),
@@ -43,6 +44,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "platform",
             "reference",
             "tree",
+            "user_file",
             "warnings",
         ],
     ),
@@ -55,7 +57,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     ("rules", &["arch", "facts", "finding", "version"]),
     // Reporting: ignores, findings placed on Dockerfile lines, output formats.
-    ("settings", &["error", "finding", "rules", "tree"]),
+    ("settings", &["error", "finding", "rules", "tree", "user_file"]),
     ("locate", &["dockerfile", "finding", "image"]),
     (
         "report",
@@ -86,6 +88,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "settings",
             "sources",
             "tree",
+            "user_file",
             "version",
             "warnings",
         ],

@@ -239,6 +239,15 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     /// An I/O error on a host path, with a hint that fits the error kind.
+    /// A file the user named that was not read: not a regular file, too large, or unreadable.
+    pub fn user_file(path: impl std::fmt::Display, e: crate::user_file::ReadError) -> Self {
+        Error::Io {
+            path: path.to_string(),
+            help: e.help().to_string(),
+            source: e.into_io(),
+        }
+    }
+
     pub fn io(path: impl std::fmt::Display, source: std::io::Error) -> Self {
         let help = match source.kind() {
             std::io::ErrorKind::NotFound => "check the path; relative paths start at the current folder",

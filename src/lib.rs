@@ -26,5 +26,6 @@ pub mod shell;
 pub mod sources;
 pub mod tree;
 pub mod untrusted;
+pub mod user_file;
 pub mod version;
 pub mod warnings;

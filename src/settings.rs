@@ -138,14 +138,16 @@ pub struct Settings {
 impl Settings {
     /// `.memlint.toml` in `start` or the nearest folder above it.
     pub fn find(start: &Path) -> Option<PathBuf> {
-        start.ancestors().map(|d| d.join(FILE_NAME)).find(|p| p.is_file())
+        // Whatever is there by that name (following links) is the config: one that is not a
+        // regular file is refused when it is read, not skipped for another one further up.
+        start.ancestors().map(|d| d.join(FILE_NAME)).find(|p| p.exists())
     }
 
     pub fn load(path: &Path) -> Result<Settings, Box<ConfigError>> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        let text = crate::user_file::read_to_string(path, crate::user_file::MAX_BYTES).map_err(|e| {
             Box::new(ConfigError {
-                message: format!("cannot read {}: {e}", path.display()),
-                help: "check the path given to --config".to_string(),
+                message: format!("cannot read {}: {}", path.display(), e.reason()),
+                help: e.help().to_string(),
                 src: NamedSource::new(path.display().to_string(), String::new()),
                 span: None,
             })
@@ -288,12 +290,12 @@ struct RawLimitsOnly {
 /// The `[limits]` table of the config file at `path`, checked.
 pub fn load_limits(path: &Path) -> Result<Vec<(String, String)>, Box<ConfigError>> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let text = crate::user_file::read_to_string(path, crate::user_file::MAX_BYTES).map_err(|e| {
         config_error(
             &name,
             "",
-            format!("cannot read it: {e}"),
-            "check the file's permissions".to_string(),
+            format!("cannot read it: {}", e.reason()),
+            e.help().to_string(),
             None,
         )
     })?;

@@ -1,7 +1,8 @@
 //! The layer cache, through the real binary: a second read takes every layer from the cache
 //! (and never opens a blob), images on a shared base read only their own layers whatever the
-//! source form, damaged entries are found and rebuilt, concurrent runs, eviction, and a cache
-//! folder that cannot be written.
+//! source form, damaged entries are found and rebuilt, concurrent runs, eviction, a cache
+//! folder that cannot be written, and trust: a forged entry or a folder that another user
+//! owns or others can write is not used, while a shared parent folder (an emptyDir) works.
 
 mod common;
 
@@ -588,4 +589,197 @@ fn an_entry_over_a_lower_bound_is_a_miss_and_stays() {
     // The entries still serve a run with the usual limits.
     let (v, _) = inspect(&cache, &image);
     assert!(from_cache(&v).iter().all(|c| *c), "{v}");
+}
+
+/// An entry as whoever can write the cache folder could make it: the entry of layer `from`
+/// relabelled as layer `as_layer`, with its framing and checksum made anew. The wire format
+/// is no secret: magic, format, version, payload length, zstd(postcard), then a sha256 of it
+/// all; the postcard payload opens with the diff_id as a length-prefixed string.
+fn forge(entry: &[u8], from: &str, as_layer: &str) -> Vec<u8> {
+    use sha2::{Digest, Sha256};
+    let version_len = entry[12] as usize;
+    let header = 13 + version_len + 8;
+    let payload = &entry[header..entry.len() - 32];
+    let mut raw = zstd::decode_all(payload).unwrap();
+    assert_eq!((raw[0] as usize, &raw[1..72]), (from.len(), from.as_bytes()));
+    raw[1..72].copy_from_slice(as_layer.as_bytes());
+    let payload = zstd::encode_all(&raw[..], 3).unwrap();
+    let mut out = entry[..header - 8].to_vec();
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(&payload);
+    let sum = Sha256::digest(&out);
+    out.extend_from_slice(&sum);
+    out
+}
+
+/// Something done to a cache folder or entry: what another user, or a careless mode, does.
+type Spoil = fn(&Path);
+
+fn set_mode(p: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(p, fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// Tests run as root, which owns whatever it creates: another user is uid 65534 (nobody).
+fn chown_nobody(p: &Path) {
+    std::os::unix::fs::chown(p, Some(65534), Some(65534)).unwrap();
+}
+
+#[test]
+fn a_forged_entry_under_a_real_layer_changes_nothing_unless_the_user_wrote_it() {
+    // A real Debian image whose last layer purges the preloaded jemalloc: ld-preload-missing.
+    let image = build_image("glibc-jemalloc-removed");
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let lint = || {
+        let out = run(&cache, &["lint", "--format", "json", &image]);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        let ids: Vec<String> = report["findings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|f| f["rule"].as_str().unwrap_or_default().to_string())
+            .collect();
+        (out.status.code(), ids, stderr)
+    };
+    let plain = memlint(&["lint", "--format", "json", "--no-cache", &image]);
+    assert_eq!(plain.status.code(), Some(1));
+    let (code, found, _) = lint();
+    assert_eq!(code, Some(1));
+    assert!(found.iter().any(|id| id == "ld-preload-missing"), "{found:?}");
+    // The purge layer's entry replaced by the install layer's, relabelled.
+    let (v, _) = inspect(&cache, &image);
+    let layers = v["image"]["layers"].as_array().unwrap();
+    let layer = |what: &str| {
+        layers
+            .iter()
+            .find(|l| l["history"].as_str().unwrap_or_default().contains(what))
+            .unwrap()["diff_id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (install, purge) = (layer("install -y libjemalloc2"), layer("purge -y libjemalloc2"));
+    let forged = forge(&fs::read(entry_of(&cache, &install)).unwrap(), &install, &purge);
+    let target = entry_of(&cache, &purge);
+    let plant = |spoil: Spoil| {
+        let temp = target.with_file_name("planted");
+        fs::write(&temp, &forged).unwrap();
+        set_mode(&temp, 0o600);
+        spoil(&temp);
+        fs::rename(&temp, &target).unwrap();
+    };
+
+    // The user's own entry is trusted: the forgery works, which is why the cache is trusted
+    // input and why nobody else may write it.
+    plant(|_| {});
+    let (code, found, stderr) = lint();
+    assert_eq!((code, found.len()), (Some(0), 0), "{found:?} {stderr}");
+
+    let cases: [(Spoil, &str); 2] = [
+        (chown_nobody, "is owned by uid 65534"),
+        (
+            |p| set_mode(p, 0o666),
+            "can be written by other users (mode 0666)",
+        ),
+    ];
+    for (spoil, says) in cases {
+        plant(spoil);
+        let (code, found, stderr) = lint();
+        assert_eq!(code, Some(1), "{says}: {stderr}");
+        assert!(
+            found.iter().any(|id| id == "ld-preload-missing"),
+            "{says}: {found:?}"
+        );
+        let w = warnings(&stderr);
+        assert_eq!(w.len(), 1, "{stderr}");
+        assert!(w[0].contains(says) && w[0].contains(&purge[7..]), "{}", w[0]);
+        // The layer was read from the image and its entry is the user's own again.
+        assert_ne!(fs::read(&target).unwrap(), forged);
+        assert_eq!(lint().0, Some(1));
+    }
+}
+
+#[test]
+fn a_cache_folder_others_can_write_or_of_another_user_is_warned_about_once_and_unused() {
+    let image = build_image("demo");
+    let plain = memlint(&["lint", "--format", "json", "--no-cache", &image]);
+    let cases: [(&str, Spoil, &str); 3] = [
+        (
+            "layers",
+            |p| set_mode(p, 0o777),
+            "can be written by other users (mode 0777)",
+        ),
+        ("layers", chown_nobody, "is owned by uid 65534"),
+        ("version", chown_nobody, "is owned by uid 65534"),
+    ];
+    for (which, spoil, says) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("cache");
+        inspect(&cache, &image);
+        let at = if which == "layers" {
+            cache.join("layers")
+        } else {
+            // The folder of this memlint's entries below `layers` (`v<format>-<version>`).
+            fs::read_dir(cache.join("layers"))
+                .unwrap()
+                .next()
+                .unwrap()
+                .unwrap()
+                .path()
+        };
+        let before: Vec<(PathBuf, Vec<u8>)> = cache_files(&cache)
+            .into_iter()
+            .map(|p| (p.clone(), fs::read(p).unwrap()))
+            .collect();
+        spoil(&at);
+        let out = run(&cache, &["lint", "--format", "json", &image]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), plain.status.code(), "{which}: {stderr}");
+        assert_eq!(out.stdout, plain.stdout, "{which}");
+        let w = warnings(&stderr);
+        assert_eq!(w.len(), 1, "{which}: {stderr}");
+        assert!(
+            w[0].contains(says) && w[0].contains(&at.display().to_string()),
+            "{}",
+            w[0]
+        );
+        // Unused: no layer from it, nothing written or removed.
+        let (v, stderr) = inspect(&cache, &image);
+        assert!(from_cache(&v).iter().all(|c| !c), "{which}: {v}");
+        assert_eq!(warnings(&stderr).len(), 1, "{stderr}");
+        let after: Vec<(PathBuf, Vec<u8>)> = cache_files(&cache)
+            .into_iter()
+            .map(|p| (p.clone(), fs::read(p).unwrap()))
+            .collect();
+        assert_eq!(after, before, "{which}");
+    }
+}
+
+#[test]
+fn a_shared_parent_folder_like_an_empty_dir_works() {
+    use std::os::unix::fs::PermissionsExt;
+    let image = build_image("demo");
+    for parent_mode in [0o1777, 0o777] {
+        let dir = tempfile::tempdir().unwrap();
+        // The folder given to --cache-dir is shared, as a Kubernetes emptyDir (0777) or /tmp.
+        let cache = dir.path().join("shared");
+        fs::create_dir(&cache).unwrap();
+        set_mode(&cache, parent_mode);
+        let (first, stderr) = inspect(&cache, &image);
+        assert!(warnings(&stderr).is_empty(), "{stderr}");
+        let (second, stderr) = inspect(&cache, &image);
+        assert!(warnings(&stderr).is_empty(), "{stderr}");
+        assert!(
+            from_cache(&second).iter().all(|c| *c),
+            "{parent_mode:o}: {second}"
+        );
+        assert_eq!(without_flags(first), without_flags(second));
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode(&cache.join("layers")), 0o700);
+        for entry in cache_files(&cache) {
+            assert_eq!(mode(&entry), 0o600, "{}", entry.display());
+        }
+    }
 }

@@ -18,7 +18,8 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, &[&str])] = &[
     // Base: values, names and diagnostics. They use only each other, and everything may use them.
     ("digest", &[]),
-    ("error", &[]),
+    ("user_file", &[]),
+    ("error", &["user_file"]),
     ("elf", &[]),
     ("finding", &[]),
     ("shell", &[]),
@@ -45,6 +46,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "reference",
             "tree",
             "untrusted",
+            "user_file",
             "warnings",
         ],
     ),
@@ -57,7 +59,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     ("rules", &["arch", "facts", "finding", "version"]),
     // Reporting: ignores, findings placed on Dockerfile lines, output formats.
-    ("settings", &["error", "finding", "rules", "tree"]),
+    ("settings", &["error", "finding", "rules", "tree", "user_file"]),
     ("locate", &["dockerfile", "finding", "image"]),
     (
         "report",
@@ -99,6 +101,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "sources",
             "tree",
             "untrusted",
+            "user_file",
             "version",
             "warnings",
         ],

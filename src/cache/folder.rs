@@ -1,10 +1,12 @@
 //! The cache folder on disk: where entries live, how they are written so that readers only see
-//! whole ones, and which go when the folder passes its bound. Only real folders are walked:
-//! a symbolic link at any level could lead writes and removals outside the cache.
+//! whole ones, which go when the folder passes its bound, and which folders and entries are
+//! trusted. Only real folders are walked: a symbolic link at any level could lead writes and
+//! removals outside the cache.
 
 use super::wire::{FORMAT, VERSION};
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
@@ -31,20 +33,80 @@ pub(super) fn entries_dir(root: &Path) -> PathBuf {
         .fold(root.to_path_buf(), |at, part| at.join(part))
 }
 
-/// The first folder from `layers` down to the entries folder that is there but is not a plain
-/// folder (a symbolic link, a file); `None` when each is a real folder or not there yet (not
-/// there, or not reachable: writing and reading fail on their own then).
-pub(super) fn first_unreal_folder(root: &Path) -> Option<PathBuf> {
+/// Why a folder or an entry of the cache is not trusted: whoever can write it can make a layer
+/// read as anything (a forged entry under a base layer's diff_id hides a finding), so, as ssh's
+/// StrictModes and git's `safe.directory` do, only what the current user owns and no one else
+/// can write is used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Distrust {
+    /// A symbolic link, a file where a folder belongs, a folder where an entry belongs.
+    NotPlain,
+    /// Owned by this user id, not the current one.
+    Owner(u32),
+    /// Its group or others may write it (the mode bits).
+    Writable(u32),
+}
+
+impl Distrust {
+    /// What is wrong, for a warning: "is owned by uid 65534, not by the current user (uid 0)".
+    pub(super) fn describe(&self, me: u32) -> String {
+        match self {
+            Distrust::NotPlain => "is not a plain folder or file (a symbolic link?)".to_string(),
+            Distrust::Owner(uid) => format!("is owned by uid {uid}, not by the current user (uid {me})"),
+            Distrust::Writable(mode) => format!("can be written by other users (mode {:04o})", mode & 0o7777),
+        }
+    }
+}
+
+/// The user whose cache this is: the effective user, the one that owns what this run creates.
+pub(super) fn current_uid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+/// Whether `meta` (of a folder when `dir`, else of an entry) may be trusted by user `me`.
+pub(super) fn distrust(meta: &fs::Metadata, dir: bool, me: u32) -> Option<Distrust> {
+    use std::os::unix::fs::MetadataExt;
+    let plain = if dir { meta.is_dir() } else { meta.is_file() };
+    if !plain || meta.file_type().is_symlink() {
+        Some(Distrust::NotPlain)
+    } else if meta.uid() != me {
+        Some(Distrust::Owner(meta.uid()))
+    } else if meta.mode() & 0o022 != 0 {
+        Some(Distrust::Writable(meta.mode()))
+    } else {
+        None
+    }
+}
+
+/// The first folder from `layers` down to the entries folder that is there but may not be
+/// trusted by user `me`, and why; `None` when each is a plain folder of `me` that no one else
+/// can write, or is not there yet (not there, or not reachable: writing and reading fail on
+/// their own then). The cache folder itself is not checked: it may be a shared parent (a
+/// Kubernetes `emptyDir`, `/tmp`), since memlint keeps everything in `layers` below it.
+pub(super) fn first_untrusted_folder(root: &Path, me: u32) -> Option<(PathBuf, Distrust)> {
     let mut at = root.to_path_buf();
     for part in entries_parts() {
         at = at.join(part);
         match fs::symlink_metadata(&at) {
-            Ok(m) if m.is_dir() => {}
             Err(_) => return None,
-            Ok(_) => return Some(at),
+            Ok(m) => {
+                if let Some(why) = distrust(&m, true, me) {
+                    return Some((at, why));
+                }
+            }
         }
     }
     None
+}
+
+/// Creates the entries folder and the folders above it that are missing, each readable and
+/// writable by the current user only.
+pub(super) fn create_entries_dir(root: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(entries_dir(root))
 }
 
 /// The folders in `dir` that are folders themselves, not links to one; nothing when `dir` is
@@ -65,14 +127,14 @@ pub(super) fn read_dir(dir: &Path) -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
-/// Writes to a unique temporary name beside `path`, syncs, then renames: readers only ever see
-/// complete entries, and concurrent runs writing the same layer both succeed.
+/// Writes to a unique temporary name beside `path` (in a folder that is there), syncs, then
+/// renames: readers only ever see complete entries, and concurrent runs writing the same layer
+/// both succeed.
 pub(super) fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let dir = path
         .parent()
         .ok_or_else(|| io::Error::other("an entry path has a folder"))?;
-    fs::create_dir_all(dir)?;
     let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
     let nanos = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
@@ -85,7 +147,12 @@ pub(super) fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
         COUNTER.fetch_add(1, Ordering::Relaxed),
     ));
     let written = (|| {
-        let mut f = OpenOptions::new().write(true).create_new(true).open(&temp)?;
+        // Only its owner may write an entry (or read it: it may hold a private image's files).
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
         fs::rename(&temp, path)

@@ -11,7 +11,13 @@
 //!   digests and so no cache.
 //! - Trust: like Docker's layer store, a cached layer is trusted by its diff_id. An entry is
 //!   only written after the blob it came from was read and its diff_id verified against the
-//!   config, and each entry carries a sha256 of itself, so damage reads as a miss.
+//!   config, and each entry carries a sha256 of itself, so damage reads as a miss. That sum
+//!   proves nothing against whoever can write the folder (an entry forged under a base layer's
+//!   diff_id can hide a finding), so the cache is trusted input: memlint keeps its entries in
+//!   `layers`, which it creates with mode 0700 (entries 0600), and uses neither a folder from
+//!   `layers` down nor an entry that the current user does not own or that others can write
+//!   (one warning each), as ssh and git's `safe.directory` do. The cache folder itself may be
+//!   a shared parent (a Kubernetes `emptyDir`, mode 1777 or 0777).
 //! - Interests: an entry records what it was read for (keep rules, script patterns, ELF
 //!   flags). A lookup uses it only when it holds everything the current read would keep, and
 //!   trims it to exactly that, so a cached read gives the same tree as reading the blob.
@@ -24,8 +30,8 @@
 //!   that cannot be written or read gives one warning and the run goes on without the cache.
 //!   The cache never fails a lint.
 //! - Links: only real folders are walked, written and read; a symbolic link in place of
-//!   `layers` or the entries folder turns the cache off with one warning, and eviction skips
-//!   linked folders, so neither leads outside the cache.
+//!   `layers` or the entries folder turns the cache off with one warning (as a folder of
+//!   another user does), and eviction skips linked folders, so neither leads outside the cache.
 //! - Warnings go to the [`Warnings`] sink the cache was opened with; `commands/` prints them.
 //!
 //! The folder policy (layout, atomic writes, eviction) is in [`folder`], the entry format in
@@ -57,6 +63,10 @@ pub struct LayerCache {
     dir: PathBuf,
     max_bytes: u64,
     warnings: Warnings,
+    /// The user whose folders and entries are trusted.
+    uid: u32,
+    /// Set after an entry of another user, or one others can write, was refused: warned once.
+    entry_refused: AtomicBool,
     /// Set after the folder could not be read: the rest of the run goes on without it.
     reads_off: AtomicBool,
     /// Set after an entry could not be written (read-only folder, full disk); reads go on,
@@ -88,6 +98,8 @@ impl LayerCache {
             dir: dir.to_path_buf(),
             max_bytes,
             warnings,
+            uid: folder::current_uid(),
+            entry_refused: AtomicBool::new(false),
             reads_off: AtomicBool::new(false),
             writes_off: AtomicBool::new(false),
             wrote: AtomicBool::new(false),
@@ -106,18 +118,26 @@ impl LayerCache {
             .then(|| folder::entries_dir(&self.dir).join(diff_id.hex()))
     }
 
-    /// Whether the folders from `layers` down to the entries folder are real folders (or not
-    /// there yet). A symbolic link among them could lead writes, and the removals of damaged or
-    /// evicted entries, outside the cache; such a cache is not used, with one warning.
-    fn folders_are_real(&self) -> bool {
-        let Some(at) = folder::first_unreal_folder(&self.dir) else {
+    /// Whether the folders from `layers` down to the entries folder are plain folders of the
+    /// current user that no one else can write (or are not there yet). A symbolic link among
+    /// them could lead writes, and the removals of damaged or evicted entries, outside the
+    /// cache, and a folder others can write could hold forged entries; such a cache is not
+    /// used, with one warning.
+    fn folders_are_trusted(&self) -> bool {
+        let Some((at, why)) = folder::first_untrusted_folder(&self.dir, self.uid) else {
             return true;
         };
         self.writes_off.store(true, Ordering::Relaxed);
         if !self.reads_off.swap(true, Ordering::Relaxed) {
+            let what = match why {
+                folder::Distrust::NotPlain => "remove it",
+                folder::Distrust::Owner(_) => "remove it, or pass --cache-dir with a folder of your own",
+                folder::Distrust::Writable(_) => "`chmod 700` it, or remove it",
+            };
             self.warnings.warn(&format!(
-                "the layer cache folder {} is not a plain folder (a symbolic link?); going on without the cache",
-                at.display()
+                "the layer cache folder {} {}; going on without the cache ({what}: memlint trusts what the cache holds)",
+                at.display(),
+                why.describe(self.uid),
             ));
         }
         false
@@ -140,7 +160,7 @@ impl LayerCache {
             return None;
         }
         let path = self.entry_path(diff_id)?;
-        if !self.folders_are_real() {
+        if !self.folders_are_trusted() {
             return None;
         }
         let mut file = match File::open(&path) {
@@ -156,10 +176,26 @@ impl LayerCache {
                 return None;
             }
         };
+        // Checked on the opened file, so that it cannot be swapped between check and read.
+        let Ok(meta) = file.metadata() else {
+            return None;
+        };
+        if let Some(why) = folder::distrust(&meta, false, self.uid) {
+            // Not removed: it is not ours to remove. Storing the layer renames a new entry of
+            // ours over it.
+            if !self.entry_refused.swap(true, Ordering::Relaxed) {
+                self.warnings.warn(&format!(
+                    "the layer cache entry {} {}; it is not used and the layer is read from the image (memlint trusts only entries it wrote itself)",
+                    path.display(),
+                    why.describe(self.uid),
+                ));
+            }
+            return None;
+        }
         let bound = read_bound(limits);
         // An entry larger than this run's limits allow is a miss, not damage: a run with the
         // usual limits can still use it.
-        if file.metadata().map_or(true, |m| !m.is_file() || m.len() > bound) {
+        if meta.len() > bound {
             return None;
         }
         let mut bytes = Vec::new();
@@ -199,7 +235,15 @@ impl LayerCache {
         let Some(path) = self.entry_path(&diff.diff_id) else {
             return;
         };
-        if !self.folders_are_real() {
+        // Checked before creating anything (a linked folder leads outside the cache) and again
+        // after: a folder another user made first, in a shared parent, is not written into.
+        if !self.folders_are_trusted() {
+            return;
+        }
+        if let Err(e) = folder::create_entries_dir(&self.dir) {
+            return self.write_failed(&e);
+        }
+        if !self.folders_are_trusted() {
             return;
         }
         let bytes = match wire::encode(diff, made_with, read_bound(limits)) {
@@ -397,6 +441,134 @@ mod tests {
                 "{linked:?}"
             );
             assert!(cache.load(&diff.diff_id, &interests, &limits).is_none());
+        }
+    }
+
+    fn mode(p: &Path) -> u32 {
+        use std::os::unix::fs::PermissionsExt;
+        fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777
+    }
+
+    fn chmod(p: &Path, mode: u32) {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(p, fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    /// Tests run as root, which owns whatever it creates: "another user" is uid 65534.
+    fn chown_nobody(p: &Path) {
+        std::os::unix::fs::lchown(p, Some(65534), Some(65534)).unwrap();
+    }
+
+    #[test]
+    fn folders_and_entries_are_private_and_a_shared_parent_is_fine() {
+        let limits = Limits::default();
+        let interests = interests();
+        let diff = read(&sample(), &interests, &limits);
+        for parent_mode in [0o1777, 0o777] {
+            let parent = tempfile::tempdir().unwrap();
+            chmod(parent.path(), parent_mode);
+            let root = parent.path().join("memlint");
+            let (warnings, kept) = Warnings::collected();
+            let cache = LayerCache::new(&root, 1 << 30, warnings);
+            cache.store(&diff, &interests, &limits);
+            let path = cache.entry_path(&diff.diff_id).unwrap();
+            assert_eq!(mode(&path), 0o600);
+            for d in [&root, &root.join("layers"), &path.parent().unwrap().to_path_buf()] {
+                assert_eq!(mode(d), 0o700, "{}", d.display());
+            }
+            assert!(cache.load(&diff.diff_id, &interests, &limits).is_some());
+            assert_eq!(kept.take(), Vec::<String>::new());
+        }
+    }
+
+    #[test]
+    fn a_folder_of_another_user_or_that_others_can_write_is_not_used() {
+        let limits = Limits::default();
+        let interests = interests();
+        let diff = read(&sample(), &interests, &limits);
+        let entries = |root: &Path| folder::entries_dir(root);
+        type Spoil = fn(&Path);
+        let cases: [(&str, Spoil, &str); 4] = [
+            ("layers", chown_nobody, "owned by uid 65534"),
+            ("layers", |p| chmod(p, 0o777), "mode 0777"),
+            ("entries", chown_nobody, "owned by uid 65534"),
+            ("entries", |p| chmod(p, 0o720), "mode 0720"),
+        ];
+        for (which, spoil, says) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let warm = quiet_cache(dir.path(), 1 << 30);
+            warm.store(&diff, &interests, &limits);
+            let path = warm.entry_path(&diff.diff_id).unwrap();
+            let before = fs::read(&path).unwrap();
+            let at = if which == "layers" {
+                dir.path().join("layers")
+            } else {
+                entries(dir.path())
+            };
+            spoil(&at);
+            let (warnings, kept) = Warnings::collected();
+            let cache = LayerCache::new(dir.path(), 0, warnings);
+            assert!(
+                cache.load(&diff.diff_id, &interests, &limits).is_none(),
+                "{which} {says}"
+            );
+            let mut other = diff.clone();
+            other.diff_id = Digest::of(b"other");
+            cache.store(&other, &interests, &limits);
+            cache.store(&diff, &interests, &limits);
+            cache.evict();
+            assert!(cache.load(&diff.diff_id, &interests, &limits).is_none());
+            let w = kept.take();
+            assert_eq!(w.len(), 1, "{which} {says}: {w:?}");
+            assert!(
+                w[0].contains(says) && w[0].contains(&at.display().to_string()),
+                "{}",
+                w[0]
+            );
+            // Nothing written, nothing removed.
+            assert_eq!(fs::read(&path).unwrap(), before);
+            assert!(!cache.entry_path(&other.diff_id).unwrap().exists());
+        }
+    }
+
+    #[test]
+    fn an_entry_of_another_user_or_that_others_can_write_is_refused_then_replaced() {
+        let limits = Limits::default();
+        let interests = interests();
+        let diff = read(&sample(), &interests, &limits);
+        type Spoil = fn(&Path);
+        let cases: [(Spoil, &str); 2] = [
+            (chown_nobody, "owned by uid 65534"),
+            (|p| chmod(p, 0o666), "mode 0666"),
+        ];
+        for (spoil, says) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let (warnings, kept) = Warnings::collected();
+            let cache = LayerCache::new(dir.path(), 1 << 30, warnings);
+            let mut twin = diff.clone();
+            twin.diff_id = Digest::of(b"twin");
+            cache.store(&diff, &interests, &limits);
+            cache.store(&twin, &interests, &limits);
+            let path = cache.entry_path(&diff.diff_id).unwrap();
+            let twin_path = cache.entry_path(&twin.diff_id).unwrap();
+            spoil(&path);
+            spoil(&twin_path);
+            // Refused, one warning for the run, not removed.
+            assert!(cache.load(&diff.diff_id, &interests, &limits).is_none(), "{says}");
+            assert!(cache.load(&twin.diff_id, &interests, &limits).is_none(), "{says}");
+            let w = kept.take();
+            assert_eq!(w.len(), 1, "{w:?}");
+            assert!(
+                w[0].contains(says) && w[0].contains(&path.display().to_string()),
+                "{}",
+                w[0]
+            );
+            assert!(path.exists());
+            // Storing the layer again puts an entry of ours in its place.
+            cache.store(&diff, &interests, &limits);
+            assert_eq!(mode(&path), 0o600);
+            assert!(cache.load(&diff.diff_id, &interests, &limits).is_some());
+            assert_eq!(kept.take(), Vec::<String>::new());
         }
     }
 

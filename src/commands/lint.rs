@@ -189,7 +189,8 @@ fn read_dockerfile(given: Option<&Path>) -> Result<Option<(String, Dockerfile)>>
         None if Path::new("Dockerfile").is_file() => PathBuf::from("Dockerfile"),
         None => return Ok(None),
     };
-    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(path.display(), e))?;
+    let text = crate::user_file::read_to_string(&path, crate::user_file::MAX_BYTES)
+        .map_err(|e| Error::user_file(path.display(), e))?;
     Ok(Some((repo_relative(&path), Dockerfile::parse(&text))))
 }
 

@@ -168,6 +168,10 @@ pub(crate) fn config_path(given: Option<&Path>) -> Option<PathBuf> {
     }
 }
 
+/// The most `--password-stdin` reads: registry passwords and tokens (JWTs included) are a few
+/// KiB at most.
+pub const PASSWORD_MAX_BYTES: u64 = 64 << 10;
+
 /// The reader options that `--jobs`, `--platform` and the source flags give.
 ///
 /// `config_limits` is the `[limits]` table of `.memlint.toml`.
@@ -220,9 +224,18 @@ pub(crate) fn source_options(
                 help: "standard input already carries an image (docker-archive:-); give the password in MEMLINT_PASSWORD instead".to_string(),
             });
         }
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text)
-            .map_err(|e| Error::io("standard input", e))?;
+        // Bounded: a password or token is small, and standard input may be endless.
+        let bytes = crate::user_file::read_stream(std::io::stdin().lock(), PASSWORD_MAX_BYTES).map_err(|e| match e {
+            crate::user_file::ReadError::TooLarge { .. } => Error::BadArgument {
+                what: format!("--password-stdin (standard input holds more than {} KiB)", PASSWORD_MAX_BYTES >> 10),
+                help: "pipe in the password or token alone, e.g. `printf %s \"$TOKEN\" | memlint … --password-stdin`".to_string(),
+            },
+            e => Error::user_file("standard input", e),
+        })?;
+        let text = String::from_utf8(bytes).map_err(|_| Error::BadArgument {
+            what: "--password-stdin (standard input is not UTF-8 text)".to_string(),
+            help: "pipe in the password or token alone".to_string(),
+        })?;
         Some(text.trim_end_matches(['\r', '\n']).to_string())
     } else {
         std::env::var("MEMLINT_PASSWORD").ok().filter(|p| !p.is_empty())

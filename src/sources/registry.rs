@@ -569,7 +569,8 @@ fn read_certificates(files: &[PathBuf]) -> Result<Vec<Vec<u8>>> {
     files
         .iter()
         .map(|path| {
-            let data = std::fs::read(path).map_err(|e| Error::io(path.display(), e))?;
+            let data = crate::user_file::read(path, crate::user_file::MAX_BYTES)
+                .map_err(|e| Error::user_file(path.display(), e))?;
             if !data.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----") {
                 return Err(Error::BadArgument {
                     what: format!("--registry-ca {}", path.display()),

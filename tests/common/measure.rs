@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// One run of memlint, watched.
 pub struct Run {
     pub out: Output,
     /// Peak resident memory of the memlint process, in KiB.
@@ -34,15 +35,15 @@ impl Run {
     }
 }
 
-/// Runs memlint with `args` in a fresh folder (its cwd and TMPDIR), optionally feeding `stdin`;
-/// fails on a panic, on a run longer than `deadline`, and when anything is left in the folder.
-pub fn run_jailed(args: &[&str], env: &[(&str, &str)], stdin: Option<&Path>, deadline: Duration) -> Run {
-    let jail = tempfile::tempdir().unwrap();
-    let cache = tempfile::tempdir().unwrap();
-    let peak_file = jail.path().join("..").join(format!(
+/// Runs memlint with `args`, the command set up further by `configure` (folder, environment,
+/// standard input); fails on a panic, on an exit by a signal, and on a run longer than
+/// `deadline` (the process is killed then). Measures the peak resident memory.
+pub fn run_watched(args: &[&str], configure: impl FnOnce(&mut Command), deadline: Duration) -> Run {
+    static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let peak_file = std::env::temp_dir().join(format!(
         "memlint-peak-{}-{}",
         std::process::id(),
-        jail.path().file_name().unwrap().to_string_lossy()
+        RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     ));
     let time = Path::new("/usr/bin/time");
     let mut cmd = if time.exists() {
@@ -55,21 +56,11 @@ pub fn run_jailed(args: &[&str], env: &[(&str, &str)], stdin: Option<&Path>, dea
         Command::new(env!("CARGO_BIN_EXE_memlint"))
     };
     cmd.args(args)
-        .current_dir(jail.path())
-        .env("TMPDIR", jail.path())
         .env("NO_COLOR", "1")
-        // Outside the jail: the cache is the one thing memlint may write.
-        .env("MEMLINT_CACHE_DIR", cache.path())
-        .env_remove("MEMLINT_LIMITS")
+        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    match stdin {
-        Some(p) => cmd.stdin(fs::File::open(p).unwrap()),
-        None => cmd.stdin(Stdio::null()),
-    };
+    configure(&mut cmd);
     let start = Instant::now();
     let mut child = cmd.spawn().expect("memlint starts");
     // Drain the pipes on threads so a large output cannot block the child.
@@ -129,14 +120,39 @@ pub fn run_jailed(args: &[&str], env: &[(&str, &str)], stdin: Option<&Path>, dea
         "memlint {args:?} ended with {:?} (killed by a signal?): {stderr}",
         out.status
     );
-    let left: Vec<PathBuf> = fs::read_dir(jail.path())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    assert!(left.is_empty(), "memlint {args:?} wrote {left:?}");
     Run {
         out,
         peak_kib,
         elapsed,
     }
+}
+
+/// Runs memlint with `args` in a fresh folder (its cwd and TMPDIR), optionally feeding `stdin`;
+/// fails on a panic, on a run longer than `deadline`, and when anything is left in the folder.
+pub fn run_jailed(args: &[&str], env: &[(&str, &str)], stdin: Option<&Path>, deadline: Duration) -> Run {
+    let jail = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let run = run_watched(
+        args,
+        |cmd| {
+            cmd.current_dir(jail.path())
+                .env("TMPDIR", jail.path())
+                // Outside the jail: the cache is the one thing memlint may write.
+                .env("MEMLINT_CACHE_DIR", cache.path())
+                .env_remove("MEMLINT_LIMITS");
+            for (k, v) in env {
+                cmd.env(k, v);
+            }
+            if let Some(p) = stdin {
+                cmd.stdin(fs::File::open(p).unwrap());
+            }
+        },
+        deadline,
+    );
+    let left: Vec<PathBuf> = fs::read_dir(jail.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(left.is_empty(), "memlint {args:?} wrote {left:?}");
+    run
 }

@@ -177,8 +177,8 @@ pub struct SourceArgs {
 
     /// End an image's read after this long (90s, 10m, 1h; 0 for no bound); each image of the
     /// run has its own [default: 10m]
-    #[arg(long, value_name = "DURATION", value_parser = crate::sources::deadline::Timeout::parse)]
-    pub timeout: Option<crate::sources::deadline::Timeout>,
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::Timeout::parse)]
+    pub timeout: Option<crate::duration::Timeout>,
 
     /// Not a flag: `memlint hook run` reads images its repository's .memlint.toml names, which
     /// must not choose where explicit credentials go

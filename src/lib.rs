@@ -11,6 +11,7 @@ pub mod cli;
 pub mod commands;
 pub mod digest;
 pub mod dockerfile;
+pub mod duration;
 pub mod elf;
 pub mod error;
 pub mod facts;

@@ -26,6 +26,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("version", &[]),
     ("warnings", &[]),
     ("untrusted", &[]),
+    ("duration", &[]),
     ("arch", &["elf"]),
     ("platform", &["arch", "error"]),
     ("reference", &["digest", "error"]),
@@ -40,6 +41,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "arch",
             "cache",
             "digest",
+            "duration",
             "error",
             "image",
             "platform",
@@ -78,7 +80,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     // The edge: flags, environment variables, printing.
-    ("cli", &["finding"]),
+    ("cli", &["duration", "finding"]),
     (
         "commands",
         &[

@@ -57,71 +57,7 @@ impl TimeoutHit {
     }
 }
 
-/// `90s`, `10m`, `1h`, `1h30m`, or a number of seconds.
-pub fn show(d: Duration) -> String {
-    let s = d.as_secs();
-    if s == 0 {
-        return format!("{}ms", d.as_millis());
-    }
-    let (h, m, s) = (s / 3600, s / 60 % 60, s % 60);
-    let mut out = String::new();
-    if h > 0 {
-        out.push_str(&format!("{h}h"));
-    }
-    if m > 0 {
-        out.push_str(&format!("{m}m"));
-    }
-    if s > 0 || out.is_empty() {
-        out.push_str(&format!("{s}s"));
-    }
-    out
-}
-
-/// The value of `--timeout`: `None` is no bound.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Timeout(pub Option<Duration>);
-
-impl Timeout {
-    /// clap's parser for `--timeout`.
-    pub fn parse(text: &str) -> Result<Timeout, String> {
-        parse_duration(text).map(Timeout)
-    }
-}
-
-/// Parses `--timeout`: a number with `s`, `m` or `h` (parts may be combined: `1h30m`), a bare
-/// number of seconds; `0` is no timeout (`None`).
-pub fn parse_duration(text: &str) -> Result<Option<Duration>, String> {
-    let bad = || format!("`{text}` is not a duration (write e.g. 90s, 10m or 1h; 0 for none)");
-    let t = text.trim();
-    if t.is_empty() {
-        return Err(bad());
-    }
-    let mut total: u64 = 0;
-    let mut number = String::new();
-    for c in t.chars() {
-        if c.is_ascii_digit() {
-            number.push(c);
-            continue;
-        }
-        let unit = match c {
-            's' => 1,
-            'm' => 60,
-            'h' => 3600,
-            _ => return Err(bad()),
-        };
-        let n: u64 = number.parse().map_err(|_| bad())?;
-        total = n
-            .checked_mul(unit)
-            .and_then(|v| total.checked_add(v))
-            .ok_or_else(bad)?;
-        number.clear();
-    }
-    if !number.is_empty() {
-        let n: u64 = number.parse().map_err(|_| bad())?;
-        total = total.checked_add(n).ok_or_else(bad)?;
-    }
-    Ok((total > 0).then(|| Duration::from_secs(total)))
-}
+pub use crate::duration::{parse_duration, show, Timeout};
 
 impl Deadline {
     /// The bounds of a read that starts now.
@@ -239,20 +175,6 @@ impl io::Read for BoundedReader {
 mod tests {
     use super::*;
     use std::io::Read;
-
-    #[test]
-    fn durations_parse_as_the_flag_documents() {
-        assert_eq!(parse_duration("90s"), Ok(Some(Duration::from_secs(90))));
-        assert_eq!(parse_duration("10m"), Ok(Some(Duration::from_secs(600))));
-        assert_eq!(parse_duration("1h30m"), Ok(Some(Duration::from_secs(5400))));
-        assert_eq!(parse_duration("45"), Ok(Some(Duration::from_secs(45))));
-        assert_eq!(parse_duration("0"), Ok(None));
-        for bad in ["", "m", "10x", "-1s", "99999999999999999999h"] {
-            assert!(parse_duration(bad).is_err(), "{bad}");
-        }
-        assert_eq!(show(Duration::from_secs(5400)), "1h30m");
-        assert_eq!(show(Duration::from_secs(20)), "20s");
-    }
 
     #[test]
     fn the_nearer_bound_ends_a_wait() {

@@ -329,7 +329,9 @@ fn load(
         }
     };
     let platform_of = |manifest: &ManifestSource| match manifest {
-        ManifestSource::Oci { digest, member, .. } => oci::platform_of(store.as_ref(), digest, member),
+        ManifestSource::Oci {
+            digest, member, size, ..
+        } => oci::platform_of(store.as_ref(), digest, member, *size),
         ManifestSource::Docker { config, .. } => docker::platform_of(store.as_ref(), config),
     };
     let picks = if options.all_platforms {
@@ -354,19 +356,29 @@ fn load(
                 digest,
                 media_type,
                 member,
+                size,
             } => oci::load_manifest(
                 store.as_ref(),
                 &digest,
                 &member,
                 &media_type,
+                size,
                 platform.as_ref(),
                 name,
+                options.limits.max_layers,
             )?,
             ManifestSource::Docker {
                 config,
                 layers,
                 layer_sources,
-            } => docker::load_manifest(store.as_ref(), &config, layers, &layer_sources, name)?,
+            } => docker::load_manifest(
+                store.as_ref(),
+                &config,
+                layers,
+                &layer_sources,
+                name,
+                options.limits.max_layers,
+            )?,
         };
         chosen.platforms = platforms;
         images.push(read_layers(
@@ -445,8 +457,18 @@ pub(crate) fn check_layer_count(
     config: &ImageConfiguration,
     layers: usize,
     location: &str,
+    max_layers: u64,
 ) -> Result<Vec<Option<Digest>>> {
     let diff_ids = config.rootfs().diff_ids();
+    let most = layers.max(diff_ids.len()) as u64;
+    if most > max_layers {
+        return Err(limit_error(
+            "max_layers",
+            max_layers,
+            format!("the layers of the image ({most})"),
+            location,
+        ));
+    }
     if diff_ids.len() != layers {
         return Err(Error::NotAnImage {
             location: location.to_string(),
@@ -457,5 +479,21 @@ pub(crate) fn check_layer_count(
             help: "the manifest and config do not belong together; export the image again".to_string(),
         });
     }
-    Ok(diff_ids.iter().map(|d| Digest::parse(d)).collect())
+    diff_ids
+        .iter()
+        .enumerate()
+        .map(|(i, d)| match Digest::parse(d) {
+            Some(d) => Ok(Some(d)),
+            None => Err(Error::NotAnImage {
+                location: location.to_string(),
+                reason: format!(
+                    "rootfs.diff_ids[{i}] of its config (layer {}) is not a well-formed digest: `{}`",
+                    i + 1,
+                    d.escape_debug()
+                ),
+                help: "a diff_id is `sha256:` and 64 hex digits; the config was written by a broken tool or edited by hand"
+                    .to_string(),
+            }),
+        })
+        .collect()
 }

@@ -48,6 +48,10 @@ pub struct Limits {
     /// by `manifest.json`: bounds the work a layout whose indexes list each other many times
     /// can cause.
     pub max_index_entries: u64,
+    /// Layers of one image manifest (and diff_ids of its config). Docker builds stop at 127,
+    /// overlayfs mounts at most 500 lower layers (the kernel's `OVL_MAX_STACK`); images that
+    /// cannot run anywhere have more.
+    pub max_layers: u64,
 }
 
 impl Default for Limits {
@@ -65,6 +69,7 @@ impl Default for Limits {
             max_link_depth: 40,
             max_json_bytes: 16 * MIB,
             max_index_entries: 4096,
+            max_layers: 1000,
         }
     }
 }
@@ -84,6 +89,7 @@ impl Limits {
         "max_link_depth",
         "max_json_bytes",
         "max_index_entries",
+        "max_layers",
     ];
 
     /// Sets one limit by name from text: a number, optionally with a `K`, `M`, `G` or `T`
@@ -109,6 +115,7 @@ impl Limits {
             }
             "max_json_bytes" => self.max_json_bytes = v,
             "max_index_entries" => self.max_index_entries = v,
+            "max_layers" => self.max_layers = v,
             _ => {
                 return Err(format!(
                     "there is no limit `{name}`; the limits are {}",

@@ -190,7 +190,10 @@ pub fn open_all(reference_text: &str, reference: &Reference, options: &Options) 
                 options,
             )
         }
-        Reference::Rootfs { path } => Ok(vec![rootfs::open(reference_text, path, options)?]),
+        Reference::Rootfs { path } => {
+            wrong_prefix_for_dir(reference_text, path)?;
+            Ok(vec![rootfs::open(reference_text, path, options)?])
+        }
         Reference::Path { path } => {
             if path.is_dir() {
                 if path.join("oci-layout").is_file() || path.join("index.json").is_file() {
@@ -213,6 +216,32 @@ pub fn open_all(reference_text: &str, reference: &Reference, options: &Options) 
         Reference::Docker(name) => engine::open_docker(reference_text, name, options),
         Reference::Podman(name) => engine::open_podman(reference_text, name, options),
     }
+}
+
+/// `dir:` is for an unpacked root file system; an OCI layout or a `docker save` folder needs
+/// another prefix, which the error names.
+fn wrong_prefix_for_dir(input: &str, path: &Path) -> Result<()> {
+    let shown = path.display();
+    if path.join("oci-layout").is_file() || path.join("index.json").is_file() {
+        return Err(Error::WrongPrefix {
+            input: input.to_string(),
+            what: "an OCI layout (it has oci-layout or index.json), not an unpacked root file system"
+                .to_string(),
+            help: format!("read it with `oci-dir:{shown}`"),
+        });
+    }
+    if path.join("manifest.json").is_file()
+        && (path.join("repositories").is_file() || path.join("blobs").is_dir())
+    {
+        return Err(Error::WrongPrefix {
+            input: input.to_string(),
+            what: "an unpacked `docker save` folder (it has manifest.json), not a root file system".to_string(),
+            help: format!(
+                "`docker-archive:` reads the tar itself: pack the folder with `tar -cf image.tar -C {shown} .` and read `docker-archive:image.tar`, or use the tar `docker save` wrote"
+            ),
+        });
+    }
+    Ok(())
 }
 
 fn require_dir(path: &Path) -> Result<()> {

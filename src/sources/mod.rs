@@ -388,10 +388,12 @@ fn load(
                 size,
             } => oci::load_manifest(
                 store.as_ref(),
-                &digest,
-                &member,
-                &media_type,
-                size,
+                oci::ManifestBlob {
+                    digest: &digest,
+                    member: &member,
+                    media_type: &media_type,
+                    size,
+                },
                 platform.as_ref(),
                 name,
                 options.limits.max_layers,

@@ -429,18 +429,30 @@ fn is_layer_type(mt: &str) -> bool {
         || mt == "application/vnd.docker.image.rootfs.diff.tar"
 }
 
-/// Reads the chosen manifest (`digest`, stored as `member`) and its config and plans the
-/// layers. `index_platform` is what the index said of it, `name` the name it was chosen by.
+/// The chosen manifest blob: its digest, where it is stored, its media type and the size its
+/// descriptor gives.
+pub struct ManifestBlob<'a> {
+    pub digest: &'a Digest,
+    pub member: &'a str,
+    pub media_type: &'a str,
+    pub size: Option<u64>,
+}
+
+/// Reads the chosen manifest and its config and plans the layers. `index_platform` is what the
+/// index said of it, `name` the name it was chosen by.
 pub fn load_manifest(
     store: &dyn Store,
-    digest: &Digest,
-    member: &str,
-    media_type: &str,
-    size: Option<u64>,
+    blob: ManifestBlob<'_>,
     index_platform: Option<&Platform>,
     name: Option<String>,
     max_layers: u64,
 ) -> Result<Chosen> {
+    let ManifestBlob {
+        digest,
+        member,
+        media_type,
+        size,
+    } = blob;
     let location = store.location();
     let manifest = read_manifest(store, digest, member, size)?;
     let (config, config_digest) = manifest_config(store, &manifest)?;

@@ -189,7 +189,6 @@ fn merge(candidates: Vec<Candidate>) -> Vec<Candidate> {
             }
         }
     }
-    // Platforms of one image that merged into another's group follow it.
     out
 }
 
@@ -462,6 +461,53 @@ pub fn every_platform(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn oci(names: &[&str], group: &str, hex: char, platform: &str, index: usize) -> Candidate {
+        Candidate {
+            names: names.iter().map(|n| n.to_string()).collect(),
+            group: group.to_string(),
+            platform: Platform::parse(platform).ok(),
+            present: true,
+            index,
+            manifest: ManifestSource::Oci {
+                digest: Digest::parse(&format!("sha256:{}", hex.to_string().repeat(64))).unwrap(),
+                media_type: "application/vnd.oci.image.manifest.v1+json".to_string(),
+                member: format!("blobs/sha256/{}", hex.to_string().repeat(64)),
+                size: None,
+            },
+            artifact: None,
+        }
+    }
+
+    #[test]
+    fn tags_on_one_manifest_merge_and_list_once() {
+        let merged = merge(vec![
+            oci(&["latest"], "latest", 'a', "linux/amd64", 0),
+            oci(&["1.0"], "1.0", 'a', "linux/amd64", 1),
+            oci(&["1.0"], "1.0", 'b', "linux/arm64", 1),
+        ]);
+        assert_eq!(merged.len(), 2);
+        assert_eq!(merged[0].names, ["latest", "1.0"]);
+        assert_eq!(
+            all_labels(&merged),
+            "latest, 1.0 (linux/amd64), 1.0 (linux/arm64)"
+        );
+        // Platforms of one name are listed together.
+        let one = vec![
+            oci(&["v1"], "v1", 'a', "linux/amd64", 0),
+            oci(&["v1"], "v1", 'b', "linux/arm64", 0),
+        ];
+        assert_eq!(all_labels(&one), "v1 (linux/amd64; linux/arm64)");
+        // The same digest on another platform is another image.
+        assert_eq!(
+            merge(vec![
+                oci(&["x"], "x", 'a', "linux/amd64", 0),
+                oci(&["x"], "x", 'a', "linux/arm64", 0)
+            ])
+            .len(),
+            2
+        );
+    }
 
     #[test]
     fn names_compare_like_docker() {

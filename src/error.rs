@@ -103,6 +103,67 @@ pub enum Error {
     #[diagnostic(code(memlint::ambiguous), help("{help}"))]
     Ambiguous { location: String, help: String },
 
+    /// The name given is not in the index or archive.
+    #[error("no image named `{name}` in {location}; it has: {available}")]
+    #[diagnostic(
+        code(memlint::no_such_name),
+        help("name one of the images listed (`oci-dir:PATH:NAME`, `docker-archive:PATH:NAME`), or pick one by position (`:@N`)")
+    )]
+    NoSuchName {
+        name: String,
+        location: String,
+        available: String,
+    },
+
+    /// A position `:@N` past the last image.
+    #[error("position @{position} is out of range: {location} holds {count} image{plural}")]
+    #[diagnostic(
+        code(memlint::position_out_of_range),
+        help("positions count the top-level entries from @0; the images are: {available}")
+    )]
+    PositionOutOfRange {
+        position: usize,
+        location: String,
+        count: usize,
+        plural: &'static str,
+        available: String,
+    },
+
+    /// The name chosen (or everything the layout holds) is an artifact, a signature or an
+    /// attestation, not an image that runs.
+    #[error("{what} in {location} is an artifact ({kind}), not a runnable image")]
+    #[diagnostic(code(memlint::artifact), help("{help}"))]
+    Artifact {
+        what: String,
+        location: String,
+        kind: String,
+        help: String,
+    },
+
+    /// A blob whose size is not what its descriptor says; the OCI image spec says such content
+    /// must not be trusted.
+    #[error("{what} {member} in {location} is {actual} bytes, but its descriptor says {expected} bytes")]
+    #[diagnostic(
+        code(memlint::size_mismatch),
+        help("the blob or its descriptor was changed after it was written; export or pull the image again")
+    )]
+    SizeMismatch {
+        what: String,
+        member: String,
+        location: String,
+        expected: u64,
+        actual: u64,
+    },
+
+    /// A reference whose prefix does not fit what the path holds.
+    #[error("`{input}` names {what}")]
+    #[diagnostic(code(memlint::wrong_prefix), help("{help}"))]
+    WrongPrefix {
+        input: String,
+        what: String,
+        help: String,
+    },
+
     #[error("{what} in {location} is larger than the {limit}-byte limit ({size} bytes)")]
     #[diagnostic(
         code(memlint::too_large),

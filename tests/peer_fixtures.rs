@@ -119,7 +119,7 @@ fn oci_layouts() {
 
     fails_with(
         &["inspect", &fixture("layout-test_index_media_type")],
-        &["not a container image", "helm"],
+        &["memlint::artifact", "not a runnable image", "helm"],
     );
     fails_with(
         &["inspect", &fixture("layout-test_gc_image_unknown_mediatype")],

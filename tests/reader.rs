@@ -410,10 +410,11 @@ fn truncated_missing_and_non_json() {
         .trim_start_matches("sha256:")
         .to_string();
     fs::write(layout.join("blobs/sha256").join(&m), b"this is { not json").unwrap();
-    // The digest check comes first: a manifest that changed is reported as such.
+    // The size and digest checks come first: a manifest that changed is reported as such
+    // (here its size, 18 bytes against the descriptor's).
     expect_error(
         &format!("oci-dir:{}", layout.display()),
-        &["manifest", "does not match its digest"],
+        &["manifest", "is 18 bytes, but its descriptor says"],
     );
     // A manifest whose digest matches but that is not JSON.
     let bad = b"this is { not json";
@@ -421,6 +422,7 @@ fn truncated_missing_and_non_json() {
     fs::write(layout.join("blobs/sha256").join(&hex), bad).unwrap();
     let mut idx2 = idx.clone();
     idx2["manifests"][0]["digest"] = json!(format!("sha256:{hex}"));
+    idx2["manifests"][0]["size"] = json!(bad.len());
     fs::write(layout.join("index.json"), serde_json::to_vec(&idx2).unwrap()).unwrap();
     expect_error(&format!("oci-dir:{}", layout.display()), &["not valid JSON"]);
     fs::write(layout.join("index.json"), b"[oops").unwrap();

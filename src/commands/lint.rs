@@ -131,7 +131,7 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
     };
     let render = |format: LintFormat, color: bool, w: &mut dyn Write| -> std::io::Result<()> {
         match format {
-            LintFormat::Json => json(w, &reports, fail_on),
+            LintFormat::Json => json(w, &reports, fail_on, options.all_platforms),
             LintFormat::Sarif => {
                 let v = sarif::render(
                     &reports,
@@ -149,6 +149,7 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
                     color,
                     ..text_options
                 },
+                options.all_platforms,
             ),
         }
     };
@@ -216,12 +217,52 @@ fn repo_relative(path: &Path) -> String {
     }
 }
 
-fn json(w: &mut dyn Write, reports: &[LintReport], fail_on: FailOn) -> std::io::Result<()> {
-    let mut value = if reports.len() == 1 {
+/// With `--platform all`: the platforms the index of `r`'s image lists whose blobs are not in
+/// this copy (none of the reports read from the same reference has them).
+fn platforms_absent(reports: &[LintReport], r: &LintReport) -> Vec<String> {
+    let read: Vec<&Platform> = reports
+        .iter()
+        .filter(|o| o.image.reference == r.image.reference)
+        .map(|o| &o.image.platform)
+        .collect();
+    let mut out: Vec<String> = Vec::new();
+    for p in &r.image.platforms {
+        let have = read.iter().any(|q| q.satisfies(p) || p.satisfies(q));
+        if !have && !out.contains(&p.to_string()) {
+            out.push(p.to_string());
+        }
+    }
+    out
+}
+
+/// With `--platform all` the shape is always `{"reports": [...], "differences": [...]}`, and
+/// each report says which listed platforms are absent (`platforms_absent`).
+fn json(
+    w: &mut dyn Write,
+    reports: &[LintReport],
+    fail_on: FailOn,
+    all_platforms: bool,
+) -> std::io::Result<()> {
+    let mut value = if reports.len() == 1 && !all_platforms {
         reports[0].json()
     } else {
+        let each = reports
+            .iter()
+            .map(|r| {
+                let mut v = r.json();
+                if all_platforms {
+                    if let Some(obj) = v.as_object_mut() {
+                        obj.insert(
+                            "platforms_absent".to_string(),
+                            serde_json::json!(platforms_absent(reports, r)),
+                        );
+                    }
+                }
+                v
+            })
+            .collect::<Vec<_>>();
         serde_json::json!({
-            "reports": reports.iter().map(LintReport::json).collect::<Vec<_>>(),
+            "reports": each,
             "differences": differences(reports),
         })
     };
@@ -231,9 +272,27 @@ fn json(w: &mut dyn Write, reports: &[LintReport], fail_on: FailOn) -> std::io::
     crate::untrusted::write_json(w, &value)
 }
 
-fn text_all(w: &mut dyn Write, reports: &[LintReport], o: TextOptions) -> std::io::Result<()> {
+fn text_all(
+    w: &mut dyn Write,
+    reports: &[LintReport],
+    o: TextOptions,
+    all_platforms: bool,
+) -> std::io::Result<()> {
+    let mut told: Vec<&str> = Vec::new();
     for r in reports {
         text::write(w, r, o)?;
+        let absent = platforms_absent(reports, r);
+        if all_platforms && !absent.is_empty() && !told.contains(&r.image.reference.as_str()) {
+            told.push(&r.image.reference);
+            writeln!(
+                w,
+                "{}",
+                crate::untrusted::line(&format!(
+                    "Listed by the index but not in this copy: {}",
+                    absent.join(", ")
+                ))
+            )?;
+        }
         if reports.len() > 1 {
             writeln!(w)?;
         }

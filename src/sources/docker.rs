@@ -62,6 +62,7 @@ pub fn candidates(store: &dyn Store, limits: &crate::tree::Limits) -> Result<Vec
                 .map(|(diff_id, s)| (diff_id, (s.media_type, Digest::parse(&s.digest))))
                 .collect();
             Candidate {
+                artifact: None,
                 group: format!("#{i}"),
                 names,
                 platform: None,
@@ -105,11 +106,12 @@ pub fn load_manifest(
     members: Vec<String>,
     layer_sources: &HashMap<String, (String, Option<Digest>)>,
     name: Option<String>,
+    max_layers: u64,
 ) -> Result<Chosen> {
     let location = store.location();
     let (config, config_digest) =
         read_config(store, config_member, digest_from_member(config_member).as_ref())?;
-    let diff_ids = check_layer_count(&config, members.len(), &location)?;
+    let diff_ids = check_layer_count(&config, members.len(), &location, max_layers)?;
     let mut history = layer_history(&config).into_iter();
     let layers = members
         .into_iter()

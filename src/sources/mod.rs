@@ -245,7 +245,10 @@ fn open_within(reference_text: &str, reference: &Reference, options: &Options) -
                 options,
             )
         }
-        Reference::Rootfs { path } => Ok(vec![rootfs::open(reference_text, path, options)?]),
+        Reference::Rootfs { path } => {
+            wrong_prefix_for_dir(reference_text, path)?;
+            Ok(vec![rootfs::open(reference_text, path, options)?])
+        }
         Reference::Path { path } => {
             if path.is_dir() {
                 if path.join("oci-layout").is_file() || path.join("index.json").is_file() {
@@ -268,6 +271,32 @@ fn open_within(reference_text: &str, reference: &Reference, options: &Options) -
         Reference::Docker(name) => engine::open_docker(reference_text, name, options),
         Reference::Podman(name) => engine::open_podman(reference_text, name, options),
     }
+}
+
+/// `dir:` is for an unpacked root file system; an OCI layout or a `docker save` folder needs
+/// another prefix, which the error names.
+fn wrong_prefix_for_dir(input: &str, path: &Path) -> Result<()> {
+    let shown = path.display();
+    if path.join("oci-layout").is_file() || path.join("index.json").is_file() {
+        return Err(Error::WrongPrefix {
+            input: input.to_string(),
+            what: "an OCI layout (it has oci-layout or index.json), not an unpacked root file system"
+                .to_string(),
+            help: format!("read it with `oci-dir:{shown}`"),
+        });
+    }
+    if path.join("manifest.json").is_file()
+        && (path.join("repositories").is_file() || path.join("blobs").is_dir())
+    {
+        return Err(Error::WrongPrefix {
+            input: input.to_string(),
+            what: "an unpacked `docker save` folder (it has manifest.json), not a root file system".to_string(),
+            help: format!(
+                "`docker-archive:` reads the tar itself: pack the folder with `tar -cf image.tar -C {shown} .` and read `docker-archive:image.tar`, or use the tar `docker save` wrote"
+            ),
+        });
+    }
+    Ok(())
 }
 
 fn require_dir(path: &Path) -> Result<()> {
@@ -433,7 +462,9 @@ fn load(
         }
     };
     let platform_of = |manifest: &ManifestSource| match manifest {
-        ManifestSource::Oci { digest, member, .. } => oci::platform_of(store.as_ref(), digest, member),
+        ManifestSource::Oci {
+            digest, member, size, ..
+        } => oci::platform_of(store.as_ref(), digest, member, *size),
         ManifestSource::Docker { config, .. } => docker::platform_of(store.as_ref(), config),
     };
     let picks = if options.all_platforms {
@@ -458,19 +489,31 @@ fn load(
                 digest,
                 media_type,
                 member,
+                size,
             } => oci::load_manifest(
                 store.as_ref(),
-                &digest,
-                &member,
-                &media_type,
+                oci::ManifestBlob {
+                    digest: &digest,
+                    member: &member,
+                    media_type: &media_type,
+                    size,
+                },
                 platform.as_ref(),
                 name,
+                options.limits.max_layers,
             )?,
             ManifestSource::Docker {
                 config,
                 layers,
                 layer_sources,
-            } => docker::load_manifest(store.as_ref(), &config, layers, &layer_sources, name)?,
+            } => docker::load_manifest(
+                store.as_ref(),
+                &config,
+                layers,
+                &layer_sources,
+                name,
+                options.limits.max_layers,
+            )?,
         };
         chosen.platforms = platforms;
         images.push(read_layers(
@@ -549,8 +592,18 @@ pub(crate) fn check_layer_count(
     config: &ImageConfiguration,
     layers: usize,
     location: &str,
+    max_layers: u64,
 ) -> Result<Vec<Option<Digest>>> {
     let diff_ids = config.rootfs().diff_ids();
+    let most = layers.max(diff_ids.len()) as u64;
+    if most > max_layers {
+        return Err(limit_error(
+            "max_layers",
+            max_layers,
+            format!("the layers of the image ({most})"),
+            location,
+        ));
+    }
     if diff_ids.len() != layers {
         return Err(Error::NotAnImage {
             location: location.to_string(),
@@ -561,5 +614,21 @@ pub(crate) fn check_layer_count(
             help: "the manifest and config do not belong together; export the image again".to_string(),
         });
     }
-    Ok(diff_ids.iter().map(|d| Digest::parse(d)).collect())
+    diff_ids
+        .iter()
+        .enumerate()
+        .map(|(i, d)| match Digest::parse(d) {
+            Some(d) => Ok(Some(d)),
+            None => Err(Error::NotAnImage {
+                location: location.to_string(),
+                reason: format!(
+                    "rootfs.diff_ids[{i}] of its config (layer {}) is not a well-formed digest: `{}`",
+                    i + 1,
+                    d.escape_debug()
+                ),
+                help: "a diff_id is `sha256:` and 64 hex digits; the config was written by a broken tool or edited by hand"
+                    .to_string(),
+            }),
+        })
+        .collect()
 }

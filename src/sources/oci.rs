@@ -7,7 +7,7 @@ use super::{check_layer_count, config_platform, layer_history, parse_json, read_
 use crate::digest::Digest;
 use crate::error::{Error, Result};
 use crate::platform::Platform;
-use oci_spec::image::{Descriptor, ImageIndex, ImageManifest};
+use oci_spec::image::{Descriptor, ImageConfiguration, ImageIndex, ImageManifest};
 use std::collections::{HashMap, HashSet};
 
 const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
@@ -51,6 +51,8 @@ pub fn candidates(store: &dyn Store, limits: &crate::tree::Limits) -> Result<Vec
         });
     }
     let bytes = read_small(store, "index.json", "index")?;
+    let value: serde_json::Value = parse_json(&bytes, "index.json", &location)?;
+    index_shape(&value, &location)?;
     let index: ImageIndex = parse_json(&bytes, "index.json", &location)?;
     let mut walker = Walker {
         store,
@@ -60,6 +62,7 @@ pub fn candidates(store: &dyn Store, limits: &crate::tree::Limits) -> Result<Vec
         max_walked: limits.max_index_entries,
         indexes: HashSet::new(),
         manifests: HashMap::new(),
+        kinds: HashMap::new(),
     };
     for (i, d) in index.manifests().iter().enumerate() {
         walker.walk(d, 0, i, None, None)?;
@@ -81,6 +84,76 @@ pub fn candidates(store: &dyn Store, limits: &crate::tree::Limits) -> Result<Vec
         });
     }
     Ok(out)
+}
+
+/// Well-formed JSON that is not an index: say what it is and what was expected.
+fn index_shape(value: &serde_json::Value, location: &str) -> Result<()> {
+    let not = |reason: String, help: &str| Error::NotAnImage {
+        location: location.to_string(),
+        reason,
+        help: help.to_string(),
+    };
+    let Some(obj) = value.as_object() else {
+        return Err(not(
+            "index.json is not a JSON object, so not an OCI image index".to_string(),
+            "an OCI layout's index.json is an object with `schemaVersion` and `manifests`; export the image again",
+        ));
+    };
+    let media_type = obj.get("mediaType").and_then(|m| m.as_str());
+    if matches!(media_type, Some(OCI_MANIFEST | DOCKER_MANIFEST))
+        || (obj.get("config").is_some() && obj.get("layers").is_some())
+    {
+        return Err(not(
+            format!(
+                "index.json is an image manifest (mediaType {}), not an OCI image index",
+                media_type.map_or_else(|| "not given".to_string(), |m| format!("`{m}`"))
+            ),
+            "an OCI layout's index.json lists manifests; write the manifest as a blob and list it in index.json (`skopeo copy` or `oras` write layouts correctly)",
+        ));
+    }
+    match obj.get("manifests") {
+        Some(serde_json::Value::Array(a)) if !a.is_empty() => Ok(()),
+        Some(serde_json::Value::Array(_)) | None => Err(not(
+            "index.json lists no manifests".to_string(),
+            "the layout holds no image; export the image again",
+        )),
+        Some(_) => Err(not(
+            "index.json's `manifests` is not a list".to_string(),
+            "the index was written by a broken tool; export the image again",
+        )),
+    }
+}
+
+/// Why a manifest is not a runnable image: an artifact (`artifactType`, a config media type
+/// that is not an image config) or an attestation (an image config with no os/architecture).
+/// `None` when it looks like an image, or cannot be read (reading it will then say why).
+fn artifact_kind(store: &dyn Store, d: &Descriptor, member: &str) -> Option<String> {
+    if let Some(t) = d.artifact_type() {
+        return Some(format!("artifactType `{t}`"));
+    }
+    let bytes = read_small(store, member, "manifest").ok()?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    if let Some(t) = value.get("artifactType").and_then(|t| t.as_str()) {
+        return Some(format!("artifactType `{t}`"));
+    }
+    let config = value.get("config")?;
+    let config_type = config.get("mediaType").and_then(|t| t.as_str())?;
+    if config_type != OCI_CONFIG && config_type != DOCKER_CONFIG {
+        return Some(format!("config media type `{config_type}`"));
+    }
+    let digest = Digest::parse(config.get("digest")?.as_str()?)?;
+    let bytes = read_small(store, &blob_member(&digest), "image config").ok()?;
+    let config: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    let has = |k: &str| {
+        config
+            .get(k)
+            .and_then(|v| v.as_str())
+            .is_some_and(|v| !v.is_empty())
+    };
+    if !has("os") || !has("architecture") {
+        return Some("an attestation: its config has no os or architecture".to_string());
+    }
+    None
 }
 
 fn ref_names(d: &Descriptor) -> Vec<String> {
@@ -118,6 +191,8 @@ struct Walker<'a> {
     /// Candidates already added, by manifest digest, platform, top-level entry and group, to
     /// their place in `out`: the same manifest listed again only adds its names.
     manifests: HashMap<(String, Option<String>, usize, String), usize>,
+    /// What each manifest read so far is, by digest (see [`artifact_kind`]).
+    kinds: HashMap<String, Option<String>>,
 }
 
 impl Walker<'_> {
@@ -213,7 +288,16 @@ impl Walker<'_> {
                     return Ok(());
                 }
                 self.manifests.insert(key, self.out.len());
+                let artifact = if present {
+                    self.kinds
+                        .entry(digest.to_string())
+                        .or_insert_with(|| artifact_kind(store, d, &member))
+                        .clone()
+                } else {
+                    None
+                };
                 self.out.push(Candidate {
+                    artifact,
                     names,
                     group,
                     platform,
@@ -223,6 +307,7 @@ impl Walker<'_> {
                         digest,
                         media_type,
                         member,
+                        size: Some(d.size()),
                     },
                 });
             }
@@ -275,8 +360,39 @@ fn verify(bytes: &[u8], expected: &Digest, what: &str, member: &str, location: &
     Ok(())
 }
 
-fn read_manifest(store: &dyn Store, digest: &Digest, member: &str) -> Result<ImageManifest> {
+/// A blob whose size differs from its descriptor's is not to be trusted (OCI image spec,
+/// "Descriptor": `size`).
+fn check_size(store: &dyn Store, what: &str, member: &str, expected: Option<u64>) -> Result<()> {
+    if let (Some(expected), Some(actual)) = (expected, store.size(member)) {
+        if expected != actual {
+            return Err(Error::SizeMismatch {
+                what: what.to_string(),
+                member: member.to_string(),
+                location: store.location(),
+                expected,
+                actual,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Reads and checks the config a manifest names.
+fn manifest_config(store: &dyn Store, manifest: &ImageManifest) -> Result<(ImageConfiguration, Digest)> {
+    let config_digest = descriptor_digest(manifest.config(), &store.location())?;
+    let member = blob_member(&config_digest);
+    check_size(store, "image config", &member, Some(manifest.config().size()))?;
+    read_config(store, &member, Some(&config_digest))
+}
+
+fn read_manifest(
+    store: &dyn Store,
+    digest: &Digest,
+    member: &str,
+    size: Option<u64>,
+) -> Result<ImageManifest> {
     let location = store.location();
+    check_size(store, "manifest", member, size)?;
     let bytes = read_small(store, member, "manifest")?;
     verify(&bytes, digest, "manifest", member, &location)?;
     let value: serde_json::Value = parse_json(&bytes, &format!("manifest {member}"), &location)?;
@@ -301,10 +417,9 @@ fn read_manifest(store: &dyn Store, digest: &Digest, member: &str) -> Result<Ima
 }
 
 /// The platform of a manifest that its index entry did not state, from its config.
-pub fn platform_of(store: &dyn Store, digest: &Digest, member: &str) -> Result<Platform> {
-    let manifest = read_manifest(store, digest, member)?;
-    let config_digest = descriptor_digest(manifest.config(), &store.location())?;
-    let (config, _) = read_config(store, &blob_member(&config_digest), Some(&config_digest))?;
+pub fn platform_of(store: &dyn Store, digest: &Digest, member: &str, size: Option<u64>) -> Result<Platform> {
+    let manifest = read_manifest(store, digest, member, size)?;
+    let (config, _) = manifest_config(store, &manifest)?;
     Ok(config_platform(&config))
 }
 
@@ -314,21 +429,34 @@ fn is_layer_type(mt: &str) -> bool {
         || mt == "application/vnd.docker.image.rootfs.diff.tar"
 }
 
-/// Reads the chosen manifest (`digest`, stored as `member`) and its config and plans the
-/// layers. `index_platform` is what the index said of it, `name` the name it was chosen by.
+/// The chosen manifest blob: its digest, where it is stored, its media type and the size its
+/// descriptor gives.
+pub struct ManifestBlob<'a> {
+    pub digest: &'a Digest,
+    pub member: &'a str,
+    pub media_type: &'a str,
+    pub size: Option<u64>,
+}
+
+/// Reads the chosen manifest and its config and plans the layers. `index_platform` is what the
+/// index said of it, `name` the name it was chosen by.
 pub fn load_manifest(
     store: &dyn Store,
-    digest: &Digest,
-    member: &str,
-    media_type: &str,
+    blob: ManifestBlob<'_>,
     index_platform: Option<&Platform>,
     name: Option<String>,
+    max_layers: u64,
 ) -> Result<Chosen> {
+    let ManifestBlob {
+        digest,
+        member,
+        media_type,
+        size,
+    } = blob;
     let location = store.location();
-    let manifest = read_manifest(store, digest, member)?;
-    let config_digest = descriptor_digest(manifest.config(), &location)?;
-    let (config, config_digest) = read_config(store, &blob_member(&config_digest), Some(&config_digest))?;
-    let diff_ids = check_layer_count(&config, manifest.layers().len(), &location)?;
+    let manifest = read_manifest(store, digest, member, size)?;
+    let (config, config_digest) = manifest_config(store, &manifest)?;
+    let diff_ids = check_layer_count(&config, manifest.layers().len(), &location, max_layers)?;
     let mut history = layer_history(&config).into_iter();
     let mut layers = Vec::new();
     for (l, diff_id) in manifest.layers().iter().zip(diff_ids) {

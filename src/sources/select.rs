@@ -15,6 +15,8 @@ pub enum ManifestSource {
         digest: Digest,
         media_type: String,
         member: String,
+        /// The size its descriptor gives.
+        size: Option<u64>,
     },
     /// An entry of `docker save`'s manifest.json.
     Docker {
@@ -38,6 +40,9 @@ pub struct Candidate {
     /// Position among the top-level entries, for `:@N`.
     pub index: usize,
     pub manifest: ManifestSource,
+    /// Why this manifest is not a runnable image (an artifact, a signature, an attestation):
+    /// left out when choosing, refused when named.
+    pub artifact: Option<String>,
 }
 
 impl Candidate {
@@ -51,13 +56,19 @@ impl Candidate {
     }
 
     fn label(&self) -> String {
-        let name = if !self.group.is_empty() && !self.group.starts_with('#') {
-            self.group.clone()
+        let mut all: Vec<String> = Vec::new();
+        if !self.group.is_empty() && !self.group.starts_with('#') && !self.group.starts_with('@') {
+            all.push(self.group.clone());
+        }
+        for n in &self.names {
+            if !all.contains(n) {
+                all.push(n.clone());
+            }
+        }
+        let name = if all.is_empty() {
+            format!("@{}", self.index)
         } else {
-            self.names
-                .first()
-                .cloned()
-                .unwrap_or_else(|| format!("@{}", self.index))
+            all.join(", ")
         };
         let platform = self
             .platform
@@ -110,8 +121,28 @@ pub fn choose(
     pick(store, candidates, wanted)
 }
 
+/// Each image once: the platforms of one name are listed together, `b1 (linux/amd64,
+/// linux/arm64)`.
 fn all_labels(c: &[Candidate]) -> String {
-    c.iter().map(Candidate::label).collect::<Vec<_>>().join(", ")
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for label in c.iter().map(Candidate::label) {
+        let (name, platform) = match label.rsplit_once(" (") {
+            Some((n, p)) => (n.to_string(), p.trim_end_matches(')').to_string()),
+            None => (label.clone(), String::new()),
+        };
+        match out.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, ps)) => {
+                if !ps.contains(&platform) {
+                    ps.push(platform)
+                }
+            }
+            None => out.push((name, vec![platform])),
+        }
+    }
+    out.iter()
+        .map(|(n, ps)| format!("{n} ({})", ps.join("; ")))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn no_manifest(location: String) -> Error {
@@ -122,8 +153,88 @@ fn no_manifest(location: String) -> Error {
     }
 }
 
-/// Keeps the candidates the selector names and fills in the platforms their index entries did
-/// not state, reading each distinct manifest (and its config) once.
+/// What identifies one image among candidates: its manifest and platform.
+fn identity(c: &Candidate) -> (String, Option<String>) {
+    let m = match &c.manifest {
+        ManifestSource::Oci { digest, .. } => format!("m:{digest}"),
+        ManifestSource::Docker { config, layers, .. } => format!("c:{config}:{}", layers.join(",")),
+    };
+    (m, c.platform.as_ref().map(Platform::to_string))
+}
+
+/// Merges candidates that are the same manifest on the same platform (two tags on one
+/// digest): one image, all its names, its first position.
+fn merge(candidates: Vec<Candidate>) -> Vec<Candidate> {
+    let mut out: Vec<Candidate> = Vec::with_capacity(candidates.len());
+    let mut at: std::collections::HashMap<(String, Option<String>), usize> = std::collections::HashMap::new();
+    for c in candidates {
+        let key = identity(&c);
+        match at.get(&key) {
+            Some(&i) => {
+                let known = &mut out[i];
+                let mut extra: Vec<String> = Vec::new();
+                if !c.group.is_empty() && !c.group.starts_with('#') && !c.group.starts_with('@') {
+                    extra.push(c.group.clone());
+                }
+                extra.extend(c.names.iter().cloned());
+                for n in extra {
+                    if !known.names.contains(&n) && known.group != n {
+                        known.names.push(n);
+                    }
+                }
+            }
+            None => {
+                at.insert(key, out.len());
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
+/// Fills in the platforms that index entries did not state, from each manifest's config, reading
+/// each distinct manifest once. `strict` lets a failed read end the run; else it stays unknown.
+fn fill_platforms(candidates: &mut [Candidate], platform_of: &PlatformOf, strict: bool) -> Result<()> {
+    let mut known: std::collections::HashMap<String, Platform> = std::collections::HashMap::new();
+    for c in candidates.iter_mut() {
+        if c.platform.is_none() && c.present && c.artifact.is_none() {
+            let key = match &c.manifest {
+                ManifestSource::Oci { member, .. } => format!("m:{member}"),
+                ManifestSource::Docker { config, .. } => format!("c:{config}"),
+            };
+            let platform = match known.get(&key) {
+                Some(p) => p.clone(),
+                None => match platform_of(&c.manifest) {
+                    Ok(p) => {
+                        known.insert(key, p.clone());
+                        p
+                    }
+                    Err(e) if strict => return Err(e),
+                    Err(_) => continue,
+                },
+            };
+            c.platform = Some(platform);
+        }
+    }
+    Ok(())
+}
+
+/// Each image once, with all its names and its platform, for messages.
+fn listing(candidates: &[Candidate], platform_of: &PlatformOf) -> String {
+    let mut all: Vec<Candidate> = candidates
+        .iter()
+        .filter(|c| c.artifact.is_none())
+        .cloned()
+        .collect();
+    if all.is_empty() {
+        all = candidates.to_vec();
+    }
+    let _ = fill_platforms(&mut all, platform_of, false);
+    all_labels(&merge(all))
+}
+
+/// Keeps the candidates the selector names, leaves out artifacts, merges what is one image,
+/// and fills in the platforms their index entries did not state.
 fn narrow(
     store: &dyn Store,
     mut candidates: Vec<Candidate>,
@@ -134,8 +245,8 @@ fn narrow(
     if candidates.is_empty() {
         return Err(no_manifest(location));
     }
+    let everything = candidates.clone();
     if let Some(sel) = selector {
-        let before = all_labels(&candidates);
         match sel {
             Selector::Name(n) => {
                 // A top-level name beats the same name on an entry nested deeper.
@@ -145,35 +256,57 @@ fn narrow(
                 } else {
                     candidates.retain(|c| name_matches(&c.names, n));
                 }
-            }
-            Selector::Index(i) => candidates.retain(|c| c.index == *i),
-        }
-        if candidates.is_empty() {
-            return Err(Error::Ambiguous {
-                location,
-                help: format!("nothing is named `{sel}` here; the images are: {before}"),
-            });
-        }
-    }
-    let mut known: std::collections::HashMap<String, Platform> = std::collections::HashMap::new();
-    for c in candidates.iter_mut() {
-        if c.platform.is_none() && c.present {
-            let key = match &c.manifest {
-                ManifestSource::Oci { member, .. } => format!("m:{member}"),
-                ManifestSource::Docker { config, .. } => format!("c:{config}"),
-            };
-            let platform = match known.get(&key) {
-                Some(p) => p.clone(),
-                None => {
-                    let p = platform_of(&c.manifest)?;
-                    known.insert(key, p.clone());
-                    p
+                if candidates.is_empty() {
+                    return Err(Error::NoSuchName {
+                        name: n.clone(),
+                        location,
+                        available: listing(&everything, platform_of),
+                    });
                 }
-            };
-            c.platform = Some(platform);
+            }
+            Selector::Index(i) => {
+                candidates.retain(|c| c.index == *i);
+                if candidates.is_empty() {
+                    let count = everything.iter().map(|c| c.index + 1).max().unwrap_or(0);
+                    return Err(Error::PositionOutOfRange {
+                        position: *i,
+                        location,
+                        count,
+                        plural: if count == 1 { "" } else { "s" },
+                        available: listing(&everything, platform_of),
+                    });
+                }
+            }
         }
     }
-    Ok(candidates)
+    if candidates.iter().all(|c| c.artifact.is_some()) {
+        let c = &candidates[0];
+        let (what, help) = match selector {
+            Some(sel) => (
+                format!("`{sel}`"),
+                match everything.iter().any(|c| c.artifact.is_none()) {
+                    true => format!(
+                        "name an image instead; the images are: {}",
+                        listing(&everything, platform_of)
+                    ),
+                    false => "this layout holds no container image".to_string(),
+                },
+            ),
+            None => (
+                "every manifest".to_string(),
+                "this layout holds only artifacts (signatures, SBOMs, attestations, other content); memlint reads container images".to_string(),
+            ),
+        };
+        return Err(Error::Artifact {
+            what,
+            location,
+            kind: c.artifact.clone().unwrap_or_default(),
+            help,
+        });
+    }
+    candidates.retain(|c| c.artifact.is_none());
+    fill_platforms(&mut candidates, platform_of, true)?;
+    Ok(merge(candidates))
 }
 
 /// Picks one of the narrowed candidates, for `wanted` or by the default platform rules.
@@ -195,6 +328,27 @@ fn pick(
                 location,
                 available,
             });
+        }
+        // `linux/arm` with arm/v6 and arm/v7 present: which one is for the user to say.
+        if w.variant.is_none() {
+            let mut variants: Vec<String> = Vec::new();
+            for c in candidates.iter().filter(|c| c.present) {
+                if let Some(p) = &c.platform {
+                    let v = p.to_string();
+                    if !variants.contains(&v) {
+                        variants.push(v);
+                    }
+                }
+            }
+            if variants.len() > 1 && candidates.iter().all(|c| c.group == candidates[0].group) {
+                return Err(Error::Ambiguous {
+                    location,
+                    help: format!(
+                        "--platform {w} fits several variants; pass one of: {}",
+                        variants.join(", ")
+                    ),
+                });
+            }
         }
     }
     let first_group = candidates[0].group.clone();
@@ -292,6 +446,8 @@ pub fn every_platform(
         match pick(store, of(&p), Some(&p)) {
             Ok(pick) if pick.0.present => out.push(pick),
             Ok(_) | Err(Error::MissingBlob { .. }) => {}
+            // A variant-less platform beside variants of it: each variant is read on its own.
+            Err(Error::Ambiguous { .. }) if p.variant.is_none() => {}
             Err(e) => return Err(e),
         }
     }
@@ -305,6 +461,53 @@ pub fn every_platform(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn oci(names: &[&str], group: &str, hex: char, platform: &str, index: usize) -> Candidate {
+        Candidate {
+            names: names.iter().map(|n| n.to_string()).collect(),
+            group: group.to_string(),
+            platform: Platform::parse(platform).ok(),
+            present: true,
+            index,
+            manifest: ManifestSource::Oci {
+                digest: Digest::parse(&format!("sha256:{}", hex.to_string().repeat(64))).unwrap(),
+                media_type: "application/vnd.oci.image.manifest.v1+json".to_string(),
+                member: format!("blobs/sha256/{}", hex.to_string().repeat(64)),
+                size: None,
+            },
+            artifact: None,
+        }
+    }
+
+    #[test]
+    fn tags_on_one_manifest_merge_and_list_once() {
+        let merged = merge(vec![
+            oci(&["latest"], "latest", 'a', "linux/amd64", 0),
+            oci(&["1.0"], "1.0", 'a', "linux/amd64", 1),
+            oci(&["1.0"], "1.0", 'b', "linux/arm64", 1),
+        ]);
+        assert_eq!(merged.len(), 2);
+        assert_eq!(merged[0].names, ["latest", "1.0"]);
+        assert_eq!(
+            all_labels(&merged),
+            "latest, 1.0 (linux/amd64), 1.0 (linux/arm64)"
+        );
+        // Platforms of one name are listed together.
+        let one = vec![
+            oci(&["v1"], "v1", 'a', "linux/amd64", 0),
+            oci(&["v1"], "v1", 'b', "linux/arm64", 0),
+        ];
+        assert_eq!(all_labels(&one), "v1 (linux/amd64; linux/arm64)");
+        // The same digest on another platform is another image.
+        assert_eq!(
+            merge(vec![
+                oci(&["x"], "x", 'a', "linux/amd64", 0),
+                oci(&["x"], "x", 'a', "linux/arm64", 0)
+            ])
+            .len(),
+            2
+        );
+    }
 
     #[test]
     fn names_compare_like_docker() {

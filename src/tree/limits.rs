@@ -58,6 +58,10 @@ pub struct Limits {
     /// Seconds one transfer (a registry request, an engine answer, a pipe) may send nothing
     /// before the image's read ends; 0 waits for ever (`--timeout` still bounds the read).
     pub idle_timeout_secs: u64,
+    /// Layers of one image manifest (and diff_ids of its config). Docker builds stop at 127,
+    /// overlayfs mounts at most 500 lower layers (the kernel's `OVL_MAX_STACK`); images that
+    /// cannot run anywhere have more.
+    pub max_layers: u64,
 }
 
 impl Default for Limits {
@@ -78,6 +82,7 @@ impl Default for Limits {
             max_ld_conf_files: 64,
             max_ld_conf_names: 16_384,
             idle_timeout_secs: 60,
+            max_layers: 1000,
         }
     }
 }
@@ -100,6 +105,7 @@ impl Limits {
         "max_ld_conf_files",
         "max_ld_conf_names",
         "idle_timeout_secs",
+        "max_layers",
     ];
 
     /// Sets one limit by name from text: a number, optionally with a `K`, `M`, `G` or `T`
@@ -128,6 +134,7 @@ impl Limits {
             "max_ld_conf_files" => self.max_ld_conf_files = v,
             "max_ld_conf_names" => self.max_ld_conf_names = v,
             "idle_timeout_secs" => self.idle_timeout_secs = v,
+            "max_layers" => self.max_layers = v,
             _ => {
                 return Err(format!(
                     "there is no limit `{name}`; the limits are {}",

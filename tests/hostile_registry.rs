@@ -7,6 +7,7 @@
 mod common;
 
 use base64::Engine as _;
+use common::measure::*;
 use common::*;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -170,52 +171,34 @@ fn serve_image(image: &Served, path: &str, stream: &mut TcpStream) -> bool {
     false
 }
 
-/// Runs memlint (fresh cache, no inherited limits) and measures its peak memory with GNU time.
-struct Run {
-    out: Output,
-    peak_kib: u64,
-    elapsed: Duration,
-}
-
+/// Runs memlint (fresh cache, no docker config, no inherited limits or credentials) with a
+/// deadline, measuring its peak memory (`common::measure`).
 fn run(args: &[&str], env: &[(&str, &str)], cwd: Option<&Path>) -> Run {
     let cache = tempfile::tempdir().unwrap();
-    let peak = tempfile::NamedTempFile::new().unwrap();
-    let mut cmd = Command::new("/usr/bin/time");
-    cmd.arg("-f")
-        .arg("%M")
-        .arg("-o")
-        .arg(peak.path())
-        .arg(env!("CARGO_BIN_EXE_memlint"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .env("MEMLINT_CACHE_DIR", cache.path())
-        .env("DOCKER_CONFIG", cache.path().join("no-docker-config"))
-        .env_remove("MEMLINT_LIMITS")
-        .env_remove("MEMLINT_USERNAME")
-        .env_remove("MEMLINT_PASSWORD")
-        .stdin(Stdio::null());
-    if let Some(d) = cwd {
-        cmd.current_dir(d);
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let start = Instant::now();
-    let out = cmd.output().expect("/usr/bin/time runs memlint");
-    let elapsed = start.elapsed();
-    let peak_kib = std::fs::read_to_string(peak.path())
-        .ok()
-        .and_then(|t| t.lines().last().and_then(|l| l.trim().parse().ok()))
-        .unwrap_or(u64::MAX);
-    eprintln!(
-        "memlint {args:?}: exit {:?} in {elapsed:?}, peak {peak_kib} KiB",
-        out.status.code()
+    let r = run_watched(
+        args,
+        |cmd| {
+            cmd.env("MEMLINT_CACHE_DIR", cache.path())
+                .env("DOCKER_CONFIG", cache.path().join("no-docker-config"))
+                .env_remove("MEMLINT_LIMITS")
+                .env_remove("MEMLINT_USERNAME")
+                .env_remove("MEMLINT_PASSWORD");
+            if let Some(d) = cwd {
+                cmd.current_dir(d);
+            }
+            for (k, v) in env {
+                cmd.env(k, v);
+            }
+        },
+        Duration::from_secs(120),
     );
-    Run {
-        out,
-        peak_kib,
-        elapsed,
-    }
+    eprintln!(
+        "memlint {args:?}: exit {:?} in {:?}, peak {} KiB",
+        r.code(),
+        r.elapsed,
+        r.peak_kib
+    );
+    r
 }
 
 const MIB_256_IN_KIB: u64 = 256 * 1024;

@@ -120,15 +120,6 @@ fn fixture(comp: Comp) -> ImageSpec {
         .env("LD_PRELOAD=/usr/lib/libjemalloc.so.2")
 }
 
-fn run_ok(cmd: &mut Command) {
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{cmd:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 #[test]
 fn a_second_run_reads_no_layer_and_gives_the_same_result() {
     let image = build_image("demo");
@@ -191,7 +182,7 @@ fn a_second_run_reads_no_layer_and_gives_the_same_result() {
 
     // The blobs are never opened: remove them from a copy of the image and it still reads.
     let copy = dir.path().join("copy");
-    run_ok(Command::new("cp").arg("-r").arg(image_dir(&image)).arg(&copy));
+    common::run(Command::new("cp").arg("-r").arg(image_dir(&image)).arg(&copy));
     for l in second["image"]["layers"].as_array().unwrap() {
         let hex = l["digest"].as_str().unwrap().strip_prefix("sha256:").unwrap();
         fs::remove_file(copy.join("blobs/sha256").join(hex)).unwrap();

@@ -572,7 +572,7 @@ fn a_stalled_pipe_on_standard_input_ends_at_the_timeout() {
 fn a_fifo_named_as_an_archive_is_streamed_within_the_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("image.fifo");
-    run_ok(Command::new("mkfifo").arg(&fifo));
+    common::run(Command::new("mkfifo").arg(&fifo));
     // Nobody ever writes: opening it blocks for ever without a deadline.
     let reference = format!("docker-archive:{}", fifo.display());
     let r = run(&["inspect", "--timeout", "2s", &reference], &[], None);
@@ -596,13 +596,4 @@ fn a_fifo_named_as_an_archive_is_streamed_within_the_timeout() {
     let r = run(&["inspect", "--timeout", "20s", &reference], &[], None);
     assert_eq!(r.out.status.code(), Some(0), "{}", error_text(&r.out));
     writer.join().unwrap();
-}
-
-fn run_ok(cmd: &mut Command) {
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{cmd:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }

@@ -429,28 +429,17 @@ fn every_fixture_reads_or_is_refused_as_its_origin_expects() {
     }
 }
 
-fn fails(args: &[&str], needles: &[&str]) -> String {
-    let out = memlint(args);
-    let err = error_text(&out);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert!(!err.contains("panicked"), "{err}");
-    for n in needles {
-        assert!(err.contains(n), "{args:?}: `{n}` not in {err}");
-    }
-    err
-}
-
 /// #14 item 1: referrers and attestations beside images are left out; naming one says so.
 #[test]
 fn artifacts_are_left_out_and_refused_by_name() {
     let repo = peer2("regclient__testrepo");
-    let err = fails(
+    let err = fails_with(
         &["inspect", &format!("oci-dir:{repo}")],
         &["memlint::ambiguous", "v1 (linux/amd64", "b1 (linux/amd64"],
     );
     assert!(!err.contains("a-docker"), "{err}");
     assert!(!err.contains("missing field"), "{err}");
-    fails(
+    fails_with(
         &["inspect", &format!("oci-dir:{repo}:a-docker")],
         &[
             "memlint::artifact",
@@ -459,7 +448,7 @@ fn artifacts_are_left_out_and_refused_by_name() {
             "attestation",
         ],
     );
-    fails(
+    fails_with(
         &["inspect", &format!("oci-dir:{repo}:a1")],
         &["memlint::artifact", "artifactType", "not a runnable image"],
     );
@@ -470,7 +459,7 @@ fn artifacts_are_left_out_and_refused_by_name() {
     ]);
     assert_eq!(v["image"]["platform"]["architecture"], "arm64");
     // `--platform linux/unknown` is no image.
-    fails(
+    fails_with(
         &[
             "inspect",
             "--platform",
@@ -501,7 +490,7 @@ fn two_tags_on_one_manifest_are_one_image() {
 #[test]
 fn missing_name_and_position_say_what_is_there() {
     let layout = peer2("trivy__test_image_tag.oci");
-    let err = fails(
+    let err = fails_with(
         &["inspect", &format!("oci-dir:{layout}:0.0.0")],
         &[
             "memlint::no_such_name",
@@ -511,7 +500,7 @@ fn missing_name_and_position_say_what_is_there() {
     );
     assert!(!err.contains("unknown platform"), "{err}");
     assert!(!err.contains("several images"), "{err}");
-    fails(
+    fails_with(
         &["inspect", &format!("oci-dir:{layout}:@1")],
         &[
             "memlint::position_out_of_range",
@@ -519,7 +508,7 @@ fn missing_name_and_position_say_what_is_there() {
             "holds 1 image",
         ],
     );
-    fails(
+    fails_with(
         &[
             "inspect",
             &format!("docker-archive:{}:@3", peer2("containers-image__almostempty.tar")),
@@ -530,7 +519,7 @@ fn missing_name_and_position_say_what_is_there() {
             "emptyimage:latest (linux/amd64)",
         ],
     );
-    fails(
+    fails_with(
         &[
             "inspect",
             &format!("oci-dir:{}:nope", peer2("regclient__testrepo")),
@@ -603,7 +592,7 @@ fn platform_all_is_always_the_reports_shape() {
 /// #14 item 9: well-formed JSON of the wrong shape says what it is.
 #[test]
 fn index_json_of_the_wrong_shape_says_what_it_is() {
-    fails(
+    fails_with(
         &[
             "inspect",
             &format!("oci-dir:{}", peer2("stereoscope__no_manifests")),
@@ -613,7 +602,7 @@ fn index_json_of_the_wrong_shape_says_what_it_is() {
             "not an OCI image index",
         ],
     );
-    let err = fails(
+    let err = fails_with(
         &[
             "inspect",
             &format!("oci-dir:{}", peer2("trivy__test_no_valid_manifests.oci")),
@@ -626,7 +615,7 @@ fn index_json_of_the_wrong_shape_says_what_it_is() {
 /// Also: a blob whose size is not its descriptor's names both numbers.
 #[test]
 fn size_differs_from_descriptor() {
-    fails(
+    fails_with(
         &[
             "inspect",
             &format!(
@@ -645,7 +634,7 @@ fn size_differs_from_descriptor() {
 #[test]
 fn arm_without_variant_lists_the_variants() {
     let v3 = format!("oci-dir:{}:v3", peer2("regclient__testrepo"));
-    fails(
+    fails_with(
         &["inspect", "--platform", "linux/arm", &v3],
         &["memlint::ambiguous", "linux/arm/v6", "linux/arm/v7"],
     );
@@ -657,14 +646,14 @@ fn arm_without_variant_lists_the_variants() {
 #[test]
 fn dir_prefix_at_a_layout_names_the_right_one() {
     let layout = peer2("trivy__test.oci");
-    fails(
+    fails_with(
         &["inspect", &format!("dir:{layout}")],
         &["memlint::wrong_prefix", "an OCI layout", "read it with `oci-dir:"],
     );
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("manifest.json"), b"[]").unwrap();
     std::fs::write(tmp.path().join("repositories"), b"{}").unwrap();
-    fails(
+    fails_with(
         &["inspect", &format!("dir:{}", tmp.path().display())],
         &[
             "memlint::wrong_prefix",
@@ -679,7 +668,7 @@ fn dir_prefix_at_a_layout_names_the_right_one() {
 #[test]
 fn max_layers_is_a_named_limit() {
     let archive = peer2("dive__test-docker-image.tar");
-    fails(
+    fails_with(
         &["inspect", "--no-cache", "--limit", "max_layers=13", &archive],
         &["memlint::limit", "max_layers", "(14)"],
     );
@@ -718,7 +707,7 @@ fn malformed_diff_id_is_refused() {
         append(&mut b, &name, &data);
     }
     std::fs::write(&out, b.into_inner().unwrap()).unwrap();
-    fails(
+    fails_with(
         &[
             "inspect",
             "--no-cache",

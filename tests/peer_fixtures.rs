@@ -12,16 +12,6 @@ fn fixture(name: &str) -> String {
     )
 }
 
-fn fails_with(args: &[&str], needles: &[&str]) {
-    let out = memlint(args);
-    let err = error_text(&out);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert!(!err.contains("panicked"), "{err}");
-    for n in needles {
-        assert!(err.contains(n), "{args:?}: `{n}` not in {err}");
-    }
-}
-
 #[test]
 fn docker25_save_archive_reads() {
     let v = inspect_json(&[&fixture("hello-world-v25.tar")]);

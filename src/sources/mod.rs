@@ -403,7 +403,13 @@ fn open_archive_file(
             Compression::sniff(&magic),
             Some(Compression::Gzip | Compression::Zstd)
         ) {
-            let store = stream::read_compressed(f, path, &magic, options)?;
+            // A compressed archive file (`docker save | gzip > image.tar.gz`): from its start,
+            // sniffed and decompressed as standard input is.
+            use std::io::{Seek, SeekFrom};
+            f.seek(SeekFrom::Start(0))
+                .map_err(|e| Error::io(path.display(), e))?;
+            let label = format!("archive {}", path.display());
+            let store = stream::read_sniffed(f, &label, options)?;
             let source = source.unwrap_or(ImageSource::DockerArchive);
             return load(reference_text, source, Arc::new(store), format, selector, options);
         }

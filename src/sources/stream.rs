@@ -9,7 +9,6 @@ use crate::tree::layer::{describe_start, read_layer_in, stored_size, tar_reason,
 use crate::tree::{Budget, Compression};
 use std::collections::HashMap;
 use std::io::{self, Read};
-use std::path::Path;
 use std::sync::Mutex;
 
 /// Reads a tar archive from a stream (its start already decompressed, if it was compressed).
@@ -206,28 +205,5 @@ pub fn read_sniffed(input: impl Read, label: &str, options: &Options) -> Result<
             read(dec, label, options)
         }
         _ => read(whole, label, options),
-    }
-}
-
-/// A compressed archive file (`docker save | gzip > image.tar.gz`).
-pub fn read_compressed(
-    file: std::fs::File,
-    path: &Path,
-    magic: &[u8],
-    options: &Options,
-) -> Result<StreamStore> {
-    use std::io::{Seek, SeekFrom};
-    let mut file = file;
-    file.seek(SeekFrom::Start(0))
-        .map_err(|e| Error::io(path.display(), e))?;
-    let label = format!("archive {}", path.display());
-    let buffered = io::BufReader::with_capacity(256 * 1024, file);
-    match Compression::sniff(magic) {
-        Some(Compression::Zstd) => {
-            let dec = zstd::stream::read::Decoder::with_buffer(buffered)
-                .map_err(|e| Error::io(path.display(), e))?;
-            read(dec, &label, options)
-        }
-        _ => read(flate2::bufread::MultiGzDecoder::new(buffered), &label, options),
     }
 }

@@ -440,6 +440,19 @@ pub fn require_tool(name: &str) {
     );
 }
 
+/// Runs memlint, which must end with exit code 2, no panic, and an error naming every needle;
+/// returns the error text.
+pub fn fails_with(args: &[&str], needles: &[&str]) -> String {
+    let out = memlint(args);
+    let err = error_text(&out);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: `{n}` not in {err}");
+    }
+    err
+}
+
 pub fn run(cmd: &mut Command) -> Output {
     let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
     assert!(

@@ -156,6 +156,18 @@ fn artifact_kind(store: &dyn Store, d: &Descriptor, member: &str) -> Option<Stri
     None
 }
 
+/// An index entry that names a real platform (an os and an architecture, neither `unknown`)
+/// and no `artifactType` is an image of that platform, as every multi-platform index writes
+/// its images: only other entries are opened by [`artifact_kind`], so choosing among the
+/// platforms of a registry index fetches no manifest or config besides the chosen one's.
+fn names_a_platform(d: &Descriptor) -> bool {
+    d.artifact_type().is_none()
+        && d.platform().as_ref().is_some_and(|p| {
+            let (os, arch) = (p.os().to_string(), p.architecture().to_string());
+            !os.is_empty() && !arch.is_empty() && os != "unknown" && arch != "unknown"
+        })
+}
+
 fn ref_names(d: &Descriptor) -> Vec<String> {
     let mut names = Vec::new();
     if let Some(a) = d.annotations() {
@@ -288,7 +300,7 @@ impl Walker<'_> {
                     return Ok(());
                 }
                 self.manifests.insert(key, self.out.len());
-                let artifact = if present {
+                let artifact = if present && !names_a_platform(d) {
                     self.kinds
                         .entry(digest.to_string())
                         .or_insert_with(|| artifact_kind(store, d, &member))

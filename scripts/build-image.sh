@@ -7,7 +7,10 @@
 #   scripts/build-image.sh NAME...   builds the named images, prints one oci-dir reference each
 #   scripts/build-image.sh --list    lists the recipes
 #
-# Recipes are the functions named recipe_NAME in scripts/recipes.sh.
+# Recipes are the functions named recipe_NAME in scripts/recipes.sh and scripts/recipes/*.sh (one
+# file per runtime, so that rules of different runtimes add recipes without touching each other);
+# files a recipe copies into an image live under testdata/dotnet, testdata/node or
+# testdata/recipes/<topic>/.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -371,7 +374,15 @@ build() {
   recipe="recipe_${name//-/_}"
   declare -F "$recipe" >/dev/null || die "no recipe '$name' (see --list)"
   # Any change to the recipes, this script or the repo files the images hold rebuilds them.
-  key=$( { echo "$name"; cat "$ROOT/scripts/recipes.sh" "${BASH_SOURCE[0]}"; find "$ROOT/testdata/dotnet" "$ROOT/testdata/node" -type f -print0 | sort -z | xargs -0 cat; } | sha256sum | cut -c1-16)
+  key=$( {
+    echo "$name"
+    cat "$ROOT/scripts/recipes.sh" "${BASH_SOURCE[0]}"
+    local d dirs=()
+    for d in scripts/recipes testdata/dotnet testdata/node testdata/recipes; do
+      [ -d "$ROOT/$d" ] && dirs+=("$ROOT/$d")
+    done
+    find "${dirs[@]}" -type f -print0 | sort -z | xargs -0 cat
+  } | sha256sum | cut -c1-16)
   out="$CACHE/images/$name"
   if [ -f "$out/.recipe" ] && [ "$(cat "$out/.recipe")" = "$key" ]; then
     printf 'oci-dir:%s:latest\n' "$out"
@@ -397,6 +408,10 @@ build() {
 
 # shellcheck source=scripts/recipes.sh
 . "$ROOT/scripts/recipes.sh"
+for f in "$ROOT"/scripts/recipes/*.sh; do
+  # shellcheck disable=SC1090
+  [ -e "$f" ] && . "$f"
+done
 
 [ $# -gt 0 ] || die "usage: $0 NAME... | --list"
 if [ "$1" = --list ]; then

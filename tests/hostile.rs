@@ -752,10 +752,10 @@ fn layer_of_200000_tiny_files() {
     let v = run.json();
     assert_eq!(v["files"]["count"], 200_000 + 200);
     assert_eq!(v["image"]["layers"][0]["entries"], 200_000);
-    // Measured here: about 105 MiB without --files (170 MiB before the ELF facts of an entry
-    // were boxed), 190 MiB with it. A path costs about 300 bytes as a LayerEntry and 200 as a
-    // tree node, and both exist while the layer is merged; --files adds ~80 MB of listing and
-    // JSON. Allow 1 KiB a path on top of the base.
+    // Measured here: about 34 MiB without --files (105 MiB before paths were packed and
+    // interned, issue #20), 105 MiB with it. A path costs about 20 bytes packed in its layer and
+    // 50 as a tree node (names interned); --files adds ~70 MB of listing and JSON. Allow 1 KiB
+    // a path on top of the base with it, 150 bytes without.
     let bound = BASE_RSS_KIB + 200_000;
     assert!(run.peak_kib < bound, "peak RSS {} KiB > {bound}", run.peak_kib);
     eprintln!("200,000 files: {:?}, peak RSS {} KiB", run.elapsed, run.peak_kib);
@@ -769,6 +769,8 @@ fn layer_of_200000_tiny_files() {
     );
     assert_eq!(run.code(), Some(0), "{}", run.err());
     eprintln!("200,000 files without --files: peak RSS {} KiB", run.peak_kib);
+    let bound = BASE_RSS_KIB + 30_000;
+    assert!(run.peak_kib < bound, "peak RSS {} KiB > {bound}", run.peak_kib);
 
     // Caps on entries and on their memory name themselves.
     expect_error(
@@ -776,8 +778,8 @@ fn layer_of_200000_tiny_files() {
         &["max_entries_per_layer", "100000"],
     );
     expect_error(
-        &inspect(&r, &[("MEMLINT_LIMITS", "max_metadata_bytes=16M")]),
-        &["max_metadata_bytes", "16 MiB"],
+        &inspect(&r, &[("MEMLINT_LIMITS", "max_metadata_bytes=8M")]),
+        &["max_metadata_bytes", "8 MiB"],
     );
 }
 
@@ -1308,7 +1310,7 @@ fn every_limit_names_itself() {
         ),
         ("max_kept_bytes_total=100K", &["max_kept_bytes_total", "100 KiB"]),
         ("max_layer_bytes=1M", &["max_layer_bytes", "1 MiB"]),
-        ("max_metadata_bytes=512", &["max_metadata_bytes", "512 bytes"]),
+        ("max_metadata_bytes=100", &["max_metadata_bytes", "100 bytes"]),
         ("max_json_bytes=100", &["max_json_bytes", "100 bytes"]),
         ("max_path_len=5", &["max_path_len", "5 bytes"]),
         (

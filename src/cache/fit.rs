@@ -4,33 +4,28 @@
 
 use crate::elf::ElfScan;
 use crate::tree::interest::SCRIPT_CAP;
-use crate::tree::{EntryKind, Interests, LayerEntry, Limits};
+use crate::tree::{Entries, EntryKind, Interests, Limits};
 
 /// Whether entries read with `made_with` hold everything a read with `wanted` under `limits`
 /// would keep; when they do, they are trimmed to exactly what that read would keep, so a cached
 /// layer and a read layer give the same tree. Mirrors `probe_file` in the layer reader: a file
 /// is kept to its keep cap, else a file starting with `#!` to the script cap; ELF facts come
 /// with the flags.
-pub(super) fn fit(
-    entries: &mut [LayerEntry],
-    made_with: &Interests,
-    wanted: &Interests,
-    limits: &Limits,
-) -> bool {
+pub(super) fn fit(entries: &mut Entries, made_with: &Interests, wanted: &Interests, limits: &Limits) -> bool {
     let per_file = |c: u64| c.min(limits.max_kept_bytes_per_file);
     let elf_missing = (wanted.elf_heads && !made_with.elf_heads) || (wanted.elf_scan && !made_with.elf_scan);
-    for e in entries.iter_mut() {
+    entries.all_mut(|e, content, elf| {
         if e.kind != EntryKind::File || e.size == 0 {
             // The reader never looks inside these.
-            continue;
+            return true;
         }
         if elf_missing {
             return false;
         }
-        let parts: Vec<&str> = e.path.iter().map(String::as_str).collect();
+        let parts: Vec<&str> = e.parts().collect();
         let cap = wanted.keep_cap(&parts).map(per_file);
         let script_cap = wanted.wants_script(&parts).then(|| per_file(SCRIPT_CAP));
-        let need = match &e.content {
+        let need = match &*content {
             // Either nothing wanted it, or it was a script pattern and the file does not start
             // with `#!`: only then is the absence an answer.
             None => {
@@ -49,8 +44,8 @@ pub(super) fn fit(
                 }
             }
         };
-        match (need, e.content.as_mut()) {
-            (None, _) => e.content = None,
+        match (need, content.as_mut()) {
+            (None, _) => *content = None,
             (Some(need), Some(c)) => {
                 if c.truncated && (c.bytes.len() as u64) < need {
                     // Cut shorter than this read wants.
@@ -62,14 +57,14 @@ pub(super) fn fit(
             (Some(_), None) => return false,
         }
         if !wanted.elf_heads {
-            e.elf = None;
+            *elf = None;
         } else if !wanted.elf_scan {
-            if let Some(elf) = e.elf.as_mut() {
+            if let Some(elf) = elf.as_mut() {
                 elf.scan = ElfScan::default();
             }
         }
-    }
-    true
+        true
+    })
 }
 
 #[cfg(test)]
@@ -145,6 +140,6 @@ mod tests {
         assert!(!fit(&mut entries, &no_elf, &base, &limits));
         let mut entries = read(&tar, &base, &limits).entries;
         assert!(fit(&mut entries, &base, &no_elf, &limits));
-        assert!(entries.iter().all(|e| e.elf.is_none()));
+        assert!(entries.to_vec().iter().all(|e| e.elf.is_none()));
     }
 }

@@ -347,6 +347,7 @@ mod sample {
     /// What a tree cares about, in a comparable form.
     pub(super) fn view(d: &LayerDiff) -> Vec<String> {
         d.entries
+            .to_vec()
             .iter()
             .map(|e| format!("{:?} {:?} {:?} {:?} {}", e.path, e.kind, e.content, e.elf, e.size))
             .collect()

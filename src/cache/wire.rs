@@ -6,7 +6,7 @@
 use crate::digest::Digest;
 use crate::elf::{ElfClass, ElfDynamic, ElfHead, ElfInfo, ElfScan, ElfType};
 use crate::tree::interest::{KeepRule, PathPattern};
-use crate::tree::{Compression, Content, EntryKind, Interests, LayerDiff, LayerEntry};
+use crate::tree::{Compression, Content, Entries, Interests, LayerDiff};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 use std::borrow::Cow;
@@ -15,7 +15,7 @@ use std::io::{self, Read};
 /// The layout of an entry. Bump it whenever the wire types below or what the layer reader
 /// records change (a new field, a new ELF fact): the memlint version alone does not change
 /// between development builds.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 const MAGIC: &[u8; 8] = b"MLLAYER\0";
 /// The memlint that wrote an entry; only the same one reads it.
 pub(super) const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -25,14 +25,19 @@ const ZSTD_LEVEL: i32 = 3;
 // change here (or in what the conversions carry) needs a new FORMAT.
 
 #[derive(Serialize, Deserialize)]
-struct Stored<'a, E> {
+struct Stored<'a, P, C, E> {
     diff_id: Cow<'a, str>,
     blob_digest: Cow<'a, str>,
     blob_size: u64,
     uncompressed_size: u64,
     compression: u8,
     made_with: WireInterests<'a>,
-    entries: E,
+    /// The layer's packed entries ([`crate::tree::Entries`]): their buffer and count.
+    packed: P,
+    count: u64,
+    /// The kept contents and ELF facts the entries point at, in order.
+    contents: C,
+    elves: E,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -41,29 +46,6 @@ struct WireInterests<'a> {
     scripts: Vec<Cow<'a, str>>,
     elf_heads: bool,
     elf_scan: bool,
-}
-
-#[derive(Serialize, Deserialize)]
-struct WireEntry<'a> {
-    path: Cow<'a, [String]>,
-    kind: WireKind<'a>,
-    mode: u32,
-    uid: u64,
-    gid: u64,
-    size: u64,
-    content: Option<(Bytes<'a>, bool)>,
-    elf: Option<WireElf<'a>>,
-}
-
-#[derive(Serialize, Deserialize)]
-enum WireKind<'a> {
-    Dir,
-    File,
-    Symlink(Cow<'a, str>),
-    Hardlink(Cow<'a, str>),
-    Special,
-    Whiteout,
-    OpaqueWhiteout,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -117,12 +99,23 @@ impl<'de> Deserialize<'de> for Bytes<'_> {
     }
 }
 
-/// Lets the entries be written straight from the layer, without a copy.
-struct Entries<'a>(&'a [LayerEntry]);
+/// Lets the side tables be written straight from the layer, without a copy.
+struct Contents<'a>(&'a [Option<Content>]);
 
-impl Serialize for Entries<'_> {
+impl Serialize for Contents<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().map(wire_entry))
+        s.collect_seq(self.0.iter().map(|c| {
+            c.as_ref()
+                .map(|Content { bytes, truncated }| (Bytes(Cow::Borrowed(bytes)), *truncated))
+        }))
+    }
+}
+
+struct Elves<'a>(&'a [Option<Box<ElfInfo>>]);
+
+impl Serialize for Elves<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|e| e.as_deref().map(wire_elf)))
     }
 }
 
@@ -131,41 +124,6 @@ fn compression_code(c: Compression) -> u8 {
         Compression::None => 0,
         Compression::Gzip => 1,
         Compression::Zstd => 2,
-    }
-}
-
-fn wire_entry(e: &LayerEntry) -> WireEntry<'_> {
-    // Destructured in full so that a new field is a compile error here, not a silent loss.
-    let LayerEntry {
-        path,
-        kind,
-        mode,
-        uid,
-        gid,
-        size,
-        content,
-        elf,
-    } = e;
-    WireEntry {
-        path: Cow::Borrowed(path),
-        kind: match kind {
-            EntryKind::Dir => WireKind::Dir,
-            EntryKind::File => WireKind::File,
-            EntryKind::Symlink(t) => WireKind::Symlink(Cow::Borrowed(t)),
-            EntryKind::Hardlink(t) => WireKind::Hardlink(Cow::Borrowed(t)),
-            EntryKind::Special => WireKind::Special,
-            EntryKind::Whiteout => WireKind::Whiteout,
-            EntryKind::OpaqueWhiteout => WireKind::OpaqueWhiteout,
-        },
-        mode: *mode,
-        uid: *uid,
-        gid: *gid,
-        size: *size,
-        content: content.as_ref().map(|c| {
-            let Content { bytes, truncated } = c;
-            (Bytes(Cow::Borrowed(bytes)), *truncated)
-        }),
-        elf: elf.as_deref().map(wire_elf),
     }
 }
 
@@ -221,30 +179,6 @@ fn wire_elf(e: &ElfInfo) -> WireElf<'_> {
         node_release: node_release.as_deref().map(Cow::Borrowed),
         glibc_release: glibc_release.as_deref().map(Cow::Borrowed),
     }
-}
-
-fn from_wire_entry(w: WireEntry) -> Result<LayerEntry, String> {
-    Ok(LayerEntry {
-        path: w.path.into_owned(),
-        kind: match w.kind {
-            WireKind::Dir => EntryKind::Dir,
-            WireKind::File => EntryKind::File,
-            WireKind::Symlink(t) => EntryKind::Symlink(t.into_owned()),
-            WireKind::Hardlink(t) => EntryKind::Hardlink(t.into_owned()),
-            WireKind::Special => EntryKind::Special,
-            WireKind::Whiteout => EntryKind::Whiteout,
-            WireKind::OpaqueWhiteout => EntryKind::OpaqueWhiteout,
-        },
-        mode: w.mode,
-        uid: w.uid,
-        gid: w.gid,
-        size: w.size,
-        content: w.content.map(|(bytes, truncated)| Content {
-            bytes: bytes.0.into_owned(),
-            truncated,
-        }),
-        elf: w.elf.map(from_wire_elf).transpose()?.map(Box::new),
-    })
 }
 
 fn from_wire_elf(w: WireElf) -> Result<ElfInfo, String> {
@@ -329,6 +263,7 @@ fn from_wire_interests(w: WireInterests) -> Interests {
 /// of [`Stored`]. `None` when the layer's encoding is larger than `bound`, the most a read
 /// would accept.
 pub(super) fn encode(diff: &LayerDiff, made_with: &Interests, bound: u64) -> io::Result<Option<Vec<u8>>> {
+    let (packed, count, contents, elves) = diff.entries.parts();
     let stored = Stored {
         diff_id: Cow::Owned(diff.diff_id.to_string()),
         blob_digest: Cow::Owned(diff.blob_digest.to_string()),
@@ -336,7 +271,10 @@ pub(super) fn encode(diff: &LayerDiff, made_with: &Interests, bound: u64) -> io:
         uncompressed_size: diff.uncompressed_size,
         compression: compression_code(diff.compression),
         made_with: wire_interests(made_with),
-        entries: Entries(&diff.entries),
+        packed: packed.iter().map(|c| Bytes(Cow::Borrowed(c))).collect::<Vec<_>>(),
+        count: count as u64,
+        contents: Contents(contents),
+        elves: Elves(elves),
     };
     let raw = postcard::to_stdvec(&stored).map_err(io::Error::other)?;
     if raw.len() as u64 > bound {
@@ -426,7 +364,8 @@ pub(super) fn decode_within(
         // Sound (its checksum matched) but larger than this run's limits allow.
         return Ok(None);
     }
-    let (stored, rest): (Stored<Vec<WireEntry>>, &[u8]) =
+    type Stored2<'a> = Stored<'a, Vec<Bytes<'a>>, Vec<Option<(Bytes<'a>, bool)>>, Vec<Option<WireElf<'a>>>>;
+    let (stored, rest): (Stored2<'_>, &[u8]) =
         postcard::take_from_bytes(&raw).map_err(|e| format!("it does not decode: {e}"))?;
     if !rest.is_empty() {
         return Err(format!("{} bytes follow its contents", rest.len()));
@@ -442,17 +381,31 @@ pub(super) fn decode_within(
         2 => Compression::Zstd,
         n => return Err(format!("unknown compression {n}")),
     };
+    let contents = stored
+        .contents
+        .into_iter()
+        .map(|c| {
+            c.map(|(bytes, truncated)| Content {
+                bytes: bytes.0.into_owned(),
+                truncated,
+            })
+        })
+        .collect();
+    let elves = stored
+        .elves
+        .into_iter()
+        .map(|e| e.map(|e| from_wire_elf(e).map(Box::new)).transpose())
+        .collect::<Result<_, _>>()?;
+    let count = usize::try_from(stored.count).map_err(|_| "too many entries".to_string())?;
+    let chunks = stored.packed.into_iter().map(|c| c.0.into_owned()).collect();
+    let entries = Entries::from_parts(chunks, count, contents, elves)?;
     let diff = LayerDiff {
         blob_digest: digest(&stored.blob_digest)?,
         blob_size: stored.blob_size,
         diff_id,
         uncompressed_size: stored.uncompressed_size,
         compression,
-        entries: stored
-            .entries
-            .into_iter()
-            .map(from_wire_entry)
-            .collect::<Result<_, _>>()?,
+        entries,
     };
     Ok(Some((diff, from_wire_interests(stored.made_with))))
 }
@@ -469,7 +422,7 @@ mod tests {
         let limits = Limits::default();
         let interests = interests();
         let diff = read(&sample(), &interests, &limits);
-        assert!(diff.entries.iter().any(|e| e.elf.is_some()));
+        assert!(diff.entries.to_vec().iter().any(|e| e.elf.is_some()));
         let bytes = encode(&diff, &interests, read_bound(&limits)).unwrap().unwrap();
         let (back, made_with) = decode(&bytes, &diff.diff_id, read_bound(&limits)).unwrap();
         assert_eq!(view(&back), view(&diff));

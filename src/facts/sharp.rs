@@ -330,10 +330,11 @@ fn img_addon_file(tree: &FileTree, pkg: &str, platform: &str, version: Option<&s
     let NodeKind::Dir(children) = &tree.node(lib).kind else {
         return None;
     };
-    children
+    let found = children
         .iter()
         .find(|(name, &id)| name.ends_with(".node") && tree.node(id).is_file())
-        .map(|(_, &id)| tree.path_of(id))
+        .map(|(_, &id)| tree.path_of(id));
+    found
 }
 
 /// `.node` files in a `build/Release` folder, with the platform their name gives

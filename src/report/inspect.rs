@@ -60,7 +60,7 @@ pub fn list_paths(tree: &FileTree) -> Vec<PathView> {
                 mode: format!("{:04o}", n.mode & 0o7777),
                 size: n.size,
                 target: n.symlink_target().map(str::to_string),
-                hardlink_to: n.hardlink_to.clone(),
+                hardlink_to: n.hardlink_to.map(str::to_string),
                 elf: n.elf.as_deref().cloned(),
                 layer: n.layer.map(|l| l + 1),
             }

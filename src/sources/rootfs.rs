@@ -125,7 +125,7 @@ pub fn open(reference_text: &str, root: &Path, options: &Options) -> Result<Imag
         },
     })?;
     for id in tree.walk().collect::<Vec<_>>() {
-        tree.node_mut(id).layer = None;
+        tree.set_layer(id, None);
     }
     let platform = Platform::new(
         "linux",

@@ -5,6 +5,7 @@
 //! Every input is untrusted: the [`Limits`] bound the memory and time one layer (and one image,
 //! through a shared [`Budget`]) may take, and a limit that is hit is named in the error.
 
+use super::entries::Entries;
 use super::interest::{Interests, SCRIPT_CAP};
 use super::limits::{Limits, RATIO_GRACE};
 use crate::digest::{Digest, HashingReader};
@@ -12,6 +13,7 @@ use crate::elf::{ElfHead, ElfInfo, ElfScanner, HEAD_LEN};
 use std::cell::Cell;
 use std::io::{self, BufReader, Read};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
 
 /// What the layers of one image (or of one streamed archive) have taken so far, shared by the
 /// threads that read them, so that the image-wide limits hold however the work is split.
@@ -63,12 +65,7 @@ impl Budget {
                 what: "the number of entries in the layer",
             });
         }
-        let kept: u64 = diff
-            .entries
-            .iter()
-            .filter_map(|e| e.content.as_ref())
-            .map(|c| c.bytes.len() as u64)
-            .sum();
+        let kept: u64 = diff.entries.kept().map(|c| c.bytes.len() as u64).sum();
         if kept > limits.max_kept_bytes_per_layer {
             return Err(LayerError::Limit {
                 name: "max_kept_bytes_per_layer",
@@ -77,7 +74,7 @@ impl Budget {
             });
         }
         self.take_kept(kept, limits.max_kept_bytes_total)?;
-        let metadata = diff.entries.iter().map(LayerEntry::metadata_bytes).sum();
+        let metadata = diff.entries.metadata_bytes() + diff.entries.len() as u64 * super::NODE_BYTES;
         self.take_metadata(metadata, limits.max_metadata_bytes)
     }
 
@@ -279,36 +276,12 @@ impl LayerEntry {
         self.mode = mode;
         self
     }
-
-    /// Roughly the heap and inline bytes this entry holds, kept contents excluded.
-    pub fn metadata_bytes(&self) -> u64 {
-        let string = std::mem::size_of::<String>() as u64;
-        let path: u64 = self.path.iter().map(|c| string + c.len() as u64).sum();
-        let link = match &self.kind {
-            EntryKind::Symlink(t) | EntryKind::Hardlink(t) => t.len() as u64,
-            _ => 0,
-        };
-        let elf = self.elf.as_ref().map_or(0, |e| {
-            let h = e.head.interpreter.as_ref().map_or(0, |i| i.len() as u64);
-            let d = e.scan.dynamic.as_ref().map_or(0, |d| {
-                d.needed
-                    .iter()
-                    .chain(&d.rpath)
-                    .chain(&d.runpath)
-                    .chain(&d.soname)
-                    .map(|s| string + s.len() as u64)
-                    .sum()
-            });
-            h + d
-        });
-        std::mem::size_of::<LayerEntry>() as u64 + path + link + elf
-    }
 }
 
 /// A layer's contribution to the image: its entries in archive order and its digests.
 #[derive(Clone, Debug)]
 pub struct LayerDiff {
-    pub entries: Vec<LayerEntry>,
+    pub entries: Entries,
     /// sha256 of the blob as stored (compressed).
     pub blob_digest: Digest,
     pub blob_size: u64,
@@ -322,7 +295,7 @@ impl LayerDiff {
     /// Entries that were not read from a blob (a root folder on disk, tests): no digests.
     pub fn unhashed(entries: Vec<LayerEntry>) -> LayerDiff {
         LayerDiff {
-            entries,
+            entries: Entries::from(entries),
             blob_digest: Digest::of(b""),
             blob_size: 0,
             diff_id: Digest::of(b""),
@@ -503,24 +476,17 @@ fn read_layer_inner(
     let (entries, inner, raw) = match compression {
         Compression::Gzip => {
             let dec = Unpacked::new(flate2::bufread::MultiGzDecoder::new(raw), &stored, limits);
-            let (entries, inner) = read_entries(HashingReader::new(dec), interests, limits, budget)?;
-            let (diff, n, dec) = finish(inner)?;
+            let (entries, diff, n, dec) = pipelined(dec, interests, limits, budget)?;
             (entries, (diff, n), dec.inner.into_inner())
         }
         Compression::Zstd => {
             let dec = Unpacked::new(zstd::stream::read::Decoder::with_buffer(raw)?, &stored, limits);
-            let (entries, inner) = read_entries(HashingReader::new(dec), interests, limits, budget)?;
-            let (diff, n, dec) = finish(inner)?;
+            let (entries, diff, n, dec) = pipelined(dec, interests, limits, budget)?;
             (entries, (diff, n), dec.inner.finish())
         }
         Compression::None => {
-            let (entries, inner) = read_entries(
-                HashingReader::new(Unpacked::new(raw, &stored, limits)),
-                interests,
-                limits,
-                budget,
-            )?;
-            let (diff, n, raw) = finish(inner)?;
+            let (entries, diff, n, raw) =
+                pipelined(Unpacked::new(raw, &stored, limits), interests, limits, budget)?;
             (entries, (diff, n), raw.inner)
         }
     };
@@ -535,6 +501,122 @@ fn read_layer_inner(
         uncompressed_size: inner.1,
         compression,
     })
+}
+
+/// Buffers of the unpacked stream between the two stages of a layer's read.
+const PIPE_CHUNK: usize = 128 * 1024;
+/// Buffers in flight between the stages: what memory the pipeline adds, per layer read.
+const PIPE_DEPTH: usize = 4;
+
+/// Reads a layer in two stages on two threads, so that one layer keeps two cores busy: this
+/// thread reads the blob (hashing it for the blob digest) and unpacks it, the other hashes the
+/// unpacked tar (the diff_id) and walks it. They are joined by a bounded channel: at most
+/// [`PIPE_DEPTH`] buffers of [`PIPE_CHUNK`] bytes wait between them, whatever the layer holds.
+/// An error of either stage ends both: an unpacking error (a limit, damage) reaches the walk
+/// as the error of its next read, as it would in one thread, and a walk that stops drops its
+/// end of the channel, which stops the unpacking. The walk's thread is joined before this
+/// returns. Returns the entries, the diff_id and unpacked size, and the unpacking reader (for
+/// the bytes after the compressed stream).
+fn pipelined<D: Read>(
+    mut unpacked: D,
+    interests: &Interests,
+    limits: &Limits,
+    budget: &Budget,
+) -> Result<(Entries, Digest, u64, D), LayerError> {
+    let (tx, rx) = mpsc::sync_channel::<io::Result<(Vec<u8>, usize)>>(PIPE_DEPTH);
+    let (back_tx, back_rx) = mpsc::sync_channel::<Vec<u8>>(PIPE_DEPTH + 2);
+    std::thread::scope(|scope| {
+        let walk = scope.spawn(move || -> Result<(Entries, Digest, u64), LayerError> {
+            let piped = Piped {
+                rx,
+                back: back_tx,
+                buf: Vec::new(),
+                len: 0,
+                pos: 0,
+                failed: false,
+            };
+            let (entries, inner) = read_entries(HashingReader::new(piped), interests, limits, budget)?;
+            let (diff, n, _) = finish(inner)?;
+            Ok((entries, diff, n))
+        });
+        loop {
+            let mut buf = back_rx.try_recv().unwrap_or_else(|_| vec![0u8; PIPE_CHUNK]);
+            // What was unpacked before an error reaches the walk before the error does.
+            let mut n = 0;
+            let mut failed = None;
+            while n < buf.len() {
+                match unpacked.read(&mut buf[n..]) {
+                    Ok(0) => break,
+                    Ok(k) => n += k,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
+                }
+            }
+            // A send fails when the walk stopped: its result says why.
+            if n > 0 && tx.send(Ok((buf, n))).is_err() {
+                break;
+            }
+            if let Some(e) = failed {
+                let _ = tx.send(Err(e));
+                break;
+            }
+            if n == 0 {
+                break;
+            }
+        }
+        drop(tx);
+        match walk.join() {
+            Ok(result) => result.map(|(entries, diff, n)| (entries, diff, n, unpacked)),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    })
+}
+
+/// The walk's end of the pipeline: the unpacked stream, as it arrives.
+struct Piped {
+    rx: mpsc::Receiver<io::Result<(Vec<u8>, usize)>>,
+    /// Emptied buffers go back to be filled again.
+    back: mpsc::SyncSender<Vec<u8>>,
+    buf: Vec<u8>,
+    len: usize,
+    pos: usize,
+    failed: bool,
+}
+
+impl Read for Piped {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if out.is_empty() {
+            return Ok(0);
+        }
+        while self.pos == self.len {
+            if self.failed {
+                return Err(io::Error::other("the layer could not be unpacked"));
+            }
+            match self.rx.recv() {
+                Ok(Ok((buf, len))) => {
+                    let used = std::mem::replace(&mut self.buf, buf);
+                    if !used.is_empty() {
+                        let _ = self.back.try_send(used);
+                    }
+                    self.len = len;
+                    self.pos = 0;
+                }
+                Ok(Err(e)) => {
+                    self.failed = true;
+                    return Err(e);
+                }
+                // The unpacking ended.
+                Err(_) => return Ok(0),
+            }
+        }
+        let n = (self.len - self.pos).min(out.len());
+        out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
 }
 
 /// Drains what the tar reader left (padding, trailing blocks) into the diff_id hash.
@@ -684,14 +766,14 @@ fn read_entries<R: Read>(
     interests: &Interests,
     limits: &Limits,
     budget: &Budget,
-) -> Result<(Vec<LayerEntry>, HashingReader<R>), LayerError> {
+) -> Result<(Entries, HashingReader<R>), LayerError> {
     let guard = Guard::new(limits.max_extended_header_bytes);
     let mut archive = tar::Archive::new(guard.reader(EndPadding {
         inner: reader,
         pos: 0,
         pad: None,
     }));
-    let mut entries = Vec::new();
+    let mut entries = Entries::new();
     let mut kept_total = 0u64;
     let mut buf = vec![0u8; 64 * 1024];
     let no_scan = Interests {
@@ -812,8 +894,8 @@ fn read_entries<R: Read>(
             content,
             elf,
         };
-        budget.take_metadata(entry.metadata_bytes(), limits.max_metadata_bytes)?;
-        entries.push(entry);
+        let packed = entries.push(entry);
+        budget.take_metadata(packed + super::NODE_BYTES, limits.max_metadata_bytes)?;
         arm();
     }
     Ok((entries, archive.into_inner().inner.inner))
@@ -973,7 +1055,7 @@ mod tests {
         ok.extend_from_slice(&[0u8; 1024]);
         let diff = read_layer(&ok[..], &Interests::default(), &Limits::default()).unwrap();
         assert_eq!(diff.entries.len(), 2);
-        assert_eq!(diff.entries[1].path.len(), 1001);
+        assert_eq!(diff.entries.to_vec()[1].path.len(), 1001);
     }
 
     #[test]
@@ -1006,7 +1088,7 @@ mod tests {
             ..Limits::default()
         };
         let diff = read_layer(&tar[..], &interests, &per_file).unwrap();
-        let kept: Vec<_> = diff.entries.iter().filter_map(|e| e.content.as_ref()).collect();
+        let kept: Vec<_> = diff.entries.kept().collect();
         assert_eq!(kept.len(), 2);
         assert!(kept.iter().all(|c| c.bytes.len() == 100 && c.truncated));
         let per_layer = Limits {

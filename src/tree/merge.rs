@@ -3,9 +3,10 @@
 //! Parent folders are reached through symlinks the way containerd's applier does (inside the
 //! root), so `/lib -> usr/lib` plus an entry `lib/x` writes `/usr/lib/x`.
 
+use super::entries::{EntryRef, Side};
 use super::layer::{EntryKind, LayerDiff, LayerEntry};
 use super::resolve::split;
-use super::{FileTree, Node, NodeId, NodeKind, ROOT};
+use super::{FileTree, NewKind, NewNode, NodeId, NodeKind, ROOT};
 
 #[derive(Debug, thiserror::Error)]
 pub enum MergeError {
@@ -23,7 +24,6 @@ pub enum MergeError {
 }
 
 impl FileTree {
-    /// Applies one layer; `index` is recorded on every node it writes.
     /// A tree holding just these entries, as one layer (a root folder on disk, tests).
     pub fn from_entries(entries: Vec<LayerEntry>) -> Result<FileTree, MergeError> {
         let mut t = FileTree::new();
@@ -31,95 +31,116 @@ impl FileTree {
         Ok(t)
     }
 
+    /// Applies one layer; `index` is recorded on every node it writes.
     pub fn apply(&mut self, layer: LayerDiff, index: u32) -> Result<(), MergeError> {
-        let (whiteouts, entries): (Vec<_>, Vec<_>) = layer
-            .entries
-            .into_iter()
-            .partition(|e| matches!(e.kind, EntryKind::Whiteout | EntryKind::OpaqueWhiteout));
-        for w in whiteouts {
-            let Some((name, parents)) = w.path.split_last() else {
-                if w.kind == EntryKind::OpaqueWhiteout {
-                    self.clear_dir(ROOT);
-                }
-                continue;
-            };
-            let Some(dir) = self.existing_dir(parents)? else {
-                continue;
-            };
-            let Some(target) = self.child(dir, name) else {
-                continue;
-            };
-            let path = format!("{}/{name}", self.path_of(dir).trim_end_matches('/'));
-            match w.kind {
-                EntryKind::OpaqueWhiteout => {
-                    if self.node(target).is_dir() {
-                        self.clear_dir(target);
-                        self.note_removed(path, index);
-                    }
-                }
-                _ => {
-                    self.remove(dir, name);
-                    self.note_removed(path, index);
-                }
+        let entries = layer.entries;
+        let mut cursor = entries.cursor();
+        while let Some(w) = cursor.next() {
+            if matches!(w.kind, EntryKind::Whiteout | EntryKind::OpaqueWhiteout) {
+                self.whiteout(&w, index)?;
             }
         }
-        for e in entries {
-            self.add(e, index)?;
+        // Contents and ELF facts are taken from their side tables as their entries are added,
+        // so each is moved, never copied.
+        let (mut cursor, mut side) = entries.drain();
+        while let Some(e) = cursor.next() {
+            if !matches!(e.kind, EntryKind::Whiteout | EntryKind::OpaqueWhiteout) {
+                self.add(&e, &mut side, index)?;
+            }
         }
         Ok(())
     }
 
-    fn add(&mut self, e: LayerEntry, index: u32) -> Result<(), MergeError> {
-        let Some((name, parents)) = e.path.split_last() else {
+    fn whiteout(&mut self, w: &EntryRef<'_>, index: u32) -> Result<(), MergeError> {
+        let Some((parents, name)) = split_last(w.path) else {
+            if w.kind == EntryKind::OpaqueWhiteout {
+                self.clear_dir(ROOT);
+            }
+            return Ok(());
+        };
+        let Some(dir) = self.existing_dir(parents)? else {
+            return Ok(());
+        };
+        let Some(target) = self.child(dir, name) else {
+            return Ok(());
+        };
+        let path = format!("{}/{name}", self.path_of(dir).trim_end_matches('/'));
+        match w.kind {
+            EntryKind::OpaqueWhiteout => {
+                if self.node(target).is_dir() {
+                    self.clear_dir(target);
+                    self.note_removed(path, index);
+                }
+            }
+            _ => {
+                self.remove(dir, name);
+                self.note_removed(path, index);
+            }
+        }
+        Ok(())
+    }
+
+    fn add(&mut self, e: &EntryRef<'_>, side: &mut Side, index: u32) -> Result<(), MergeError> {
+        let Some((parents, name)) = split_last(e.path) else {
             // The root folder itself (`./`): only its metadata can change.
             if e.kind == EntryKind::Dir {
-                let root = self.node_mut(ROOT);
-                root.mode = e.mode;
-                root.uid = e.uid;
-                root.gid = e.gid;
+                self.set_owner(ROOT, e.mode, e.uid, e.gid);
             }
             return Ok(());
         };
         let (dir, dir_len) = self.make_dirs(parents, index)?;
         if dir_len + 1 + name.len() > self.max_path_len() {
             return Err(MergeError::PathTooLong {
-                path: e.path.join("/"),
+                path: e.path.to_string(),
                 limit: self.max_path_len(),
             });
         }
-        let mut node = Node::dir(name, dir);
-        node.mode = e.mode;
-        node.uid = e.uid;
-        node.gid = e.gid;
-        node.size = e.size;
-        node.layer = Some(index);
-        node.content = e.content.map(Box::new);
-        node.elf = e.elf;
-        node.kind = match e.kind {
-            EntryKind::Dir => NodeKind::Dir(Default::default()),
-            EntryKind::File => NodeKind::File,
-            EntryKind::Symlink(target) => NodeKind::Symlink(target),
-            EntryKind::Special => NodeKind::Special,
+        let mut node = NewNode {
+            kind: NewKind::Dir,
+            mode: e.mode,
+            uid: e.uid,
+            gid: e.gid,
+            size: e.size,
+            layer: Some(index),
+            hardlink_to: None,
+            content: e.content.and_then(|i| side.take_content(i)),
+            elf: e.elf.and_then(|i| side.take_elf(i)),
+        };
+        node.kind = match &e.kind {
+            EntryKind::Dir => NewKind::Dir,
+            EntryKind::File => NewKind::File,
+            EntryKind::Symlink(target) => NewKind::Symlink(target.clone()),
+            EntryKind::Special => NewKind::Special,
             EntryKind::Hardlink(target) => {
-                let path = e.path.join("/");
-                let found = self.lookup_nofollow(&target).map_err(|_| MergeError::Loop {
+                let path = e.path.to_string();
+                let found = self.lookup_nofollow(target).map_err(|_| MergeError::Loop {
                     path: path.clone(),
                     limit: self.max_links(),
                 })?;
                 let Some(src) = found else {
-                    return Err(MergeError::HardlinkMissing { path, target });
+                    return Err(MergeError::HardlinkMissing {
+                        path,
+                        target: target.clone(),
+                    });
                 };
-                let src = self.node(src);
-                if src.is_dir() {
-                    return Err(MergeError::HardlinkToDir { path, target });
-                }
-                node.kind = src.kind.clone();
-                node.size = src.size;
-                node.content = src.content.clone();
-                node.elf = src.elf.clone();
-                node.mode = src.mode;
+                let n = self.node(src);
+                let kind = match n.kind {
+                    NodeKind::Dir(_) => {
+                        return Err(MergeError::HardlinkToDir {
+                            path,
+                            target: target.clone(),
+                        })
+                    }
+                    NodeKind::File => NewKind::File,
+                    NodeKind::Symlink(t) => NewKind::Symlink(t.to_string()),
+                    NodeKind::Special => NewKind::Special,
+                };
+                node.size = n.size;
+                node.elf = n.elf.map(|e| Box::new(e.clone()));
+                node.mode = n.mode;
+                node.content = self.kept_content(src).cloned();
                 node.hardlink_to = Some(format!("/{target}"));
-                node.kind
+                kind
             }
             EntryKind::Whiteout | EntryKind::OpaqueWhiteout => return Ok(()),
         };
@@ -128,13 +149,12 @@ impl FileTree {
     }
 
     /// The folder at `parents`, following symlinks, when it exists.
-    fn existing_dir(&self, parents: &[String]) -> Result<Option<NodeId>, MergeError> {
-        let path = parents.join("/");
-        match self.lookup(&path) {
+    fn existing_dir(&self, parents: &str) -> Result<Option<NodeId>, MergeError> {
+        match self.lookup(parents) {
             Ok(Some(id)) if self.node(id).is_dir() => Ok(Some(id)),
             Ok(_) => Ok(None),
             Err(_) => Err(MergeError::Loop {
-                path,
+                path: parents.to_string(),
                 limit: self.max_links(),
             }),
         }
@@ -143,22 +163,35 @@ impl FileTree {
     /// Walks to the folder `parents`, following symlinks inside the root and creating missing
     /// folders, as `mkdir -p` would when a tar entry's parents are not in the archive. Returns
     /// the folder and the length of its path.
-    fn make_dirs(&mut self, parents: &[String], index: u32) -> Result<(NodeId, usize), MergeError> {
+    fn make_dirs(&mut self, parents: &str, index: u32) -> Result<(NodeId, usize), MergeError> {
         let mut cur = ROOT;
         // The length of `cur`'s path, `/` separators included.
         let mut len = 0usize;
-        let mut pending: std::collections::VecDeque<String> = parents.iter().cloned().collect();
+        // Components still to walk, last first; a link's target is pushed in their place.
+        let mut pending: Vec<String> = Vec::new();
+        let mut from_entry = split(parents);
         let mut links = 0;
-        while let Some(comp) = pending.pop_front() {
+        loop {
+            let owned;
+            let comp: &str = match pending.pop() {
+                Some(c) => {
+                    owned = c;
+                    &owned
+                }
+                None => match from_entry.next() {
+                    Some(c) => c,
+                    None => break,
+                },
+            };
             if len > self.max_path_len() {
                 return Err(MergeError::PathTooLong {
-                    path: parents.join("/"),
+                    path: parents.to_string(),
                     limit: self.max_path_len(),
                 });
             }
             if comp == ".." {
                 if cur != ROOT {
-                    len = len.saturating_sub(1 + self.node(cur).name().len());
+                    len = len.saturating_sub(1 + self.name_of(cur).len());
                 }
                 cur = self.parent(cur);
                 continue;
@@ -166,8 +199,8 @@ impl FileTree {
             if comp == "." {
                 continue;
             }
-            match self.child(cur, &comp) {
-                Some(child) => match &self.node(child).kind {
+            match self.child(cur, comp) {
+                Some(child) => match self.node(child).kind {
                     NodeKind::Dir(_) => {
                         cur = child;
                         len += 1 + comp.len();
@@ -176,7 +209,7 @@ impl FileTree {
                         links += 1;
                         if links > self.max_links() {
                             return Err(MergeError::Loop {
-                                path: parents.join("/"),
+                                path: parents.to_string(),
                                 limit: self.max_links(),
                             });
                         }
@@ -185,34 +218,41 @@ impl FileTree {
                             len = 0;
                         }
                         let parts: Vec<String> = split(target).map(str::to_string).collect();
-                        for p in parts.into_iter().rev() {
-                            pending.push_front(p);
-                        }
+                        pending.extend(parts.into_iter().rev());
                     }
                     _ => {
                         // A file where a folder is needed: the entry replaces it, as a
                         // later layer that turns a file into a folder does.
-                        let mut d = Node::dir(&comp, cur);
+                        let mut d = NewNode::dir();
                         d.layer = Some(index);
-                        cur = self.insert(cur, &comp, d);
-                        len += 1 + comp.len();
+                        let n = comp.len();
+                        cur = self.insert(cur, comp, d);
+                        len += 1 + n;
                     }
                 },
                 None => {
-                    let d = Node::dir(&comp, cur);
-                    cur = self.insert(cur, &comp, d);
-                    len += 1 + comp.len();
+                    let n = comp.len();
+                    cur = self.insert(cur, comp, NewNode::dir());
+                    len += 1 + n;
                 }
             }
         }
         if len > self.max_path_len() {
             return Err(MergeError::PathTooLong {
-                path: parents.join("/"),
+                path: parents.to_string(),
                 limit: self.max_path_len(),
             });
         }
         Ok((cur, len))
     }
+}
+
+/// A `/`-joined path split into its folders and its last component; `None` for the root.
+fn split_last(path: &str) -> Option<(&str, &str)> {
+    if path.is_empty() {
+        return None;
+    }
+    Some(path.rsplit_once('/').unwrap_or(("", path)))
 }
 
 #[cfg(test)]

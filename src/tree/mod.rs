@@ -1,14 +1,25 @@
 //! The merged file tree of an image: layers are streamed, their whiteouts applied in order, and
 //! the result keeps metadata for every path and contents only for the files an interest asked
 //! for.
+//!
+//! Memory follows the number of paths, so a path is kept small: a node is one fixed-size slot
+//! (name, parent and sibling links, size, layer) in one vector; names are interned in one arena
+//! (a `node_modules` tree repeats `package.json`, `index.js`, `lib` thousands of times); the
+//! kind, mode and owner are interned together; a folder's children are found through one hash
+//! table keyed by (folder, name) and listed, in name order, when asked. What few paths have
+//! (a link target, kept contents, ELF facts) lives in a side table. [`FileTree::node`] gives a
+//! [`Node`] view of a slot.
 
 pub mod build;
+pub mod entries;
 pub mod interest;
 pub mod layer;
 pub mod limits;
 pub mod merge;
 mod resolve;
+mod table;
 
+pub use entries::Entries;
 pub use interest::Interests;
 pub use layer::{Budget, Compression, EntryKind, LayerDiff, LayerEntry};
 pub use limits::Limits;
@@ -16,19 +27,90 @@ pub use resolve::ResolveError;
 
 use crate::elf::ElfInfo;
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::cell::OnceCell;
+use std::collections::{BTreeMap, HashMap};
+use table::{IdTable, Names};
 
 /// Index of a node in a [`FileTree`].
 pub type NodeId = u32;
 
+/// Roughly what a path costs in the merged tree (its slot, its share of the tables), for the
+/// metadata budget.
+pub(crate) const NODE_BYTES: u64 = 64;
+
+const NONE: u32 = u32::MAX;
+
 /// What a path is.
 #[derive(Clone, Debug)]
-pub enum NodeKind {
-    Dir(BTreeMap<Box<str>, NodeId>),
+pub enum NodeKind<'a> {
+    Dir(Children<'a>),
     File,
-    Symlink(String),
+    Symlink(&'a str),
     /// Character or block device, FIFO.
     Special,
+}
+
+/// The children of a folder, in name order (listed when first asked for).
+#[derive(Clone, Debug)]
+pub struct Children<'a> {
+    tree: &'a FileTree,
+    dir: NodeId,
+    sorted: OnceCell<Vec<(&'a str, NodeId)>>,
+}
+
+impl<'a> Children<'a> {
+    fn list(&self) -> &Vec<(&'a str, NodeId)> {
+        self.sorted.get_or_init(|| {
+            let tree = self.tree;
+            let mut v: Vec<(&'a str, NodeId)> = tree
+                .child_ids(self.dir)
+                .map(|id| (tree.name_of(id), id))
+                .collect();
+            v.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            v
+        })
+    }
+
+    /// (name, id) pairs in name order.
+    pub fn iter(&self) -> impl Iterator<Item = (&&'a str, &NodeId)> {
+        self.list().iter().map(|(k, v)| (k, v))
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &&'a str> {
+        self.list().iter().map(|(k, _)| k)
+    }
+
+    pub fn values(&self) -> impl Iterator<Item = &NodeId> {
+        self.list().iter().map(|(_, v)| v)
+    }
+
+    /// The child called `name`.
+    pub fn get(&self, name: &str) -> Option<NodeId> {
+        self.tree.child(self.dir, name)
+    }
+
+    pub fn contains_key(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+
+    pub fn len(&self) -> usize {
+        self.tree.child_ids(self.dir).count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tree.slots[self.dir as usize].first == NONE
+    }
+}
+
+impl<'c, 'a> IntoIterator for &'c Children<'a> {
+    type Item = (&'c &'a str, &'c NodeId);
+    type IntoIter = std::iter::Map<
+        std::slice::Iter<'c, (&'a str, NodeId)>,
+        fn(&'c (&'a str, NodeId)) -> (&'c &'a str, &'c NodeId),
+    >;
+    fn into_iter(self) -> Self::IntoIter {
+        self.list().iter().map(|(k, v)| (k, v))
+    }
 }
 
 /// File contents kept because an interest asked for them.
@@ -39,12 +121,11 @@ pub struct Content {
     pub truncated: bool,
 }
 
-/// One path of the merged tree.
+/// One path of the merged tree, as a view of its slot.
 #[derive(Clone, Debug)]
-pub struct Node {
-    name: Box<str>,
-    parent: NodeId,
-    pub kind: NodeKind,
+pub struct Node<'a> {
+    name: &'a str,
+    pub kind: NodeKind<'a>,
     pub mode: u32,
     pub uid: u64,
     pub gid: u64,
@@ -52,31 +133,13 @@ pub struct Node {
     /// Index of the layer that last wrote this path (`None` for implied folders and rootfs).
     pub layer: Option<u32>,
     /// For a hard link: the path it was linked to in its layer.
-    pub hardlink_to: Option<String>,
-    /// Read through [`FileTree::content`], which checks that an interest asked for it.
-    content: Option<Box<Content>>,
-    pub elf: Option<Box<ElfInfo>>,
+    pub hardlink_to: Option<&'a str>,
+    pub elf: Option<&'a ElfInfo>,
 }
 
-impl Node {
-    fn dir(name: &str, parent: NodeId) -> Node {
-        Node {
-            name: name.into(),
-            parent,
-            kind: NodeKind::Dir(BTreeMap::new()),
-            mode: 0o755,
-            uid: 0,
-            gid: 0,
-            size: 0,
-            layer: None,
-            hardlink_to: None,
-            content: None,
-            elf: None,
-        }
-    }
-
-    pub fn name(&self) -> &str {
-        &self.name
+impl<'a> Node<'a> {
+    pub fn name(&self) -> &'a str {
+        self.name
     }
 
     pub fn is_dir(&self) -> bool {
@@ -87,8 +150,8 @@ impl Node {
         matches!(self.kind, NodeKind::File)
     }
 
-    pub fn symlink_target(&self) -> Option<&str> {
-        match &self.kind {
+    pub fn symlink_target(&self) -> Option<&'a str> {
+        match self.kind {
             NodeKind::Symlink(t) => Some(t),
             _ => None,
         }
@@ -120,11 +183,107 @@ pub struct TreeCounts {
     pub kept_bytes: u64,
 }
 
+/// What a slot is; interned with its mode and owner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Tag {
+    Dir,
+    File,
+    Symlink,
+    Special,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Meta {
+    tag: Tag,
+    mode: u32,
+    uid: u64,
+    gid: u64,
+}
+
+/// One path: 40 bytes.
+#[derive(Clone, Debug)]
+struct Slot {
+    /// Interned name.
+    name: u32,
+    parent: NodeId,
+    /// First child (folders), next and previous sibling: the children of a folder, unordered.
+    first: NodeId,
+    next: NodeId,
+    prev: NodeId,
+    /// Index into `metas`; `NONE` for a free slot.
+    meta: u32,
+    layer: u32,
+    /// Index into `extras`, or `NONE`.
+    extra: u32,
+    size: u64,
+}
+
+/// What few paths have.
+#[derive(Clone, Debug, Default)]
+struct Extra {
+    link: Option<Box<str>>,
+    hardlink_to: Option<Box<str>>,
+    content: Option<Content>,
+    elf: Option<Box<ElfInfo>>,
+}
+
+impl Extra {
+    fn is_empty(&self) -> bool {
+        self.link.is_none() && self.hardlink_to.is_none() && self.content.is_none() && self.elf.is_none()
+    }
+}
+
+/// What [`FileTree::insert`] puts at a path.
+#[derive(Clone, Debug)]
+pub(crate) struct NewNode {
+    pub kind: NewKind,
+    pub mode: u32,
+    pub uid: u64,
+    pub gid: u64,
+    pub size: u64,
+    pub layer: Option<u32>,
+    pub hardlink_to: Option<String>,
+    pub content: Option<Content>,
+    pub elf: Option<Box<ElfInfo>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum NewKind {
+    Dir,
+    File,
+    Symlink(String),
+    Special,
+}
+
+impl NewNode {
+    /// An implied folder.
+    pub fn dir() -> NewNode {
+        NewNode {
+            kind: NewKind::Dir,
+            mode: 0o755,
+            uid: 0,
+            gid: 0,
+            size: 0,
+            layer: None,
+            hardlink_to: None,
+            content: None,
+            elf: None,
+        }
+    }
+}
+
 /// The merged file tree.
 #[derive(Clone, Debug)]
 pub struct FileTree {
-    nodes: Vec<Node>,
+    slots: Vec<Slot>,
     free: Vec<NodeId>,
+    names: Names,
+    /// (folder, name) → child.
+    children: IdTable,
+    metas: Vec<Meta>,
+    meta_ids: HashMap<Meta, u32>,
+    extras: Vec<Extra>,
+    free_extras: Vec<u32>,
     /// Paths a whiteout removed, with the layer that removed them (explicit whiteouts and
     /// opaque folders only; what a layer merely overwrote is not listed).
     removed: BTreeMap<String, u32>,
@@ -148,11 +307,27 @@ impl Default for FileTree {
     }
 }
 
+/// The hash of a (folder, name) key.
+fn child_hash(parent: NodeId, name: u32) -> u64 {
+    let mut z = (u64::from(parent) << 32 | u64::from(name)).wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 impl FileTree {
     pub fn new() -> FileTree {
-        FileTree {
-            nodes: vec![Node::dir("", ROOT)],
+        let mut names = Names::default();
+        let root_name = names.intern("");
+        let mut t = FileTree {
+            slots: Vec::new(),
             free: Vec::new(),
+            names,
+            children: IdTable::default(),
+            metas: Vec::new(),
+            meta_ids: HashMap::new(),
+            extras: Vec::new(),
+            free_extras: Vec::new(),
             removed: BTreeMap::new(),
             max_links: resolve::MAX_LINKS,
             max_path_len: Limits::default().max_path_len,
@@ -161,7 +336,25 @@ impl FileTree {
                 Limits::default().max_ld_conf_names,
             ),
             kept_for: Interests::default(),
-        }
+        };
+        let meta = t.meta(Meta {
+            tag: Tag::Dir,
+            mode: 0o755,
+            uid: 0,
+            gid: 0,
+        });
+        t.slots.push(Slot {
+            name: root_name,
+            parent: ROOT,
+            first: NONE,
+            next: NONE,
+            prev: NONE,
+            meta,
+            layer: NONE,
+            extra: NONE,
+            size: 0,
+        });
+        t
     }
 
     /// An empty tree whose lookups follow at most `limits.max_link_depth` links.
@@ -211,33 +404,113 @@ impl FileTree {
         self.max_ld_conf
     }
 
-    pub fn node(&self, id: NodeId) -> &Node {
-        &self.nodes[id as usize]
+    fn meta(&mut self, m: Meta) -> u32 {
+        if let Some(&id) = self.meta_ids.get(&m) {
+            return id;
+        }
+        let id = self.metas.len() as u32;
+        self.metas.push(m);
+        self.meta_ids.insert(m, id);
+        id
     }
 
-    pub(crate) fn node_mut(&mut self, id: NodeId) -> &mut Node {
-        &mut self.nodes[id as usize]
+    fn extra_of(&self, id: NodeId) -> Option<&Extra> {
+        let e = self.slots[id as usize].extra;
+        (e != NONE).then(|| &self.extras[e as usize])
+    }
+
+    fn tag(&self, id: NodeId) -> Tag {
+        self.metas[self.slots[id as usize].meta as usize].tag
+    }
+
+    fn is_dir_id(&self, id: NodeId) -> bool {
+        self.tag(id) == Tag::Dir
+    }
+
+    /// The name of node `id` (empty for the root).
+    pub fn name_of(&self, id: NodeId) -> &str {
+        self.names.get(self.slots[id as usize].name)
+    }
+
+    /// The children of folder `id`, in no particular order.
+    fn child_ids(&self, id: NodeId) -> impl Iterator<Item = NodeId> + '_ {
+        let first = if self.is_dir_id(id) {
+            self.slots[id as usize].first
+        } else {
+            NONE
+        };
+        std::iter::successors((first != NONE).then_some(first), move |&c| {
+            let n = self.slots[c as usize].next;
+            (n != NONE).then_some(n)
+        })
+    }
+
+    /// A view of node `id`.
+    pub fn node(&self, id: NodeId) -> Node<'_> {
+        let s = &self.slots[id as usize];
+        let m = &self.metas[s.meta as usize];
+        let extra = self.extra_of(id);
+        Node {
+            name: self.names.get(s.name),
+            kind: match m.tag {
+                Tag::Dir => NodeKind::Dir(Children {
+                    tree: self,
+                    dir: id,
+                    sorted: OnceCell::new(),
+                }),
+                Tag::File => NodeKind::File,
+                Tag::Symlink => NodeKind::Symlink(extra.and_then(|e| e.link.as_deref()).unwrap_or("")),
+                Tag::Special => NodeKind::Special,
+            },
+            mode: m.mode,
+            uid: m.uid,
+            gid: m.gid,
+            size: s.size,
+            layer: (s.layer != NONE).then_some(s.layer),
+            hardlink_to: extra.and_then(|e| e.hardlink_to.as_deref()),
+            elf: extra.and_then(|e| e.elf.as_deref()),
+        }
+    }
+
+    /// Sets the layer that wrote node `id`.
+    pub(crate) fn set_layer(&mut self, id: NodeId, layer: Option<u32>) {
+        self.slots[id as usize].layer = layer.unwrap_or(NONE);
+    }
+
+    /// Sets the mode and owner of node `id`, its kind unchanged.
+    pub(crate) fn set_owner(&mut self, id: NodeId, mode: u32, uid: u64, gid: u64) {
+        let tag = self.tag(id);
+        let meta = self.meta(Meta { tag, mode, uid, gid });
+        self.slots[id as usize].meta = meta;
     }
 
     pub fn parent(&self, id: NodeId) -> NodeId {
-        self.nodes[id as usize].parent
+        self.slots[id as usize].parent
     }
 
     /// The child `name` of folder `dir`, without following links.
     pub fn child(&self, dir: NodeId, name: &str) -> Option<NodeId> {
-        match &self.node(dir).kind {
-            NodeKind::Dir(children) => children.get(name).copied(),
-            _ => None,
+        if !self.is_dir_id(dir) {
+            return None;
         }
+        let sym = self.names.find(name)?;
+        self.find_child(dir, sym)
+    }
+
+    fn find_child(&self, dir: NodeId, sym: u32) -> Option<NodeId> {
+        let slots = &self.slots;
+        self.children.find(child_hash(dir, sym), |id| {
+            let s = &slots[id as usize];
+            s.parent == dir && s.name == sym
+        })
     }
 
     /// The absolute path of a node, e.g. `/usr/lib/libc.so.6`.
     pub fn path_of(&self, mut id: NodeId) -> String {
         let mut parts = Vec::new();
         while id != ROOT {
-            let n = self.node(id);
-            parts.push(&*n.name);
-            id = n.parent;
+            parts.push(self.name_of(id));
+            id = self.parent(id);
         }
         if parts.is_empty() {
             return "/".to_string();
@@ -250,99 +523,198 @@ impl FileTree {
         out
     }
 
+    /// Fills slot `id` with `node` (its name, parent and links unchanged).
+    fn fill(&mut self, id: NodeId, node: NewNode) {
+        let NewNode {
+            kind,
+            mode,
+            uid,
+            gid,
+            size,
+            layer,
+            hardlink_to,
+            content,
+            elf,
+        } = node;
+        let (tag, link) = match kind {
+            NewKind::Dir => (Tag::Dir, None),
+            NewKind::File => (Tag::File, None),
+            NewKind::Symlink(t) => (Tag::Symlink, Some(t.into_boxed_str())),
+            NewKind::Special => (Tag::Special, None),
+        };
+        let meta = self.meta(Meta { tag, mode, uid, gid });
+        let extra = Extra {
+            link,
+            hardlink_to: hardlink_to.map(String::into_boxed_str),
+            content: content.map(|mut c| {
+                c.bytes.shrink_to_fit();
+                c
+            }),
+            elf,
+        };
+        self.free_extra(id);
+        let extra = if extra.is_empty() {
+            NONE
+        } else if let Some(e) = self.free_extras.pop() {
+            self.extras[e as usize] = extra;
+            e
+        } else {
+            self.extras.push(extra);
+            (self.extras.len() - 1) as u32
+        };
+        let s = &mut self.slots[id as usize];
+        s.meta = meta;
+        s.size = size;
+        s.layer = layer.unwrap_or(NONE);
+        s.extra = extra;
+    }
+
+    fn free_extra(&mut self, id: NodeId) {
+        let e = std::mem::replace(&mut self.slots[id as usize].extra, NONE);
+        if e != NONE {
+            self.extras[e as usize] = Extra::default();
+            self.free_extras.push(e);
+        }
+    }
+
     /// Puts `node` at `name` in folder `dir`, replacing what was there. A folder that replaces
     /// a folder keeps its children, as tar extraction does.
-    pub(crate) fn insert(&mut self, dir: NodeId, name: &str, mut node: Node) -> NodeId {
-        node.name = name.into();
-        node.parent = dir;
-        if let Some(existing) = self.child(dir, name) {
-            let old = &mut self.nodes[existing as usize];
-            if let (NodeKind::Dir(_), NodeKind::Dir(_)) = (&old.kind, &node.kind) {
-                node.kind = std::mem::replace(&mut old.kind, NodeKind::Special);
-                *old = node;
-                return existing;
+    pub(crate) fn insert(&mut self, dir: NodeId, name: &str, node: NewNode) -> NodeId {
+        let sym = self.names.intern(name);
+        if let Some(existing) = self.find_child(dir, sym) {
+            if !(self.is_dir_id(existing) && node.kind == NewKind::Dir) {
+                self.release_children(existing);
             }
-            self.remove(dir, name);
+            self.fill(existing, node);
+            return existing;
         }
+        let slot = Slot {
+            name: sym,
+            parent: dir,
+            first: NONE,
+            next: self.slots[dir as usize].first,
+            prev: NONE,
+            meta: 0,
+            layer: NONE,
+            extra: NONE,
+            size: 0,
+        };
         let id = match self.free.pop() {
             Some(id) => {
-                self.nodes[id as usize] = node;
+                self.slots[id as usize] = slot;
                 id
             }
             None => {
-                self.nodes.push(node);
-                (self.nodes.len() - 1) as NodeId
+                self.slots.push(slot);
+                (self.slots.len() - 1) as NodeId
             }
         };
-        if let NodeKind::Dir(children) = &mut self.nodes[dir as usize].kind {
-            children.insert(name.into(), id);
+        let next = self.slots[id as usize].next;
+        if next != NONE {
+            self.slots[next as usize].prev = id;
         }
+        self.slots[dir as usize].first = id;
+        let slots = &self.slots;
+        self.children.insert(child_hash(dir, sym), id, |c| {
+            let s = &slots[c as usize];
+            child_hash(s.parent, s.name)
+        });
+        self.fill(id, node);
         id
     }
 
     /// Removes `name` and everything under it from folder `dir`.
     pub(crate) fn remove(&mut self, dir: NodeId, name: &str) {
-        let removed = match &mut self.nodes[dir as usize].kind {
-            NodeKind::Dir(children) => children.remove(name),
-            _ => None,
+        let Some(id) = self.child(dir, name) else {
+            return;
         };
-        if let Some(id) = removed {
-            self.release(id);
+        let (prev, next) = {
+            let s = &self.slots[id as usize];
+            (s.prev, s.next)
+        };
+        if prev != NONE {
+            self.slots[prev as usize].next = next;
+        } else {
+            self.slots[dir as usize].first = next;
         }
+        if next != NONE {
+            self.slots[next as usize].prev = prev;
+        }
+        self.release(id);
     }
 
     /// Empties a folder (an opaque whiteout).
     pub(crate) fn clear_dir(&mut self, dir: NodeId) {
-        let children = match &mut self.nodes[dir as usize].kind {
-            NodeKind::Dir(children) => std::mem::take(children),
-            _ => return,
-        };
-        for id in children.into_values() {
-            self.release(id);
+        if self.is_dir_id(dir) {
+            self.release_children(dir);
         }
     }
 
+    fn release_children(&mut self, dir: NodeId) {
+        let first = std::mem::replace(&mut self.slots[dir as usize].first, NONE);
+        let mut c = first;
+        while c != NONE {
+            let next = self.slots[c as usize].next;
+            self.release(c);
+            c = next;
+        }
+    }
+
+    /// Frees `id` and everything under it; the caller has unlinked it from its siblings.
     fn release(&mut self, id: NodeId) {
         let mut stack = vec![id];
         while let Some(id) = stack.pop() {
-            let node = std::mem::replace(&mut self.nodes[id as usize], Node::dir("", ROOT));
-            if let NodeKind::Dir(children) = node.kind {
-                stack.extend(children.into_values());
+            let mut c = self.slots[id as usize].first;
+            while c != NONE {
+                stack.push(c);
+                c = self.slots[c as usize].next;
             }
-            self.nodes[id as usize].kind = NodeKind::Special;
+            let s = &self.slots[id as usize];
+            self.children.remove(child_hash(s.parent, s.name), id);
+            self.free_extra(id);
+            let s = &mut self.slots[id as usize];
+            s.meta = NONE;
+            s.first = NONE;
+            s.next = NONE;
+            s.prev = NONE;
             self.free.push(id);
         }
     }
 
     /// Every path under `/`, depth first in name order, the root excluded.
     pub fn walk(&self) -> Walk<'_> {
-        let mut stack = Vec::new();
-        if let NodeKind::Dir(children) = &self.node(ROOT).kind {
-            stack.extend(children.values().rev().copied());
-        }
-        Walk { tree: self, stack }
+        let mut w = Walk {
+            tree: self,
+            stack: Vec::new(),
+        };
+        w.push_children(ROOT);
+        w
     }
 
     pub fn counts(&self) -> TreeCounts {
         let mut c = TreeCounts::default();
-        for id in self.walk() {
-            let n = self.node(id);
+        for (id, s) in self.slots.iter().enumerate().skip(1) {
+            if s.meta == NONE {
+                continue;
+            }
             c.count += 1;
-            match n.kind {
-                NodeKind::Dir(_) => c.directories += 1,
-                NodeKind::File => c.regular += 1,
-                NodeKind::Symlink(_) => c.symlinks += 1,
-                NodeKind::Special => c.special += 1,
+            match self.metas[s.meta as usize].tag {
+                Tag::Dir => c.directories += 1,
+                Tag::File => c.regular += 1,
+                Tag::Symlink => c.symlinks += 1,
+                Tag::Special => c.special += 1,
             }
-            if n.hardlink_to.is_some() {
-                c.hardlinks += 1;
-            }
-            if n.elf.is_some() {
-                c.elf += 1;
-            }
-            if let Some(content) = &n.content {
-                c.kept_files += 1;
-                c.kept_bytes += content.bytes.len() as u64;
+            if let Some(e) = self.extra_of(id as NodeId) {
+                if e.hardlink_to.is_some() {
+                    c.hardlinks += 1;
+                }
+                if e.elf.is_some() {
+                    c.elf += 1;
+                }
+                if let Some(content) = &e.content {
+                    c.kept_files += 1;
+                    c.kept_bytes += content.bytes.len() as u64;
+                }
             }
         }
         c
@@ -386,7 +758,7 @@ impl FileTree {
             "contents of {path} read, but no interest asked for them: declare the path beside the code that reads it"
         );
         let id = self.lookup(path).ok()??;
-        self.nodes[id as usize].content.as_deref()
+        self.kept_content(id)
     }
 
     /// The kept contents of node `id`, found by walking the tree. Its path must be one the tree
@@ -397,7 +769,7 @@ impl FileTree {
             "contents of {} read, but no interest asked for them: declare the path beside the code that reads it",
             self.path_of(id)
         );
-        self.nodes[id as usize].content.as_deref()
+        self.kept_content(id)
     }
 
     /// What the reader kept of node `id`, without asking whether an interest covers its path:
@@ -406,7 +778,7 @@ impl FileTree {
     /// carries). Every other read goes through [`FileTree::content`] or
     /// [`FileTree::contents`], which catch a path left undeclared.
     pub fn kept_content(&self, id: NodeId) -> Option<&Content> {
-        self.nodes[id as usize].content.as_deref()
+        self.extra_of(id).and_then(|e| e.content.as_ref())
     }
 
     /// The ELF facts of node `id`. The tree must have been read for ELF heads; a reader of
@@ -417,7 +789,7 @@ impl FileTree {
             "ELF facts of {} read, but no interest asked for ELF heads",
             self.path_of(id)
         );
-        self.nodes[id as usize].elf.as_deref()
+        self.extra_of(id).and_then(|e| e.elf.as_deref())
     }
 }
 
@@ -427,12 +799,22 @@ pub struct Walk<'a> {
     stack: Vec<NodeId>,
 }
 
+impl Walk<'_> {
+    fn push_children(&mut self, dir: NodeId) {
+        let tree = self.tree;
+        let at = self.stack.len();
+        self.stack.extend(tree.child_ids(dir));
+        // Popped from the end: the first name goes last.
+        self.stack[at..].sort_unstable_by(|&a, &b| tree.name_of(b).cmp(tree.name_of(a)));
+    }
+}
+
 impl Iterator for Walk<'_> {
     type Item = NodeId;
     fn next(&mut self) -> Option<NodeId> {
         let id = self.stack.pop()?;
-        if let NodeKind::Dir(children) = &self.tree.node(id).kind {
-            self.stack.extend(children.values().rev().copied());
+        if self.tree.is_dir_id(id) {
+            self.push_children(id);
         }
         Some(id)
     }

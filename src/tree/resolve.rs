@@ -68,28 +68,28 @@ pub(crate) fn split(path: &str) -> impl Iterator<Item = &str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tree::Node;
+    use crate::tree::{NewKind, NewNode};
 
     fn link(tree: &mut FileTree, dir: NodeId, name: &str, target: &str) -> NodeId {
-        let mut n = Node::dir(name, dir);
-        n.kind = NodeKind::Symlink(target.to_string());
+        let mut n = NewNode::dir();
+        n.kind = NewKind::Symlink(target.to_string());
         tree.insert(dir, name, n)
     }
 
     fn file(tree: &mut FileTree, dir: NodeId, name: &str) -> NodeId {
-        let mut n = Node::dir(name, dir);
-        n.kind = NodeKind::File;
+        let mut n = NewNode::dir();
+        n.kind = NewKind::File;
         tree.insert(dir, name, n)
     }
 
     #[test]
     fn chroot_semantics() {
         let mut t = FileTree::new();
-        let usr = t.insert(ROOT, "usr", Node::dir("usr", ROOT));
-        let lib = t.insert(usr, "lib", Node::dir("lib", usr));
+        let usr = t.insert(ROOT, "usr", NewNode::dir());
+        let lib = t.insert(usr, "lib", NewNode::dir());
         let libc = file(&mut t, lib, "libc.so.6");
         link(&mut t, ROOT, "lib", "usr/lib");
-        let etc = t.insert(ROOT, "etc", Node::dir("etc", ROOT));
+        let etc = t.insert(ROOT, "etc", NewNode::dir());
         link(&mut t, etc, "evil", "/../../../");
         link(&mut t, etc, "up", "../../../../usr/lib/libc.so.6");
         let l1 = link(&mut t, etc, "loop1", "loop2");

@@ -61,7 +61,7 @@ pub fn list_paths(tree: &FileTree) -> Vec<PathView> {
                 size: n.size,
                 target: n.symlink_target().map(str::to_string),
                 hardlink_to: n.hardlink_to.map(str::to_string),
-                elf: n.elf.as_deref().cloned(),
+                elf: n.elf.cloned(),
                 layer: n.layer.map(|l| l + 1),
             }
         })

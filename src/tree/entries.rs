@@ -290,6 +290,7 @@ impl Entries {
 
     /// The packed buffer, the number of entries in it, and the side tables, for the layer
     /// cache.
+    #[allow(clippy::type_complexity)]
     pub(crate) fn parts(&self) -> (&[Vec<u8>], usize, &[Option<Content>], &[Option<Box<ElfInfo>>]) {
         (&self.chunks, self.count, &self.contents, &self.elves)
     }

@@ -10,6 +10,7 @@ use super::interest::{Interests, SCRIPT_CAP};
 use super::limits::{Limits, RATIO_GRACE};
 use crate::digest::{Digest, HashingReader};
 use crate::elf::{ElfHead, ElfInfo, ElfScanner, HEAD_LEN};
+use sha2::{Digest as _, Sha256};
 use std::cell::Cell;
 use std::io::{self, BufReader, Read};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -464,11 +465,81 @@ fn read_layer_inner(
     limits: &Limits,
     budget: &Budget,
 ) -> Result<LayerDiff, LayerError> {
+    // The blob digest is taken on a thread of its own, fed copies of the stored bytes as they
+    // are read: the thread that unpacks does not hash them too. Its channel is bounded like the
+    // pipeline's, and it ends when the read drops its end, whether the read succeeded or not.
+    let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(PIPE_DEPTH);
+    let (back_tx, back_rx) = mpsc::sync_channel::<Vec<u8>>(PIPE_DEPTH + 2);
+    std::thread::scope(|scope| {
+        let hasher = scope.spawn(move || {
+            let mut h = Sha256::new();
+            for buf in rx {
+                h.update(&buf);
+                let _ = back_tx.try_send(buf);
+            }
+            h.finalize()
+        });
+        let outer = HashedAside {
+            inner: blob,
+            tx,
+            back: back_rx,
+            count: 0,
+        };
+        let read = read_layer_unhashed(outer, interests, limits, budget);
+        let digest = match hasher.join() {
+            Ok(d) => Digest::from_sha256(d.into()),
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        read.map(|mut diff| {
+            diff.blob_digest = digest;
+            diff
+        })
+    })
+}
+
+/// Sends a copy of what it reads to the blob digest's thread, and counts it.
+struct HashedAside<R> {
+    inner: R,
+    tx: mpsc::SyncSender<Vec<u8>>,
+    back: mpsc::Receiver<Vec<u8>>,
+    count: u64,
+}
+
+impl<R: Read> Read for HashedAside<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n > 0 {
+            let mut copy = self.back.try_recv().unwrap_or_default();
+            copy.clear();
+            copy.extend_from_slice(&buf[..n]);
+            // The hashing thread only stops when this end is dropped.
+            let _ = self.tx.send(copy);
+            self.count += n as u64;
+        }
+        Ok(n)
+    }
+}
+
+impl<R: Read> HashedAside<R> {
+    /// Reads what is left, so that the digest covers every stored byte; returns the count.
+    fn finish(mut self) -> io::Result<u64> {
+        io::copy(&mut self, &mut io::sink())?;
+        Ok(self.count)
+    }
+}
+
+/// A layer's read, the blob digest left to the caller.
+fn read_layer_unhashed<B: Read>(
+    outer: HashedAside<B>,
+    interests: &Interests,
+    limits: &Limits,
+    budget: &Budget,
+) -> Result<LayerDiff, LayerError> {
     let stored = Cell::new(0u64);
-    let mut outer = HashingReader::new(Counting {
-        inner: blob,
+    let mut outer = Counting {
+        inner: outer,
         count: &stored,
-    });
+    };
     let mut head = Vec::with_capacity(512);
     (&mut outer).take(512).read_to_end(&mut head)?;
     let compression = Compression::sniff(&head).ok_or(LayerError::NotATar)?;
@@ -492,10 +563,10 @@ fn read_layer_inner(
     };
     // The blob digest covers every stored byte, trailing garbage after the stream included.
     let (_, outer) = raw.into_inner().into_inner();
-    let (blob_digest, blob_size) = outer.finish()?;
+    let blob_size = outer.inner.finish()?;
     Ok(LayerDiff {
         entries,
-        blob_digest,
+        blob_digest: Digest::of(b""),
         blob_size,
         diff_id: inner.0,
         uncompressed_size: inner.1,

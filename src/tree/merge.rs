@@ -360,9 +360,7 @@ mod tests {
         .unwrap();
         assert!(t.lookup("/usr/lib/libc.so.6").unwrap().is_some());
         assert_eq!(
-            t.node(t.lookup("/usr/lib/libc2").unwrap().unwrap())
-                .hardlink_to
-                .as_deref(),
+            t.node(t.lookup("/usr/lib/libc2").unwrap().unwrap()).hardlink_to,
             Some("/lib/libc.so.6")
         );
         let err = t.apply(layer(vec![entry("x", EntryKind::Hardlink("nope".into()))]), 2);

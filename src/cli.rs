@@ -32,6 +32,30 @@ pub enum Command {
     /// The git pre-push hook: install it, or run it
     #[command(subcommand)]
     Hook(HookCommand),
+    /// Print the shell completion script for bash, zsh, fish, powershell or elvish
+    Completions(CompletionsArgs),
+    /// Print memlint's man page (roff), or write every page into a folder
+    Man(ManArgs),
+}
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Load them:\n  bash: echo 'source <(memlint completions bash)' >> ~/.bashrc\n  zsh:  memlint completions zsh > \"${fpath[1]}/_memlint\"\n  fish: memlint completions fish > ~/.config/fish/completions/memlint.fish\n  powershell: memlint completions powershell | Out-String | Invoke-Expression"
+)]
+pub struct CompletionsArgs {
+    /// The shell to complete in
+    #[arg(value_name = "SHELL", value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ManArgs {
+    /// The page of this subcommand (e.g. `lint` for memlint-lint(1)) instead of memlint(1)
+    #[arg(value_name = "COMMAND", conflicts_with = "dir")]
+    pub command: Option<String>,
+    /// Write memlint.1 and a page for each subcommand (memlint-lint.1, ...) into this folder
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -195,10 +219,18 @@ pub struct SourceArgs {
 /// Formats of `lint`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum LintFormat {
+    /// Findings for people, with their evidence and fix
     Text,
+    /// The inspect JSON plus findings[]
     Json,
+    /// SARIF 2.1.0 (GitHub code scanning)
     Sarif,
+    /// GitHub workflow commands (annotations)
     Github,
+    /// GitLab Code Quality (artifacts:reports:codequality)
+    Gitlab,
+    /// JUnit XML (Jenkins, GitLab artifacts:reports:junit, Azure DevOps)
+    Junit,
 }
 
 fn parse_output(s: &str) -> Result<(LintFormat, PathBuf), String> {
@@ -206,7 +238,7 @@ fn parse_output(s: &str) -> Result<(LintFormat, PathBuf), String> {
         .split_once('=')
         .ok_or_else(|| format!("`{s}` is not FORMAT=FILE, e.g. sarif=memlint.sarif"))?;
     let format = LintFormat::from_str(format, true)
-        .map_err(|_| format!("`{format}` is not a format: text, json, sarif or github"))?;
+        .map_err(|_| format!("`{format}` is not a format: text, json, sarif, github, gitlab or junit"))?;
     if file.is_empty() {
         return Err("the file after `=` is empty".to_string());
     }

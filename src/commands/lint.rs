@@ -8,11 +8,11 @@ use crate::image::Image;
 use crate::locate::DockerfileContext;
 use crate::platform::Platform;
 use crate::reference::Reference;
-use crate::report::github;
 use crate::report::lint::LintReport;
 use crate::report::lint::ReportContext;
 use crate::report::sarif::{self, SarifOptions};
 use crate::report::text::{self, TextOptions};
+use crate::report::{github, gitlab, junit};
 use crate::rules;
 use crate::settings::{self, Settings};
 use crate::sources;
@@ -142,6 +142,8 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
                 crate::untrusted::write_json(w, &v)
             }
             LintFormat::Github => github::write(w, &reports),
+            LintFormat::Gitlab => crate::untrusted::write_json(w, &gitlab::render(&reports)),
+            LintFormat::Junit => junit::write(w, &reports, fail_on),
             LintFormat::Text => text_all(
                 w,
                 &reports,

@@ -446,12 +446,11 @@ fn xml(s: &str, attr: bool) -> Cow<'_, str> {
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '"' if attr => out.push_str("&quot;"),
-            '\n' if !attr => {
-                out.push('\n');
+            '\n' => {
+                out.push_str(if attr { "&#10;" } else { "\n" });
                 at_line_start = true;
                 continue;
             }
-            '\n' => out.push_str("&#10;"),
             '\t' => out.push_str("&#9;"),
             '\r' => out.push_str("&#13;"),
             '#' if s[i..].starts_with("##[") => out.push_str("&#35;"),

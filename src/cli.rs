@@ -216,20 +216,16 @@ pub struct SourceArgs {
     pub limits: Vec<String>,
 }
 
-/// Formats of `lint`.
+/// Formats of `lint`: text for people, json (the inspect JSON plus findings), sarif (GitHub
+/// code scanning), github (workflow command annotations), gitlab (Code Quality), junit (JUnit
+/// XML for Jenkins, GitLab and Azure DevOps).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum LintFormat {
-    /// Findings for people, with their evidence and fix
     Text,
-    /// The inspect JSON plus findings[]
     Json,
-    /// SARIF 2.1.0 (GitHub code scanning)
     Sarif,
-    /// GitHub workflow commands (annotations)
     Github,
-    /// GitLab Code Quality (artifacts:reports:codequality)
     Gitlab,
-    /// JUnit XML (Jenkins, GitLab artifacts:reports:junit, Azure DevOps)
     Junit,
 }
 

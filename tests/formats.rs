@@ -514,3 +514,56 @@ fn man_pages_are_valid_roff() {
     }
     fails_with(&["man", "nosuch"], &["lint, inspect"]);
 }
+
+#[test]
+fn readme_gitlab_ci_job_passes_gitlab_ci_schema() {
+    require_tool("check-jsonschema");
+    let readme = fs::read_to_string(format!("{ROOT}/README.md")).unwrap();
+    let start = readme
+        .find("```yaml\n# .gitlab-ci.yml\n")
+        .expect("the README has a .gitlab-ci.yml example");
+    let block = &readme[start + "```yaml\n".len()..];
+    let block = &block[..block.find("```").unwrap()];
+    for needle in [
+        "-o gitlab=gl-code-quality-report.json",
+        "-o junit=memlint-junit.xml",
+        "codequality: gl-code-quality-report.json",
+        "junit: memlint-junit.xml",
+    ] {
+        assert!(block.contains(needle), "{needle} not in\n{block}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = save(dir.path(), ".gitlab-ci.yml", block.as_bytes());
+    run(Command::new("check-jsonschema")
+        .args(["--builtin-schema", "vendor.gitlab-ci"])
+        .arg(&path));
+    // The memlint command of the job is one this memlint takes.
+    let line = block
+        .lines()
+        .find(|l| l.contains("memlint lint "))
+        .unwrap()
+        .trim_start_matches([' ', '-'])
+        .to_string();
+    let args: Vec<&str> = line.split_whitespace().skip(1).collect();
+    let image = build_image("demo");
+    let args: Vec<&str> = args
+        .iter()
+        .map(|a| {
+            if *a == "oci-archive:image.tar" {
+                image.as_str()
+            } else {
+                a
+            }
+        })
+        .map(|a| if a == "Dockerfile" { "df" } else { a })
+        .collect();
+    fs::write(
+        dir.path().join("df"),
+        fs::read(format!("{ROOT}/testdata/dockerfiles/demo.Dockerfile")).unwrap(),
+    )
+    .unwrap();
+    let out = memlint_in(dir.path(), &args);
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {}", error_text(&out));
+    validate_gitlab(&dir.path().join("gl-code-quality-report.json"));
+    validate_junit(&dir.path().join("memlint-junit.xml"));
+}

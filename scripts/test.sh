@@ -6,8 +6,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # podman (local-store tests), docker-registry, htpasswd and openssl (registry tests), xmllint
-# (JUnit reports against junit-10.xsd), man and groff (the man pages).
-tools=(skopeo umoci dpkg-deb podman docker-registry htpasswd openssl xmllint man groff)
+# (JUnit reports against junit-10.xsd), man and groff (the man pages), zsh and fish (completions).
+tools=(skopeo umoci dpkg-deb podman docker-registry htpasswd openssl xmllint man groff zsh fish)
 missing=()
 for t in "${tools[@]}"; do
   command -v "$t" >/dev/null || missing+=("$t")
@@ -20,6 +20,7 @@ if [ ${#missing[@]} -gt 0 ]; then
       htpasswd) pkgs+=(apache2-utils) ;;
       xmllint) pkgs+=(libxml2-utils) ;;
       man) pkgs+=(man-db) ;;
+      groff) pkgs+=(groff-base) ;;
       *) pkgs+=("$t") ;;
     esac
   done

@@ -3,7 +3,7 @@
 //! GitLab's documentation), `--format junit` checked with `xmllint --schema` against
 //! `junit-10.xsd` (from pytest's source distribution), both from `--format` and `-o FORMAT=FILE`,
 //! for several images and `--platform all`, and with hostile strings; `memlint completions` loaded
-//! by bash, and `memlint man` rendered by man and groff.
+//! by bash, zsh and fish, and `memlint man` rendered by man and groff.
 
 mod common;
 
@@ -438,6 +438,52 @@ fn completions_load_in_bash_and_name_the_subcommands() {
     let formats = words("3", "memlint lint --format ''");
     for f in ["gitlab", "junit", "sarif"] {
         assert!(formats.lines().any(|l| l == f), "{f} not offered: {formats}");
+    }
+    // zsh: the script parses, and compinit finds it on $fpath and binds it to memlint.
+    require_tool("zsh");
+    let zdir = dir.path().join("zfunc");
+    fs::create_dir(&zdir).unwrap();
+    save(&zdir, "_memlint", &memlint(&["completions", "zsh"]).stdout);
+    run(Command::new("zsh").arg("-n").arg(zdir.join("_memlint")));
+    let out = run(Command::new("zsh").args([
+        "-fc",
+        &format!(
+            "fpath=('{}' $fpath); autoload -Uz compinit; compinit -u -D; print -r -- ${{_comps[memlint]}}",
+            zdir.display()
+        ),
+    ]));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "_memlint");
+    // fish: the script parses, and fish's own completion engine offers the subcommands and
+    // the formats of --format.
+    require_tool("fish");
+    let fish = save(
+        dir.path(),
+        "memlint.fish",
+        &memlint(&["completions", "fish"]).stdout,
+    );
+    run(Command::new("fish").arg("--no-execute").arg(&fish));
+    let complete = |line: &str| -> Vec<String> {
+        let out = run(Command::new("fish").args([
+            "--no-config",
+            "-c",
+            &format!("source '{}'; complete -C '{line}'", fish.display()),
+        ]));
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| l.split('\t').next().unwrap_or("").to_string())
+            .collect()
+    };
+    let subs = complete("memlint ");
+    for s in ["lint", "inspect", "completions", "man"] {
+        assert!(subs.iter().any(|l| l == s), "fish: {s} not offered: {subs:?}");
+    }
+    let formats = complete("memlint lint --format ");
+    for f in ["gitlab", "junit"] {
+        assert!(
+            formats.iter().any(|l| l == f),
+            "fish: {f} not offered: {formats:?}"
+        );
     }
     for shell in ["zsh", "fish", "powershell", "elvish"] {
         let out = memlint(&["completions", shell]);

@@ -335,6 +335,18 @@ fn several_images_all_platforms_and_output_files_make_one_report_each() {
         "1"
     );
 
+    // Of several images, one that cannot be read is an error test case; the run ends with 2.
+    let missing = format!("oci-dir:{}", dir.path().join("nosuch").display());
+    let out = memlint_in(dir.path(), &["lint", "--format", "junit", &single, &missing]);
+    assert_eq!(out.status.code(), Some(2), "{}", error_text(&out));
+    let p = save(dir.path(), "unread.xml", &out.stdout);
+    validate_junit(&p);
+    assert_eq!(xpath(&p, "count(//testsuite)"), "2");
+    assert_eq!(xpath(&p, "string(/testsuites/@errors)"), "1");
+    assert_eq!(xpath(&p, "string(//error/../@name)"), "read");
+    assert_eq!(xpath(&p, "string(//error/../@classname)"), missing);
+    assert!(xpath(&p, "string(//error/@type)").starts_with("memlint::"));
+
     // A format -o does not know is refused, naming the new ones.
     let bad = memlint_in(dir.path(), &["lint", "-o", "xml=x", &single]);
     assert_eq!(bad.status.code(), Some(2));

@@ -3,7 +3,8 @@
 //! (and platform), one `<testcase>` per rule that ran, so a rule with nothing to say shows as
 //! passed. A rule with a finding at or above `--fail-on` has one `<failure>` listing those
 //! findings; its findings below `--fail-on`, the findings an ignore hides and why a rule could
-//! not decide go in its `<system-out>`. Valid against `junit-10.xsd` (the JUnit schema of
+//! not decide go in its `<system-out>`. An image that could not be read is a test suite with
+//! one test case, `read`, in `<error>`. Valid against `junit-10.xsd` (the JUnit schema of
 //! Maven Surefire that pytest tests its own output with).
 //!
 //! Written as a stream, element by element; every string goes through
@@ -17,17 +18,53 @@ use crate::finding::{FailOn, Finding};
 use crate::untrusted::{xml_attr, xml_text};
 use std::io::{self, Write};
 
-/// Writes the JUnit document of every report.
-pub fn write(w: &mut dyn Write, reports: &[LintReport], fail_on: FailOn) -> io::Result<()> {
-    let tests: usize = reports.iter().map(|r| r.results.len()).sum();
+/// An image of the run that could not be read (the run ends with exit code 2).
+pub struct Unread {
+    /// The reference as written on the command line.
+    pub reference: String,
+    /// The diagnostic's code, e.g. `memlint::size_mismatch`.
+    pub code: String,
+    pub message: String,
+}
+
+/// Writes the JUnit document of every report, and of every image that could not be read: a
+/// test suite of its own whose one test case, `read`, has an `<error>` saying what failed.
+pub fn write(
+    w: &mut dyn Write,
+    reports: &[LintReport],
+    unread: &[Unread],
+    fail_on: FailOn,
+) -> io::Result<()> {
+    let tests: usize = reports.iter().map(|r| r.results.len()).sum::<usize>() + unread.len();
     let failures: usize = reports.iter().map(|r| failing_rules(r, fail_on)).sum();
     writeln!(w, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
     writeln!(
         w,
-        r#"<testsuites name="memlint" tests="{tests}" failures="{failures}" errors="0">"#
+        r#"<testsuites name="memlint" tests="{tests}" failures="{failures}" errors="{}">"#,
+        unread.len()
     )?;
     for r in reports {
         suite(w, r, fail_on)?;
+    }
+    for u in unread {
+        writeln!(
+            w,
+            r#"  <testsuite name="{}" tests="1" failures="0" errors="1" skipped="0">"#,
+            xml_attr(&format!("memlint {}", u.reference))
+        )?;
+        writeln!(
+            w,
+            r#"    <testcase name="read" classname="{}">"#,
+            xml_attr(&u.reference)
+        )?;
+        writeln!(
+            w,
+            r#"      <error type="{}" message="{}"/>"#,
+            xml_attr(&u.code),
+            xml_attr(&u.message)
+        )?;
+        writeln!(w, "    </testcase>")?;
+        writeln!(w, "  </testsuite>")?;
     }
     writeln!(w, "</testsuites>")
 }

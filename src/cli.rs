@@ -115,7 +115,8 @@ pub struct LintArgs {
     #[arg(long, value_name = "STAGE")]
     pub target: Option<String>,
 
-    /// Where SARIF results point when there is no Dockerfile (a repository-relative path)
+    /// Where SARIF, GitHub, GitLab and JUnit findings point when there is no Dockerfile (a
+    /// repository-relative path)
     #[arg(long, value_name = "PATH", default_value = "Dockerfile")]
     pub sarif_artifact: String,
 

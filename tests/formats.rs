@@ -574,7 +574,7 @@ fn man_pages_are_valid_roff() {
 }
 
 #[test]
-fn readme_gitlab_ci_job_passes_gitlab_ci_schema() {
+fn readme_ci_jobs_pass_their_schemas_and_run() {
     require_tool("check-jsonschema");
     let readme = fs::read_to_string(format!("{ROOT}/README.md")).unwrap();
     let start = readme
@@ -624,4 +624,16 @@ fn readme_gitlab_ci_job_passes_gitlab_ci_schema() {
     assert_eq!(out.status.code(), Some(1), "{args:?}: {}", error_text(&out));
     validate_gitlab(&dir.path().join("gl-code-quality-report.json"));
     validate_junit(&dir.path().join("memlint-junit.xml"));
+
+    // The Azure Pipelines steps pass Azure's schema.
+    let start = readme
+        .find("```yaml\n# azure-pipelines.yml\n")
+        .expect("the README has an azure-pipelines.yml example");
+    let block = &readme[start + "```yaml\n".len()..];
+    let block = &block[..block.find("```").unwrap()];
+    assert!(block.contains("testResultsFormat: JUnit") && block.contains("-o junit=memlint-junit.xml"));
+    let path = save(dir.path(), "azure-pipelines.yml", block.as_bytes());
+    run(Command::new("check-jsonschema")
+        .args(["--builtin-schema", "vendor.azure-pipelines"])
+        .arg(&path));
 }

@@ -5,8 +5,9 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-# podman (local-store tests), docker-registry, htpasswd and openssl (registry tests).
-tools=(skopeo umoci dpkg-deb podman docker-registry htpasswd openssl)
+# podman (local-store tests), docker-registry, htpasswd and openssl (registry tests), xmllint
+# (JUnit reports against junit-10.xsd), man and groff (the man pages), zsh and fish (completions).
+tools=(skopeo umoci dpkg-deb podman docker-registry htpasswd openssl xmllint man groff zsh fish)
 missing=()
 for t in "${tools[@]}"; do
   command -v "$t" >/dev/null || missing+=("$t")
@@ -17,6 +18,9 @@ if [ ${#missing[@]} -gt 0 ]; then
     case $t in
       dpkg-deb) pkgs+=(dpkg) ;;
       htpasswd) pkgs+=(apache2-utils) ;;
+      xmllint) pkgs+=(libxml2-utils) ;;
+      man) pkgs+=(man-db) ;;
+      groff) pkgs+=(groff-base) ;;
       *) pkgs+=("$t") ;;
     esac
   done

@@ -19,15 +19,18 @@
 //!
 //! One job per file: [`apps`] finds runtimes, apps and their packages (runtimeconfig.json,
 //! deps.json); [`gss`] decides Npgsql's GSS encryption from appsettings and the Env, with
-//! [`connection_string`] parsing connection strings as .NET does; [`json`] reads the JSON with
+//! [`connection_string`] parsing connection strings as .NET does; [`gc`] works out the GC
+//! settings (environment variables and runtimeconfig.json); [`json`] reads the JSON with
 //! comments and trailing commas .NET accepts.
 
 mod apps;
 mod connection_string;
+pub mod gc;
 mod gss;
 mod json;
 
 pub use apps::{DotnetApp, DotnetRuntime, NugetPackage};
+pub use gc::GcFacts;
 pub use gss::{ConnectionString, GssSettings};
 
 use super::loader::Loader;
@@ -50,6 +53,8 @@ pub struct DotnetFacts {
     pub npgsql: Vec<NugetPackage>,
     pub gss: GssSettings,
     pub gssapi: GssapiLibrary,
+    /// GC settings: the environment's GC variables and each app's effective GC.
+    pub gc: GcFacts,
 }
 
 impl DotnetFacts {
@@ -86,6 +91,7 @@ pub fn derive(loader: &Loader, env: &Env) -> DotnetFacts {
         .cloned()
         .collect();
     let gss = gss::settings(tree, env, &found.appsettings);
+    let gc = gc::derive(tree, env, &found.apps);
     let gssapi = GssapiLibrary {
         resolved: loader.resolve(GSSAPI_LIBRARY, None).path,
         searched_as: GSSAPI_LIBRARY.to_string(),
@@ -97,6 +103,7 @@ pub fn derive(loader: &Loader, env: &Env) -> DotnetFacts {
         npgsql,
         gss,
         gssapi,
+        gc,
     }
 }
 

@@ -36,7 +36,8 @@ fn check(f: &Facts) -> Outcome {
 }
 
 fn evidence(what: &str, s: &Setting) -> Evidence {
-    let text = format!("{what}: {} (from {})", s.value, s.source);
+    let state = if s.value == 0 { "off" } else { "on" };
+    let text = format!("{what} {state}, from {}", s.source);
     match &s.path {
         Some(p) => Evidence::naming(text, [p]),
         None => Evidence::plain(text),

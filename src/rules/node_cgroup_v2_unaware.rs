@@ -76,7 +76,7 @@ fn check(f: &Facts) -> Outcome {
         if argv.is_empty() {
             argv = vec!["node".into()];
         }
-        argv.retain(|w| !w.replace('_', "-").starts_with("--max-old-space-size"));
+        argv = without_heap_flag(&argv);
         argv.insert(1.min(argv.len()), heap.into());
         format!(
             "CMD {}",
@@ -84,17 +84,58 @@ fn check(f: &Facts) -> Outcome {
         )
     } else {
         let current = node.node_options.as_deref().unwrap_or_default().trim();
-        let kept: Vec<&str> = current
+        let kept: Vec<String> = current
             .split(' ')
-            .filter(|w| !w.is_empty() && !w.replace('_', "-").starts_with("--max-old-space-size"))
+            .filter(|w| !w.is_empty())
+            .map(str::to_string)
             .collect();
-        let mut words = kept.join(" ");
+        let mut words = without_heap_flag(&kept).join(" ");
         if !words.is_empty() {
             words.push(' ');
         }
         format!("ENV NODE_OPTIONS=\"{words}{heap}\"")
     };
+    if on_command_line {
+        finding = finding.anchor(Anchor::Command);
+    }
     Outcome::one(finding.fix(format!(
         "{fix}\n# about 75 % of the container's memory limit, in MiB (384 for 512 MiB); or move to Node 20.3 or later (e.g. FROM node:22-slim), which reads the limit itself"
     )))
+}
+
+/// The words without any `--max-old-space-size` (and the value word after one written without
+/// `=`).
+fn without_heap_flag(words: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut skip_next = false;
+    for w in words {
+        if std::mem::take(&mut skip_next) {
+            continue;
+        }
+        let name = w.split('=').next().unwrap_or_default().replace('_', "-");
+        if name == "--max-old-space-size" {
+            skip_next = !w.contains('=');
+            continue;
+        }
+        out.push(w.clone());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heap_flags_are_taken_out_with_their_value() {
+        let words = |l: &[&str]| l.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            without_heap_flag(&words(&["node", "--max-old-space-size", "384", "server.js"])),
+            words(&["node", "server.js"])
+        );
+        assert_eq!(
+            without_heap_flag(&words(&["node", "--max_old_space_size=", "--trace-gc", "a.js"])),
+            words(&["node", "--trace-gc", "a.js"])
+        );
+    }
 }

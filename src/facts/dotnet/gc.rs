@@ -95,8 +95,8 @@ impl GcEnvVar {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Setting {
     pub value: u64,
-    /// `env DOTNET_gcServer (image env)`, `/app/Api.runtimeconfig.json System.GC.Server`, or
-    /// `default (.NET 8)`.
+    /// `env DOTNET_gcServer=1 (image env)`, `/app/Api.runtimeconfig.json System.GC.Server`, or
+    /// `the .NET 8 default`.
     pub source: String,
     /// The image file that decided, when one did.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -287,7 +287,7 @@ pub(super) fn derive(tree: &FileTree, env: &Env, apps: &[DotnetApp]) -> GcFacts 
                     None => Setting {
                         value: default_of(setting, major),
                         source: format!(
-                            "default: env {} is not a hexadecimal number ({})",
+                            "the default: env {} is not a hexadecimal number ({})",
                             var.entry(),
                             var.source
                         ),
@@ -307,8 +307,8 @@ pub(super) fn derive(tree: &FileTree, env: &Env, apps: &[DotnetApp]) -> GcFacts 
             effective(setting).unwrap_or_else(|| Setting {
                 value: default_of(setting, major),
                 source: match major {
-                    Some(m) => format!("default (.NET {m})"),
-                    None => "default".to_string(),
+                    Some(m) => format!("the .NET {m} default"),
+                    None => "the default".to_string(),
                 },
                 path: None,
             })

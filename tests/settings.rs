@@ -115,7 +115,12 @@ fn node_versions_around_20_3() {
     assert_eq!(hits.len(), 1);
     assert!(hits[0]["message"].as_str().unwrap().starts_with("Node 18.20.8 "));
     let evidence = hits[0]["evidence"].to_string();
-    assert!(evidence.contains("no --max-old-space-size in NODE_OPTIONS (unset) or on node's command line (`node server.js`)"), "{evidence}");
+    assert!(
+        evidence.contains(
+            "no --max-old-space-size in NODE_OPTIONS (unset) or on node's command line (`node server.js`)"
+        ),
+        "{evidence}"
+    );
 
     let (v, code) = lint("node-20-3");
     assert!(rule(&v, "node-cgroup-v2-unaware").is_empty(), "{v:#}");
@@ -129,9 +134,14 @@ fn debian_nodejs_version_comes_from_dpkg() {
     assert_eq!(f["node"]["binary"], "/usr/bin/node");
     assert_eq!(f["node"]["version"], "18.20.4");
     let source = f["node"]["version_source"].as_str().unwrap();
-    assert!(source.starts_with("dpkg package nodejs 18.20.4+dfsg-1~deb12u"), "{source}");
+    assert!(
+        source.starts_with("dpkg package nodejs 18.20.4+dfsg-1~deb12u"),
+        "{source}"
+    );
     let (v, _) = lint("node-debian");
     let hits = rule(&v, "node-cgroup-v2-unaware");
     assert_eq!(hits.len(), 1);
-    assert!(hits[0]["evidence"].to_string().contains("(from dpkg package nodejs 18.20.4"));
+    assert!(hits[0]["evidence"]
+        .to_string()
+        .contains("(from dpkg package nodejs 18.20.4"));
 }

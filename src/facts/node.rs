@@ -647,7 +647,8 @@ mod tests {
             node_elf("usr/bin/node", None),
             text("opt/include/node/node_version.h", NODE_VERSION_H),
         ]);
-        let f = derive_without_packages(&t, &Env::from_pairs(["NODE_VERSION="]), &Entrypoint::default()).unwrap();
+        let f =
+            derive_without_packages(&t, &Env::from_pairs(["NODE_VERSION="]), &Entrypoint::default()).unwrap();
         assert_eq!(f.binary.as_deref(), Some("/usr/bin/node"));
         assert_eq!(
             f.version_source.as_deref(),

@@ -254,7 +254,9 @@ fn runtime_major(app: &DotnetApp) -> Option<u32> {
     });
     from_framework.or_else(|| {
         let tfm = app.target_framework.as_deref()?;
-        let v = tfm.strip_prefix("netcoreapp").or_else(|| tfm.strip_prefix("net"))?;
+        let v = tfm
+            .strip_prefix("netcoreapp")
+            .or_else(|| tfm.strip_prefix("net"))?;
         v.split('.').next()?.parse().ok()
     })
 }

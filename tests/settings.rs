@@ -145,3 +145,38 @@ fn debian_nodejs_version_comes_from_dpkg() {
         .to_string()
         .contains("(from dpkg package nodejs 18.20.4"));
 }
+
+/// The finding lands on the `ENV` line that wrote the decimal value; the Node one on the
+/// command when the broken heap flag is there.
+#[test]
+fn findings_land_on_the_line_that_set_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let dockerfile = dir.path().join("Dockerfile");
+    let located = |recipe: &str, text: &str, id: &str| -> Value {
+        std::fs::write(&dockerfile, text).unwrap();
+        let out = memlint(&[
+            "lint",
+            "--format",
+            "json",
+            "--fail-on",
+            "never",
+            "--dockerfile",
+            dockerfile.to_str().unwrap(),
+            &build_image(recipe),
+        ]);
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        rule(&v, id)[0]["location"].clone()
+    };
+    let at = located(
+        "dotnet-gc-decimal",
+        "FROM mcr.microsoft.com/dotnet/aspnet:8.0\nCOPY out/ /app/\nENV DOTNET_GCHeapHardLimit=100000000\nWORKDIR /app\nENTRYPOINT [\"dotnet\", \"Orders.dll\"]\n",
+        "dotnet-gc-env-decimal",
+    );
+    assert_eq!(at["line"], 3, "{at}");
+    let at = located(
+        "node-20-2-bad-flag",
+        "FROM node:20.2.0-bookworm-slim\nWORKDIR /app\nCOPY server.js .\nCMD [\"node\", \"--max-old-space-size\", \"384\", \"server.js\"]\n",
+        "node-cgroup-v2-unaware",
+    );
+    assert_eq!(at["line"], 4, "{at}");
+}

@@ -116,7 +116,7 @@ pub fn derive(image: &Image) -> Facts {
         }
     }
     let allocator = allocator::derive(&loader, &env, &libc, &preloads, &entrypoint);
-    let node = node::derive(tree, &env, &entrypoint);
+    let node = node::derive(tree, &env, &entrypoint, &os);
     let sharp = sharp::derive(&loader, &libc);
     let next = next::derive(tree);
     let dotnet = dotnet::derive(&loader, &env);

@@ -310,6 +310,44 @@ fn runtimes_text(s: &mut String, f: &Facts) {
             .unwrap_or_default();
         let _ = writeln!(s, "{label}app {} in {}{target}", a.name, a.dir);
         label = "              ";
+        if let Some(gc) =
+            d.gc.apps
+                .iter()
+                .find(|g| Some(&g.runtimeconfig) == a.runtimeconfig.as_ref())
+        {
+            let on = |v: u64| if v == 0 { "off" } else { "on" };
+            let mut line = format!(
+                "GC: Server GC {} ({}), DATAS {} ({})",
+                on(gc.server.value),
+                gc.server.source,
+                on(gc.dynamic_adaptation.value),
+                gc.dynamic_adaptation.source
+            );
+            for (name, setting) in [
+                ("heap count", &gc.heap_count),
+                ("affinitize mask", &gc.heap_affinitize_mask),
+                ("hard limit (bytes)", &gc.heap_hard_limit),
+                ("hard limit %", &gc.heap_hard_limit_percent),
+                ("SOH hard limit (bytes)", &gc.heap_hard_limit_soh),
+            ] {
+                if let Some(v) = setting {
+                    let _ = write!(line, ", {name} {} ({})", v.value, v.source);
+                }
+            }
+            let _ = writeln!(s, "                {line}");
+        }
+    }
+    for v in &d.gc.env {
+        let read = match v.read_as {
+            Some(n) => format!("read as 0x{n:X} = {n}"),
+            None => "not a hexadecimal number: the default applies".to_string(),
+        };
+        let decimal = v
+            .decimal_reading
+            .map(|n| format!(" (as decimal it would be {n})"))
+            .unwrap_or_default();
+        let _ = writeln!(s, "{label}{} {read}{decimal} ({})", v.entry(), v.source);
+        label = "              ";
     }
     for p in &d.npgsql {
         let _ = writeln!(s, "{label}{} {} ({})", p.name, p.version, p.deps_json);

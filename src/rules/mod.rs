@@ -95,12 +95,15 @@ macro_rules! registry {
 }
 
 registry! {
+    dotnet_gc_env_decimal,
     dotnet_glibc_allocator,
+    dotnet_server_gc_container,
     jemalloc_not_preloaded,
     ld_preload_incompatible,
     ld_preload_missing,
     next_image_cache_ttl,
     next_image_disk_cache,
+    node_cgroup_v2_unaware,
     node_semi_space,
     npgsql_gssapi_missing,
     sharp_glibc_allocator,

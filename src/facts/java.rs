@@ -507,7 +507,16 @@ struct StartScript {
 
 impl StartScript {
     fn is_java_start_script(text: &str) -> bool {
-        text.contains("DEFAULT_JVM_OPTS=") || text.contains("\"$JAVACMD\"")
+        text.contains("DEFAULT_JVM_OPTS=")
+            || text.contains("\"$JAVACMD\"")
+            || text
+                .lines()
+                .any(|l| l.trim_start().starts_with("exec ") && l.contains("java"))
+    }
+
+    /// Gradle's and Maven's scripts run `$JAVACMD`, not a `java` written in them.
+    fn runs_javacmd(&self) -> bool {
+        self.text.contains("JAVACMD")
     }
 }
 
@@ -604,7 +613,10 @@ fn locate(tree: &FileTree, jenv: &JavaEnv, entry: &Entrypoint) -> Option<Located
     let program_is_java = entry.program.as_deref().is_some_and(|p| basename(p) == "java");
     let first_is_java = first.as_deref().is_some_and(|f| basename(f) == "java");
     let javacmd = first.as_deref().is_some_and(|f| f == "$JAVACMD" || f == "${JAVACMD}");
-    if program_is_java || (entry.kind == ProgramKind::Missing && (first_is_java || javacmd)) {
+    // A start script whose `$JAVACMD` the entrypoint could not follow (or whose `#!` program
+    // is not in the image) runs java all the same.
+    let javacmd = javacmd || (!program_is_java && script.as_ref().is_some_and(StartScript::runs_javacmd));
+    if program_is_java || (entry.kind == ProgramKind::Missing && first_is_java) || javacmd {
         let java = if program_is_java {
             entry.program.clone()
         } else if javacmd {
@@ -878,14 +890,13 @@ fn script_options(script: &StartScript, jenv: &JavaEnv, opts: &mut Options) {
             let Some(value) = t.strip_prefix(var).and_then(|r| r.strip_prefix('=')) else {
                 continue;
             };
-            // Only a plain assignment: not the `DEFAULT_JVM_OPTS="--add-opens … $DEFAULT_JVM_OPTS"`
-            // that prepends under a condition.
+            // Gradle 4's `DEFAULT_JVM_OPTS="--add-opens … $DEFAULT_JVM_OPTS"` (prepended when
+            // the JVM takes `--add-opens`) counts too; `$…` words are the variable itself.
             let words = shell::split_words(value, shell::SH);
             let Some(value) = words.first() else { continue };
             let words = if eval { shell::split_words(value, shell::SH) } else { words.clone() };
-            for w in words.into_iter().filter(|w| !w.starts_with('$')) {
-                opts.push(w, OptionSource::StartScript, Some(var), path, None);
-            }
+            let words: Vec<String> = words.into_iter().filter(|w| !w.starts_with('$')).collect();
+            options_of(&words, |w| opts.push(w, OptionSource::StartScript, Some(var), path, None));
         }
         // `$JAVA_OPTS`, `$GRADLE_OPTS`, `${APP_OPTS}` on the line that builds the command.
         for (i, _) in t.match_indices('$') {

@@ -64,12 +64,14 @@ fn check(f: &Facts) -> Outcome {
 
 fn finding(f: &Facts, j: &JavaFacts, v: JavaVersion, o: &JavaOption, name: &str, refusal: Refusal) -> Finding {
     let version = j.version.as_deref().unwrap_or("");
+    // HotSpot names the option without `-XX:` and its `+`/`-`.
+    let written = o.option.trim_start_matches("-XX:").trim_start_matches(['+', '-']);
     let said = match refusal {
-        Refusal::Unrecognized => format!("Unrecognized VM option '{}'", o.option.trim_start_matches("-XX:")),
+        Refusal::Unrecognized => format!("Unrecognized VM option '{written}'"),
         Refusal::Experimental => format!(
             "VM option '{name}' is experimental and must be enabled via -XX:+UnlockExperimentalVMOptions"
         ),
-        Refusal::ImproperlySpecified => format!("Improperly specified VM option '{}'", o.option.trim_start_matches("-XX:")),
+        Refusal::ImproperlySpecified => format!("Improperly specified VM option '{written}'"),
     };
     let message = format!(
         "{} (from {}) stops Java {version} from starting: \"{said}\"",

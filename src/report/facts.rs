@@ -299,7 +299,11 @@ fn runtimes_text(s: &mut String, f: &Facts) {
             let _ = writeln!(s, "              libc {libc}");
         }
         for o in &j.options {
-            let ignored = o.ignored.as_deref().map(|i| format!(": ignored, {i}")).unwrap_or_default();
+            let ignored = o
+                .ignored
+                .as_deref()
+                .map(|i| format!(": ignored, {i}"))
+                .unwrap_or_default();
             let _ = writeln!(s, "              {} ({}){ignored}", o.option, o.origin());
         }
         if let Some(b) = &j.buildpack_calculator {

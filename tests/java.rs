@@ -431,3 +431,53 @@ fn huge_release_files_and_argfiles_are_bounded() {
     );
     assert!(notes.contains("more than 1024 options"), "{notes}");
 }
+
+/// A Paketo-built image: the JRE under /layers (its release file says 11.0.13, which reads no
+/// cgroup v2 limit), but the buildpack's memory calculator sets the heap at launch, so
+/// jvm-not-container-aware is undecided and `-v` says why.
+#[test]
+fn buildpack_calculator_leaves_the_heap_undecided() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = "layers/paketo-buildpacks_bellsoft-liberica/jre";
+    let layer = LayerSpec::new(Comp::Gzip)
+        .file(
+            &format!("{home}/release"),
+            b"IMPLEMENTOR=\"BellSoft\"\nJAVA_VERSION=\"11.0.13\"\nLIBC=\"gnu\"\n",
+        )
+        .exe(&format!("{home}/bin/java"), b"\x7fELF")
+        .file(&format!("{home}/lib/server/libjvm.so"), b"\x7fELF");
+    let img = ImageSpec::new("amd64").layer(layer);
+    let dir = tmp.path().join("paketo");
+    write_oci_dir(&dir, &img, "latest");
+    let r = format!("oci-dir:{}:latest", dir.display());
+    let (v, _) = lint(&r);
+    let j = &v["facts"]["java"];
+    assert_eq!(j["home"], format!("/{home}"));
+    assert_eq!(j["version"], "11.0.13");
+    assert!(j["buildpack_calculator"]
+        .as_str()
+        .unwrap()
+        .contains("/layers/paketo-buildpacks_bellsoft-liberica"));
+    assert!(!rules_of(&v).contains(&"jvm-not-container-aware".to_string()));
+    let out = memlint(&["lint", "-v", "--no-color", &r]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("jvm-not-container-aware") && text.contains("memory calculator"),
+        "{text}"
+    );
+    // The same JRE without the buildpack around it: the warning.
+    let plain = tmp.path().join("plain");
+    let layer = LayerSpec::new(Comp::Gzip)
+        .file(
+            "usr/lib/jvm/jre/release",
+            b"IMPLEMENTOR=\"BellSoft\"\nJAVA_VERSION=\"11.0.13\"\nLIBC=\"gnu\"\n",
+        )
+        .file("usr/lib/jvm/jre/lib/server/libjvm.so", b"\x7fELF");
+    write_oci_dir(&plain, &ImageSpec::new("amd64").layer(layer), "latest");
+    let (v, _) = lint(&format!("oci-dir:{}:latest", plain.display()));
+    assert!(
+        rules_of(&v).contains(&"jvm-not-container-aware".to_string()),
+        "{:#}",
+        v["findings"]
+    );
+}

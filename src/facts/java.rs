@@ -710,6 +710,7 @@ fn locate(tree: &FileTree, jenv: &JavaEnv, entry: &Entrypoint) -> Option<Located
         .collect();
     homes.extend(jvm_folders(tree));
     homes.push("/opt/java/openjdk".into());
+    homes.extend(buildpack_homes(tree));
     for h in homes {
         if is_file(tree, &format!("{h}/release")) || is_file(tree, &format!("{h}/bin/java")) {
             return Some(Located {
@@ -743,6 +744,22 @@ fn jvm_folders(tree: &FileTree) -> Vec<String> {
                 .flatten()
                 .is_some_and(|id| tree.node(id).is_dir())
         })
+        .collect()
+}
+
+/// The JRE or JDK a Java buildpack installs: `/layers/<buildpack>/jre` (Paketo's
+/// `paketo-buildpacks_bellsoft-liberica` and the like), whose JAVA_HOME the launcher sets at run time.
+fn buildpack_homes(tree: &FileTree) -> Vec<String> {
+    let Ok(Some(id)) = tree.lookup("/layers") else {
+        return Vec::new();
+    };
+    let NodeKind::Dir(children) = &tree.node(id).kind else {
+        return Vec::new();
+    };
+    children
+        .keys()
+        .flat_map(|b| ["jre", "jdk"].map(|k| format!("/layers/{b}/{k}")))
+        .filter(|h| is_dir(tree, h))
         .collect()
 }
 

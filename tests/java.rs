@@ -50,6 +50,16 @@ fn options(java: &Value) -> Vec<(String, String, String, String)> {
         .collect()
 }
 
+fn o_list(java: &Value) -> Vec<String> {
+    options(java).into_iter().map(|o| o.0).collect()
+}
+
+fn o_pos(list: &[String], o: &str) -> usize {
+    list.iter()
+        .position(|x| x == o)
+        .unwrap_or_else(|| panic!("{o} not in {list:?}"))
+}
+
 fn opt(o: &str, source: &str, variable: &str, path: &str) -> (String, String, String, String) {
     (o.into(), source.into(), variable.into(), path.into())
 }
@@ -136,6 +146,11 @@ fn gradle_start_script() {
     ] {
         assert!(o.contains(&want), "{want:?} not in {o:#?}");
     }
+    // In the order of its `eval set -- $DEFAULT_JVM_OPTS $JAVA_OPTS $GRADLE_OPTS …` line.
+    let at = |o: &str| o_pos(&o_list(j), o);
+    assert!(at("-Dapp.env=prod") < at("-Xmx512m"));
+    // The entrypoint runs it through `#!/usr/bin/env sh`.
+    assert_eq!(f["entrypoint"]["program"], "/usr/bin/dash");
     // `serve` is the application's argument, not an option.
     assert!(!o.iter().any(|x| x.0 == "serve"), "{o:?}");
     let (v, code) = lint(&build_image("java17-gradle"));

@@ -1009,7 +1009,19 @@ fn script_options(script: &StartScript, jenv: &JavaEnv, opts: &mut Options) {
                 opts.push(w, OptionSource::StartScript, Some(var), path, None)
             });
         }
-        // `$JAVA_OPTS`, `$GRADLE_OPTS`, `${APP_OPTS}` on the line that builds the command.
+    }
+    // `$JAVA_OPTS`, `$GRADLE_OPTS`, `${APP_OPTS}`: in the order of the line that builds the
+    // command (`eval set -- …`, `exec …`), then of any other line.
+    let lines: Vec<&str> = script
+        .text
+        .lines()
+        .map(str::trim)
+        .filter(|t| !t.starts_with('#'))
+        .collect();
+    let (command, other): (Vec<&str>, Vec<&str>) = lines
+        .into_iter()
+        .partition(|t| t.contains("set --") || t.starts_with("exec "));
+    for t in command.into_iter().chain(other) {
         for (i, _) in t.match_indices('$') {
             let rest = &t[i + 1..];
             let rest = rest.strip_prefix('{').unwrap_or(rest);

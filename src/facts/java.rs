@@ -426,10 +426,7 @@ pub fn interests() -> Interests {
     let i = JDK_HOMES.iter().fold(Interests::default(), |i, h| {
         i.keep(&format!("{h}/release"), RELEASE_CAP)
     });
-    START_SCRIPT_FOLDERS
-        .iter()
-        .fold(i, |i, d| i.script(d))
-        .read_elf_heads()
+    START_SCRIPT_FOLDERS.iter().fold(i, |i, d| i.script(d))
 }
 
 /// What the config adds: the `release` file under its `JAVA_HOME`, and the `@argfiles` its

@@ -1279,6 +1279,62 @@ mod tests {
         assert_eq!(whole_variable("$JAVA_OPTS-x"), None);
     }
 
+    fn libc() -> Libc {
+        Libc {
+            family: LibcFamily::Glibc,
+            version: None,
+            entrypoint: None,
+            present: Vec::new(),
+            loader: None,
+            evidence: Vec::new(),
+        }
+    }
+
+    /// Without a release file: the distribution's package of the JDK in that folder (the
+    /// folder's feature number picks it among several), else `JAVA_VERSION`.
+    #[test]
+    fn version_from_the_package_or_java_version() {
+        use crate::facts::os::Package;
+        use crate::tree::{EntryKind, LayerEntry};
+        let home = "usr/lib/jvm/java-11-openjdk-amd64";
+        let tree = FileTree::from_entries(vec![
+            LayerEntry::new(&format!("{home}/bin/java"), EntryKind::File).with_mode(0o755),
+            LayerEntry::new(&format!("{home}/lib/server/libjvm.so"), EntryKind::File),
+        ])
+        .unwrap()
+        .keeping(interests());
+        let mut os = OsFacts::default();
+        for (name, version) in [
+            ("openjdk-17-jre-headless", "17.0.15+6-1~deb12u1"),
+            ("openjdk-11-jre-headless", "11.0.14+9-1~deb11u1"),
+        ] {
+            os.packages.insert(
+                name.into(),
+                Package {
+                    version: version.into(),
+                    architecture: None,
+                },
+            );
+        }
+        let entry = Entrypoint::default();
+        let j = derive(&tree, &Env::default(), &entry, &os, &libc(), None).unwrap();
+        assert_eq!(j.home.as_deref(), Some("/usr/lib/jvm/java-11-openjdk-amd64"));
+        assert_eq!(j.version.as_deref(), Some("11.0.14"));
+        assert_eq!(
+            j.version_source.as_deref(),
+            Some("the package openjdk-11-jre-headless")
+        );
+        assert_eq!(j.jvm, Some(Jvm::HotSpot));
+        assert!(!j.entrypoint_runs_java);
+        // Temurin's image variable, when nothing else says.
+        let env = Env::from_pairs(["JAVA_VERSION=jdk-17.0.12+7"]);
+        let j = derive(&tree, &env, &entry, &OsFacts::default(), &libc(), None).unwrap();
+        assert_eq!(j.version.as_deref(), Some("17.0.12"));
+        assert_eq!(j.version_as_written.as_deref(), Some("jdk-17.0.12+7"));
+        assert_eq!(j.version_source.as_deref(), Some("JAVA_VERSION"));
+        assert_eq!(j.libc.as_deref(), Some("gnu"));
+    }
+
     #[test]
     fn option_names_and_values() {
         let o = |s: &str| JavaOption {

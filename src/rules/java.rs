@@ -102,3 +102,15 @@ pub fn rewrite(f: &Facts, j: &JavaFacts, o: &JavaOption, with: Option<&str>) -> 
         OptionSource::Argfile => format!("# in {}: {what}", o.origin()),
     }
 }
+
+/// `ENV JAVA_TOOL_OPTIONS="…"` with `extra` added to what the image already sets there.
+pub fn tool_options_with(j: &JavaFacts, extra: &str) -> String {
+    let mut words: Vec<String> = j
+        .options
+        .iter()
+        .filter(|o| o.source == OptionSource::JavaToolOptions)
+        .map(|o| o.option.clone())
+        .collect();
+    words.push(extra.to_string());
+    format!("ENV JAVA_TOOL_OPTIONS=\"{}\"", words.join(" "))
+}

@@ -1,4 +1,4 @@
-use super::java::jvm_evidence;
+use super::java::{jvm_evidence, tool_options_with};
 use super::{fixes, Outcome, Rule};
 use crate::facts::java::{flag_support, FlagSupport, Jvm};
 use crate::facts::Facts;
@@ -36,12 +36,14 @@ fn check(f: &Facts) -> Outcome {
         .and_then(|v| flag_support(v, "TrimNativeHeapInterval"))
         .unwrap_or(FlagSupport::Absent);
     match trim {
-        FlagSupport::Product => fix.push_str(
-            "\n# or let the JVM give freed native memory back every minute:\n# ENV JAVA_TOOL_OPTIONS=\"-XX:TrimNativeHeapInterval=60000\"",
-        ),
-        FlagSupport::Experimental => fix.push_str(
-            "\n# or let the JVM give freed native memory back every minute (experimental in this release):\n# ENV JAVA_TOOL_OPTIONS=\"-XX:+UnlockExperimentalVMOptions -XX:TrimNativeHeapInterval=60000\"",
-        ),
+        FlagSupport::Product => fix.push_str(&format!(
+            "\n# or let the JVM give freed native memory back every minute:\n# {}",
+            tool_options_with(j, "-XX:TrimNativeHeapInterval=60000")
+        )),
+        FlagSupport::Experimental => fix.push_str(&format!(
+            "\n# or let the JVM give freed native memory back every minute (experimental in this release):\n# {}",
+            tool_options_with(j, "-XX:+UnlockExperimentalVMOptions -XX:TrimNativeHeapInterval=60000")
+        )),
         FlagSupport::Absent => {}
     }
     fix.push_str(&format!(

@@ -1,4 +1,4 @@
-use super::java::{anchor_of, jvm_evidence, option_evidence, rewrite};
+use super::java::{anchor_of, jvm_evidence, option_evidence, rewrite, tool_options_with};
 use super::{Outcome, Rule};
 use crate::facts::java::{JavaVersion, Jvm};
 use crate::facts::Facts;
@@ -97,8 +97,9 @@ fn check(f: &Facts) -> Outcome {
             .evidence(Evidence::plain(why))
             .evidence(Evidence::plain("no -Xmx, -XX:MaxHeapSize or -XX:MaxRAM bounds the heap"))
             .fix(format!(
-                "# move to Java {} or later of the same vendor{vendor} (a newer base image tag)\n# or bound the heap yourself, e.g. for a 1 GiB limit:\nENV JAVA_TOOL_OPTIONS=\"-Xmx768m\"",
-                upgrade(v)
+                "# move to Java {} or later of the same vendor{vendor} (a newer base image tag)\n# or bound the heap yourself, e.g. for a 1 GiB limit:\n{}",
+                upgrade(v),
+                tool_options_with(j, "-Xmx768m")
             )),
     )
 }

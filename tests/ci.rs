@@ -107,6 +107,12 @@ fn sarif_is_valid_and_findings_land_on_their_lines() {
             "dotnet-npgsql",
             &[("dotnet-glibc-allocator", 2), ("npgsql-gssapi-missing", 2)],
         ),
+        (
+            "java17-cgroup-flag",
+            "java17-cgroup-flag",
+            &[("jvm-flag-incompatible", 3), ("jvm-glibc-arenas", 1)],
+        ),
+        ("java17-gradle", "java17-gradle", &[("jvm-flag-incompatible", 6)]),
     ];
     for (recipe, df, expected) in cases {
         let image = build_image(recipe);

@@ -6,6 +6,7 @@ pub mod allocator;
 pub mod dotnet;
 pub mod entrypoint;
 pub mod env;
+pub mod java;
 pub mod ldcache;
 pub mod libc;
 pub mod loader;
@@ -46,6 +47,7 @@ const DECLARED: &[(&str, Declaration)] = &[
     ("sharp", sharp::interests),
     ("next", next::interests),
     ("dotnet", dotnet::interests),
+    ("java", java::interests),
 ];
 
 /// Every file content and ELF fact the facts read, whatever the config says. The layer reader
@@ -66,7 +68,7 @@ fn interests_except(left_out: &[&str]) -> Interests {
 /// What the image's config adds to [`interests`] once it is known: the scripts its entrypoint
 /// may run.
 pub fn interests_for(config: &ImageConfiguration) -> Interests {
-    entrypoint::interests_for(config)
+    entrypoint::interests_for(config).union(java::interests_for(config))
 }
 
 /// Everything memlint knows about an image. JSON keys are a contract with users' scripts.
@@ -86,6 +88,9 @@ pub struct Facts {
     pub sharp: sharp::SharpFacts,
     pub next: Option<next::NextFacts>,
     pub dotnet: dotnet::DotnetFacts,
+    /// Absent when no JVM is found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub java: Option<java::JavaFacts>,
 }
 
 /// Derives the facts of an image.
@@ -120,6 +125,7 @@ pub fn derive(image: &Image) -> Facts {
     let sharp = sharp::derive(&loader, &libc);
     let next = next::derive(tree);
     let dotnet = dotnet::derive(&loader, &env);
+    let java = java::derive(tree, &env, &entrypoint, &os, &libc, image.config.as_ref());
     Facts {
         loader: loader.facts(),
         env: env.clone(),
@@ -133,6 +139,7 @@ pub fn derive(image: &Image) -> Facts {
         sharp,
         next,
         dotnet,
+        java,
     }
 }
 
@@ -219,6 +226,11 @@ mod tests {
                 r#"{"libraries":{"Npgsql/8.0.5":{"type":"package"}}}"#,
             ),
             text(
+                "usr/lib/jvm/java-17-openjdk-amd64/release",
+                "IMPLEMENTOR=\"Debian\"\nJAVA_VERSION=\"17.0.15\"\nLIBC=\"gnu\"\n",
+            ),
+            text("opt/demo/bin/demo", "#!/bin/sh\nDEFAULT_JVM_OPTS='\"-Xmx64m\"'\nexec \"$JAVACMD\" \"$@\"\n"),
+            text(
                 "srv/appsettings.json",
                 "{ // .NET accepts comments\n \"ConnectionStrings\": {\"Db\": \"Host=db;GSS Encryption Mode=Disable\"}, }",
             ),
@@ -274,6 +286,9 @@ mod tests {
         assert_eq!(f.dotnet.apps[0].target_framework.as_deref(), Some("net8.0"));
         assert_eq!(f.dotnet.npgsql.len(), 1);
         assert!(f.dotnet.gss.disabled, "{}", f.dotnet.gss.reason);
+        let java = f.java.as_ref().unwrap();
+        assert_eq!(java.version.as_deref(), Some("17.0.15"));
+        assert_eq!(java.vendor.as_deref(), Some("Debian"));
     }
 
     /// A module whose reads nobody declared fails loudly rather than reading "not installed".

@@ -282,6 +282,37 @@ fn runtimes_text(s: &mut String, f: &Facts) {
             let _ = writeln!(s, "              note: {note}");
         }
     }
+    if let Some(j) = &f.java {
+        let mut line = format!("java {}", j.version.as_deref().unwrap_or("(version unknown)"));
+        if let Some(v) = &j.vendor {
+            let _ = write!(line, " ({v})");
+        }
+        if let Some(h) = &j.home {
+            let _ = write!(line, " at {h}");
+        }
+        if let Some(src) = &j.version_source {
+            let _ = write!(line, " (version from {src})");
+        }
+        let _ = writeln!(s, "  Java        {line}");
+        let _ = writeln!(s, "              {}", j.found_by);
+        if let Some(libc) = &j.libc {
+            let _ = writeln!(s, "              libc {libc}");
+        }
+        for o in &j.options {
+            let ignored = o
+                .ignored
+                .as_deref()
+                .map(|i| format!(": ignored, {i}"))
+                .unwrap_or_default();
+            let _ = writeln!(s, "              {} ({}){ignored}", o.option, o.origin());
+        }
+        if let Some(b) = &j.buildpack_calculator {
+            let _ = writeln!(s, "              {b}");
+        }
+        for n in &j.notes {
+            let _ = writeln!(s, "              note: {n}");
+        }
+    }
     let d = &f.dotnet;
     if !d.present() {
         let _ = writeln!(s, "  .NET        none found");

@@ -6,6 +6,7 @@
 //! line in the [`registry!`] below, and a row in the fixture table of `tests/rules.rs`.
 
 pub mod fixes;
+mod java;
 mod preload;
 
 use crate::facts::Facts;
@@ -99,6 +100,9 @@ registry! {
     dotnet_glibc_allocator,
     dotnet_server_gc_container,
     jemalloc_not_preloaded,
+    jvm_flag_incompatible,
+    jvm_glibc_arenas,
+    jvm_not_container_aware,
     ld_preload_incompatible,
     ld_preload_missing,
     next_image_cache_ttl,

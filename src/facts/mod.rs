@@ -14,6 +14,7 @@ pub mod node;
 pub mod os;
 pub mod platform;
 pub mod preload;
+pub mod script;
 pub mod sharp;
 
 pub use env::Env;
@@ -72,7 +73,9 @@ pub fn interests_for(config: &ImageConfiguration) -> Interests {
 /// Everything memlint knows about an image. JSON keys are a contract with users' scripts.
 #[derive(Debug, Serialize)]
 pub struct Facts {
-    /// The config's environment (reported under `image.config.env`).
+    /// The environment the program gets: the config's `Env` (reported under
+    /// `image.config.env`) overlaid with what entrypoint scripts export (reported under
+    /// `facts.entrypoint.exports`). See [`env`] for how a rule reads a variable and its source.
     #[serde(skip)]
     pub env: Env,
     pub platform: platform::PlatformFacts,
@@ -91,10 +94,14 @@ pub struct Facts {
 /// Derives the facts of an image.
 pub fn derive(image: &Image) -> Facts {
     let tree = &image.tree;
-    let env = Env::from_config(image.config.as_ref());
     let os = os::derive(tree);
     let platform = platform::derive(tree, &image.platform);
-    let entrypoint = entrypoint::derive(tree, image.config.as_ref(), &env);
+    let arch = crate::arch::Arch::from_oci(&platform.declared.architecture);
+    let config_env = Env::from_config(image.config.as_ref());
+    let entrypoint = entrypoint::derive(tree, image.config.as_ref(), &config_env, arch);
+    // The one environment every fact and rule reads: the config's Env overlaid with what the
+    // entrypoint scripts export (each variable knows which).
+    let env = config_env.overlay(&entrypoint.exports);
     let libc = libc::derive(tree, &os, &entrypoint, &platform);
     let loader = loader::Loader::new(
         tree,

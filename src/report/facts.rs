@@ -100,8 +100,13 @@ pub fn write(w: &mut dyn Write, f: &Facts) -> io::Result<()> {
             "              "
         };
         let src = match pr.source {
-            PreloadSource::Env => "LD_PRELOAD",
-            PreloadSource::LdSoPreload => "/etc/ld.so.preload",
+            PreloadSource::Env => "LD_PRELOAD".to_string(),
+            PreloadSource::LdSoPreload => "/etc/ld.so.preload".to_string(),
+            PreloadSource::Script => format!(
+                "LD_PRELOAD from {} line {}",
+                pr.script.as_deref().unwrap_or("a script"),
+                pr.line.unwrap_or(0)
+            ),
         };
         let status = serde_json::to_value(pr.status)
             .ok()

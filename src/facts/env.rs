@@ -140,10 +140,23 @@ impl Env {
         env
     }
 
-    /// Puts a setting in place of any earlier one of the same name.
+    /// Puts a setting in place of any earlier one of the same name (the earlier one stays in
+    /// the history, so that [`Env::image`] still has the config's).
     pub fn set(&mut self, var: Var) {
-        self.vars.retain(|v| v.name != var.name);
         self.vars.push(var);
+    }
+
+    /// The settings in effect: the last of each name, in the order they were last set.
+    fn current(&self) -> impl Iterator<Item = &Var> {
+        let mut last = std::collections::HashMap::new();
+        for (i, v) in self.vars.iter().enumerate() {
+            last.insert(v.name.as_str(), i);
+        }
+        self.vars
+            .iter()
+            .enumerate()
+            .filter(move |(i, v)| last.get(v.name.as_str()) == Some(i))
+            .map(|(_, v)| v)
     }
 
     /// This environment with `exports` applied in order.
@@ -159,6 +172,7 @@ impl Env {
     pub fn var(&self, key: &str) -> Option<&Var> {
         self.vars
             .iter()
+            .rev()
             .find(|v| v.name == key)
             .filter(|v| v.value != Value::Unset)
     }
@@ -190,7 +204,7 @@ impl Env {
 
     /// The known values, in order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.vars.iter().filter_map(|v| match &v.value {
+        self.current().filter_map(|v| match &v.value {
             Value::Set(s) => Some((v.name.as_str(), s.as_str())),
             _ => None,
         })
@@ -230,9 +244,9 @@ impl Env {
         }
     }
 
-    /// What scripts set, in order.
+    /// What scripts set and the program still gets, in order.
     pub fn exports(&self) -> impl Iterator<Item = &Var> {
-        self.vars.iter().filter(|v| v.origin != Origin::Image)
+        self.current().filter(|v| v.origin != Origin::Image)
     }
 }
 

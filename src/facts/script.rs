@@ -758,11 +758,11 @@ impl State<'_> {
         match w.as_slice() {
             [] => Tri::False,
             [s] => Tri::from(!s.is_empty()),
+            // `[ -f a b ]`: a glob that matched several files is a syntax error (`binary
+            // operator expected`), and the test fails.
+            [op, _, third, ..] if globbing && is_unary(op) && !matches!(*third, "=" | "==" | "!=") => Tri::False,
             ["!", rest @ ..] if !rest.is_empty() && rest.len() <= 2 => self.unary_or_binary(rest, globbing).not(),
             rest if rest.len() <= 3 => self.unary_or_binary(rest, globbing),
-            // `[ -f a b ]`: a glob that matched several files is a syntax error, and the
-            // test fails.
-            [op, ..] if globbing && op.starts_with('-') && op.len() == 2 => Tri::False,
             _ => Tri::Unknown,
         }
     }
@@ -974,10 +974,18 @@ impl State<'_> {
                 }
                 let after: Vec<&String> = rest[1..].iter().collect();
                 if after.first().is_some_and(|w| w.as_str() == "env" || w.ends_with("/env")) {
-                    for w in after[1..].iter().skip_while(|w| w.starts_with('-')) {
-                        match assignment(w) {
-                            Some((name, value)) => self.assign(name, value, line, text, true, cond.clone()),
-                            None => break,
+                    let mut args = after[1..].iter();
+                    while let Some(w) = args.next() {
+                        if w.as_str() == "-u" {
+                            if let Some(name) = args.next() {
+                                self.set_var(name, Value::Unset, line, text, true, cond.clone());
+                            }
+                        } else if w.starts_with('-') && w.as_str() != "-" {
+                            continue;
+                        } else if let Some((name, value)) = assignment(w) {
+                            self.assign(name, value, line, text, true, cond.clone());
+                        } else {
+                            break;
                         }
                     }
                 }
@@ -1111,6 +1119,10 @@ impl State<'_> {
     }
 }
 
+fn is_unary(op: &str) -> bool {
+    matches!(op, "-f" | "-e" | "-r" | "-d" | "-s" | "-x" | "-L" | "-h" | "-z" | "-n")
+}
+
 /// The index of the bracket that closes the one at `s[0]`, skipping quoted text.
 fn matching(s: &[char], open: char, close: char) -> Option<usize> {
     let mut depth = 0usize;
@@ -1220,4 +1232,199 @@ pub fn glob_match(pattern: &str, name: &str) -> bool {
         }
     }
     p[pi..].iter().all(|t| matches!(t, Token::Star))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tree::{EntryKind, LayerEntry};
+
+    fn tree(files: &[&str]) -> FileTree {
+        let mut entries: Vec<LayerEntry> = files
+            .iter()
+            .map(|f| LayerEntry::new(f.trim_start_matches('/'), EntryKind::File).with_text("x"))
+            .collect();
+        entries.push(LayerEntry::new(
+            "usr/local/lib/libjemalloc.so",
+            EntryKind::Symlink("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2".into()),
+        ));
+        FileTree::from_entries(entries).unwrap()
+    }
+
+    const JEMALLOC: &str = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
+
+    fn run(script: &str, env: &[&str], files: &[&str], arch: Option<Arch>) -> Env {
+        let t = tree(files);
+        let cx = Context {
+            tree: &t,
+            arch,
+            working_dir: "/rails",
+        };
+        let env = Env::from_pairs(env.iter().copied());
+        let exported = exports(script, "/rails/bin/docker-entrypoint", &env, &cx);
+        env.overlay(&exported)
+    }
+
+    fn line_of(env: &Env, key: &str) -> Option<u32> {
+        env.var(key).and_then(Var::script).map(|(_, l)| l)
+    }
+
+    /// Rails 7.2's `bin/docker-entrypoint` (railties `docker-entrypoint.tt`).
+    const RAILS_7_2: &str = r#"#!/bin/bash -e
+
+# Enable jemalloc for reduced memory usage and latency.
+if [ -z "${LD_PRELOAD+x}" ] && [ -f /usr/lib/*/libjemalloc.so.2 ]; then
+  export LD_PRELOAD="$(echo /usr/lib/*/libjemalloc.so.2)"
+fi
+
+# If running the rails server then create or migrate existing database
+if [ "${1}" == "./bin/rails" ] && [ "${2}" == "server" ]; then
+  ./bin/rails db:prepare
+fi
+
+exec "${@}"
+"#;
+
+    /// Rails 8.0's.
+    const RAILS_8_0: &str = r#"#!/bin/bash -e
+
+# Enable jemalloc for reduced memory usage and latency.
+if [ -z "${LD_PRELOAD+x}" ]; then
+    LD_PRELOAD=$(find /usr/lib -name libjemalloc.so.2 -print -quit)
+    export LD_PRELOAD
+fi
+
+# If running the rails server then create or migrate existing database
+if [ "${@: -2:1}" == "./bin/rails" ] && [ "${@: -1:1}" == "server" ]; then
+  ./bin/rails db:prepare
+fi
+
+exec "${@}"
+"#;
+
+    #[test]
+    fn rails_7_2_guard_form() {
+        let e = run(RAILS_7_2, &[], &[JEMALLOC], None);
+        assert_eq!(e.get("LD_PRELOAD"), Some(JEMALLOC));
+        assert_eq!(line_of(&e, "LD_PRELOAD"), Some(5));
+        // No jemalloc: `[ -f ]` on the unmatched pattern is false, nothing is exported.
+        assert!(run(RAILS_7_2, &[], &[], None).var("LD_PRELOAD").is_none());
+        // The image already sets LD_PRELOAD: the guard keeps it.
+        let e = run(RAILS_7_2, &["LD_PRELOAD=/x.so"], &[JEMALLOC], None);
+        assert_eq!(e.get("LD_PRELOAD"), Some("/x.so"));
+        assert!(!e.from_script("LD_PRELOAD"));
+        // Two architectures' jemalloc: `[ -f a b ]` is an error, so false.
+        let both = [JEMALLOC, "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2"];
+        assert!(run(RAILS_7_2, &[], &both, None).var("LD_PRELOAD").is_none());
+    }
+
+    #[test]
+    fn rails_8_0_find_form() {
+        let e = run(RAILS_8_0, &[], &[JEMALLOC], None);
+        assert_eq!(e.get("LD_PRELOAD"), Some(JEMALLOC));
+        assert_eq!(line_of(&e, "LD_PRELOAD"), Some(5), "the line that sets the value");
+        // Nothing found: an empty LD_PRELOAD, which preloads nothing.
+        assert_eq!(run(RAILS_8_0, &[], &[], None).get("LD_PRELOAD"), Some(""));
+        // Two matches: which `-quit` stops at depends on the folder order.
+        let both = [JEMALLOC, "/usr/lib/jemalloc/libjemalloc.so.2"];
+        let e = run(RAILS_8_0, &[], &both, None);
+        let v = e.undecided("LD_PRELOAD").expect("undecided");
+        assert!(format!("{:?}", v.value).contains("first of 2 files"), "{v:?}");
+        // `[[ -z ${LD_PRELOAD+x} ]]` reads the same.
+        let e = run(&RAILS_8_0.replace(r#"[ -z "${LD_PRELOAD+x}" ]"#, "[[ -z ${LD_PRELOAD+x} ]]"), &[], &[JEMALLOC], None);
+        assert_eq!(e.get("LD_PRELOAD"), Some(JEMALLOC));
+    }
+
+    #[test]
+    fn an_assignment_without_export_reaches_only_an_environment_variable() {
+        // The template before 7.2's release: not exported, so not in the program's environment.
+        let s = "#!/bin/bash -e\nif [ -f /usr/lib/*/libjemalloc.so.2 ]; then\n  LD_PRELOAD=\"$(echo /usr/lib/*/libjemalloc.so.2) $LD_PRELOAD\"\nfi\nexec \"${@}\"\n";
+        assert!(run(s, &[], &[JEMALLOC], None).var("LD_PRELOAD").is_none());
+        // When the image's ENV already has it, the assignment changes what is exported.
+        let e = run(s, &["LD_PRELOAD=/a.so"], &[JEMALLOC], None);
+        assert_eq!(e.get("LD_PRELOAD"), Some(&*format!("{JEMALLOC} /a.so")));
+        // `set -a` exports every assignment after it.
+        let e = run("set -a\nMALLOC_ARENA_MAX=2\nset +a\nX=1\nexec app\n", &[], &[], None);
+        assert_eq!(e.get("MALLOC_ARENA_MAX"), Some("2"));
+        assert!(e.var("X").is_none());
+    }
+
+    #[test]
+    fn exec_prefixes_env_and_uname() {
+        let e = run("#!/bin/sh\nMALLOC_ARENA_MAX=2 exec node app.js\n", &[], &[], None);
+        assert_eq!(e.get("MALLOC_ARENA_MAX"), Some("2"));
+        assert_eq!(line_of(&e, "MALLOC_ARENA_MAX"), Some(2));
+        let e = run("#!/bin/sh\nexec env -u X MALLOC_CONF=narenas:2 LD_PRELOAD=libjemalloc.so.2 ruby app.rb\n", &[], &[], None);
+        assert_eq!(e.get("MALLOC_CONF"), Some("narenas:2"));
+        assert_eq!(e.get("LD_PRELOAD"), Some("libjemalloc.so.2"));
+        let s = "#!/bin/sh\nexport LD_PRELOAD=/usr/lib/$(uname -m)-linux-gnu/libjemalloc.so.2\nexec app\n";
+        assert_eq!(run(s, &[], &[], Some(Arch::Amd64)).get("LD_PRELOAD"), Some(JEMALLOC));
+        assert_eq!(
+            run(s, &[], &[], Some(Arch::Arm64)).get("LD_PRELOAD"),
+            Some("/usr/lib/aarch64-linux-gnu/libjemalloc.so.2")
+        );
+        // 32-bit ARM: `uname -m` depends on the host.
+        assert!(run(s, &[], &[], Some(Arch::Arm)).undecided("LD_PRELOAD").is_some());
+        // `$LD_PRELOAD` of the image, prepended to.
+        let s = "export LD_PRELOAD=\"/j.so:${LD_PRELOAD:-}\"\nexec app\n";
+        assert_eq!(run(s, &["LD_PRELOAD=/a.so"], &[], None).get("LD_PRELOAD"), Some("/j.so:/a.so"));
+        assert_eq!(run(s, &[], &[], None).get("LD_PRELOAD"), Some("/j.so:"));
+    }
+
+    #[test]
+    fn what_cannot_be_worked_out_is_undecided_with_its_line() {
+        // Another command's output.
+        let e = run("#!/bin/sh\nexport MALLOC_CONF=$(cat /etc/malloc.conf)\nexec app\n", &[], &[], None);
+        let v = e.undecided("MALLOC_CONF").unwrap();
+        assert_eq!(v.script(), Some(("/rails/bin/docker-entrypoint", 2)));
+        assert_eq!(v.text, "export MALLOC_CONF=$(cat /etc/malloc.conf)");
+        // A test of a run-time value: the value is known, whether it is set is not.
+        let s = "if [ \"$1\" = server ]; then\n  export MALLOC_ARENA_MAX=2\nfi\nexec \"$@\"\n";
+        let v = run(s, &[], &[], None).undecided("MALLOC_ARENA_MAX").cloned().unwrap();
+        assert!(matches!(&v.value, Value::Undecided { if_set: Some(x), .. } if x == "2"), "{v:?}");
+        // The other branch of a decided test is not taken; an `else` is.
+        let s = "if [ -f /nope ]; then\n export A=1\nelif [ -n \"$HOME_X\" ]; then export A=2\nelse\n export A=3\nfi\nexec app\n";
+        assert_eq!(run(s, &[], &[], None).get("A"), Some("3"));
+        // Inside a loop, a case or a function.
+        let s = "for f in /a /b; do\n  export X=$f\ndone\ncase \"$1\" in\n  web) export Y=1 ;;\nesac\nexec app\n";
+        let e = run(s, &[], &[], None);
+        assert!(e.undecided("X").is_some() && e.undecided("Y").is_some());
+        // `test && export`: decided or not by its test.
+        let s = "[ -f /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ] && export LD_PRELOAD=libjemalloc.so.2\n[ -n \"$HOSTNAME\" ] && export B=1\nexec app\n";
+        let e = run(s, &[], &[JEMALLOC], None);
+        assert_eq!(e.get("LD_PRELOAD"), Some("libjemalloc.so.2"));
+        assert!(e.undecided("B").is_some());
+        assert!(run(s, &[], &[], None).var("LD_PRELOAD").is_none());
+        // Backquotes.
+        assert!(run("export A=`id -u`\nexec app\n", &[], &[], None).undecided("A").is_some());
+    }
+
+    #[test]
+    fn only_the_path_to_the_final_exec_counts() {
+        let s = "#!/bin/sh\nexport A=1\ncat > /tmp/x <<'EOF'\nexport B=2\nEOF\n(export C=3)\necho x | export D=4\nexec app\nexport E=5\n";
+        let e = run(s, &[], &[], None);
+        assert_eq!(e.get("A"), Some("1"));
+        for k in ["B", "C", "D", "E"] {
+            assert!(e.var(k).is_none(), "{k}");
+        }
+        // A script without a final exec exports nothing to a program.
+        assert!(exports("export A=1\nnode app.js\n", "/s", &Env::default(), &Context { tree: &tree(&[]), arch: None, working_dir: "/" }).is_empty());
+        // `unset` removes.
+        assert!(run("unset LD_PRELOAD\nexec app\n", &["LD_PRELOAD=/a.so"], &[], None).var("LD_PRELOAD").is_none());
+    }
+
+    #[test]
+    fn patterns() {
+        assert!(glob_match("libjemalloc.so*", "libjemalloc.so.2"));
+        assert!(glob_match("*-linux-gnu", "x86_64-linux-gnu"));
+        assert!(glob_match("lib[a-z]?.so", "libc6.so"));
+        assert!(!glob_match("lib[0-9]*", "libc6.so"));
+        assert!(glob_match("lib[!0-9]*", "libz"));
+        assert!(!glob_match("*a", "bbb"));
+        // Many stars against a long name stay fast.
+        assert!(!glob_match(&"*a".repeat(30), &"a".repeat(29)));
+        assert_eq!(exec_command("A=1 B=\"x y\" exec node"), Some("node"));
+        assert_eq!(exec_command("# exec node"), None);
+        assert_eq!(exec_command("execute"), None);
+    }
 }

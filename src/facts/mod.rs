@@ -14,6 +14,7 @@ pub mod node;
 pub mod os;
 pub mod platform;
 pub mod preload;
+pub mod ruby;
 pub mod script;
 pub mod sharp;
 
@@ -47,6 +48,7 @@ const DECLARED: &[(&str, Declaration)] = &[
     ("sharp", sharp::interests),
     ("next", next::interests),
     ("dotnet", dotnet::interests),
+    ("ruby", ruby::interests),
 ];
 
 /// Every file content and ELF fact the facts read, whatever the config says. The layer reader
@@ -67,7 +69,7 @@ fn interests_except(left_out: &[&str]) -> Interests {
 /// What the image's config adds to [`interests`] once it is known: the scripts its entrypoint
 /// may run.
 pub fn interests_for(config: &ImageConfiguration) -> Interests {
-    entrypoint::interests_for(config)
+    entrypoint::interests_for(config).union(ruby::interests_for(config))
 }
 
 /// Everything memlint knows about an image. JSON keys are a contract with users' scripts.
@@ -89,6 +91,7 @@ pub struct Facts {
     pub sharp: sharp::SharpFacts,
     pub next: Option<next::NextFacts>,
     pub dotnet: dotnet::DotnetFacts,
+    pub ruby: Option<ruby::RubyFacts>,
 }
 
 /// Derives the facts of an image.
@@ -127,6 +130,7 @@ pub fn derive(image: &Image) -> Facts {
     let sharp = sharp::derive(&loader, &libc);
     let next = next::derive(tree);
     let dotnet = dotnet::derive(&loader, &env);
+    let ruby = ruby::derive(&loader, &env, &os, &entrypoint);
     Facts {
         loader: loader.facts(),
         env: env.clone(),
@@ -140,6 +144,7 @@ pub fn derive(image: &Image) -> Facts {
         sharp,
         next,
         dotnet,
+        ruby,
     }
 }
 

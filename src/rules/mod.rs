@@ -99,10 +99,12 @@ registry! {
     jemalloc_not_preloaded,
     ld_preload_incompatible,
     ld_preload_missing,
+    malloc_conf_ineffective,
     next_image_cache_ttl,
     next_image_disk_cache,
     node_semi_space,
     npgsql_gssapi_missing,
+    ruby_glibc_allocator,
     sharp_glibc_allocator,
     sharp_platform_mismatch,
 }

@@ -146,7 +146,10 @@ mod tests {
     fn sh_positional_parameters_become_the_marker() {
         assert_eq!(split_words(r#"exec "$@""#, SH), ["exec", ALL_ARGS]);
         assert_eq!(split_words("node $* x", SH), ["node", ALL_ARGS, "x"]);
-        assert_eq!(split_words(r#"exec "${@}" ${*}"#, SH), ["exec", ALL_ARGS, ALL_ARGS]);
+        assert_eq!(
+            split_words(r#"exec "${@}" ${*}"#, SH),
+            ["exec", ALL_ARGS, ALL_ARGS]
+        );
         // Single quotes keep `$@` as text.
         assert_eq!(split_words("'$@'", SH), ["$@"]);
     }

@@ -119,8 +119,19 @@ pub fn interests_for(config: &ImageConfiguration) -> Interests {
         })
         .into_iter()
         .flatten();
-    for a in argv.filter(|a| a.starts_with('/')) {
-        out = out.script(&a);
+    for a in argv.filter(|a| a.contains('/')) {
+        // A relative path (`./bin/rails`) is found from the working folder.
+        match (a.starts_with('/'), working_dir) {
+            (true, _) => out = out.script(&a),
+            (false, Some(w)) => {
+                out = out.script(&format!(
+                    "{}/{}",
+                    w.trim_end_matches('/'),
+                    a.trim_start_matches("./")
+                ))
+            }
+            (false, None) => {}
+        }
     }
     out
 }

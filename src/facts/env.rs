@@ -16,9 +16,9 @@
 //! * [`Env::image`]: the config's `Env` alone (what `ENV` lines wrote).
 
 use crate::finding::Evidence;
+use oci_spec::image::ImageConfiguration;
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
-use oci_spec::image::ImageConfiguration;
 
 /// Where a variable's value comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -253,9 +253,7 @@ impl Env {
 /// Serialises a map of the known values (for tests and debugging).
 #[cfg(test)]
 pub(crate) fn as_map(env: &Env) -> std::collections::BTreeMap<String, String> {
-    env.iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
+    env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
 
 #[cfg(test)]

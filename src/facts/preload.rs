@@ -13,9 +13,9 @@
 //! glibc and then fails to start anything (../shared/domain-sources.md §5.2, §5.4).
 
 use super::entrypoint::Entrypoint;
+use super::env::{Value, Var};
 use super::libc::LibcFamily;
 use super::loader::{Loader, Resolution, Via};
-use super::env::{Value, Var};
 use super::Env;
 use crate::arch::{Arch, TRIPLETS};
 use crate::elf::ElfType;

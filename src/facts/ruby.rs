@@ -15,7 +15,15 @@ use serde::Serialize;
 pub const SERVERS: &[&str] = &["puma", "sidekiq", "unicorn", "rails"];
 
 /// Folders Ruby apps live in: Rails' generated Dockerfile (`/rails`), the usual app folders.
-const APP_FOLDERS: &[&str] = &["/rails", "/app", "/usr/src/app", "/srv/app", "/opt/app", "/myapp", "/home/app/webapp"];
+const APP_FOLDERS: &[&str] = &[
+    "/rails",
+    "/app",
+    "/usr/src/app",
+    "/srv/app",
+    "/opt/app",
+    "/myapp",
+    "/home/app/webapp",
+];
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct RubyServer {
@@ -45,7 +53,9 @@ pub struct RubyFacts {
 pub fn interests() -> Interests {
     APP_FOLDERS
         .iter()
-        .fold(Interests::default(), |i, d| i.keep(&format!("{d}/Gemfile.lock"), super::SMALL_FILE))
+        .fold(Interests::default(), |i, d| {
+            i.keep(&format!("{d}/Gemfile.lock"), super::SMALL_FILE)
+        })
         .scan_elf()
 }
 
@@ -70,7 +80,10 @@ pub fn derive(loader: &Loader, env: &Env, os: &OsFacts, entry: &Entrypoint) -> O
     let tree = loader.tree();
     let is_ruby = |p: &str| {
         let base = p.rsplit('/').next().unwrap_or(p);
-        base == "ruby" || base.strip_prefix("ruby").is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()))
+        base == "ruby"
+            || base
+                .strip_prefix("ruby")
+                .is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()))
     };
     let in_path = || {
         env.get("PATH")
@@ -90,15 +103,34 @@ pub fn derive(loader: &Loader, env: &Env, os: &OsFacts, entry: &Entrypoint) -> O
         .or_else(in_path)
         .filter(|p| loader.elf_at(p).is_some())?;
     let elf = loader.elf_at(&binary)?;
-    let needed = |e: &crate::elf::ElfInfo| e.scan.dynamic.as_ref().map(|d| d.needed.clone()).unwrap_or_default();
+    let needed = |e: &crate::elf::ElfInfo| {
+        e.scan
+            .dynamic
+            .as_ref()
+            .map(|d| d.needed.clone())
+            .unwrap_or_default()
+    };
     let own = needed(elf);
     let library = own
         .iter()
         .find(|n| n.starts_with("libruby"))
         .and_then(|n| loader.resolve(n, Some(&binary)).path);
-    let lib_needed = library.as_deref().and_then(|l| loader.elf_at(l)).map(needed).unwrap_or_default();
-    let jemalloc_linked = own.iter().chain(&lib_needed).any(|n| n.starts_with("libjemalloc"));
-    let (version, version_source) = version(env, os, library.as_deref().or(own.iter().find(|n| n.starts_with("libruby")).map(String::as_str)));
+    let lib_needed = library
+        .as_deref()
+        .and_then(|l| loader.elf_at(l))
+        .map(needed)
+        .unwrap_or_default();
+    let jemalloc_linked = own
+        .iter()
+        .chain(&lib_needed)
+        .any(|n| n.starts_with("libjemalloc"));
+    let (version, version_source) = version(
+        env,
+        os,
+        library
+            .as_deref()
+            .or(own.iter().find(|n| n.starts_with("libruby")).map(String::as_str)),
+    );
     let mut servers = Vec::new();
     let mut dirs: Vec<&str> = vec![entry.working_dir.as_str()];
     dirs.extend(APP_FOLDERS.iter().copied());
@@ -110,7 +142,11 @@ pub fn derive(loader: &Loader, env: &Env, os: &OsFacts, entry: &Entrypoint) -> O
         if let Some(c) = tree.contents(&path) {
             for (name, v) in gems(&String::from_utf8_lossy(&c.bytes)) {
                 if !servers.iter().any(|s: &RubyServer| s.name == name) {
-                    servers.push(RubyServer { name, version: Some(v), source: path.clone() });
+                    servers.push(RubyServer {
+                        name,
+                        version: Some(v),
+                        source: path.clone(),
+                    });
                 }
             }
             break;
@@ -118,7 +154,11 @@ pub fn derive(loader: &Loader, env: &Env, os: &OsFacts, entry: &Entrypoint) -> O
     }
     for name in entry_servers(entry) {
         if !servers.iter().any(|s| s.name == name) {
-            servers.push(RubyServer { name: name.to_string(), version: None, source: "entrypoint".into() });
+            servers.push(RubyServer {
+                name: name.to_string(),
+                version: None,
+                source: "entrypoint".into(),
+            });
         }
     }
     Some(RubyFacts {
@@ -181,10 +221,15 @@ pub fn gems(lock: &str) -> Vec<(String, String)> {
             in_specs = true;
             continue;
         }
-        let Some(spec) = line.strip_prefix("    ").filter(|s| in_specs && !s.starts_with(' ')) else {
+        let Some(spec) = line
+            .strip_prefix("    ")
+            .filter(|s| in_specs && !s.starts_with(' '))
+        else {
             continue;
         };
-        let Some((name, rest)) = spec.split_once(" (") else { continue };
+        let Some((name, rest)) = spec.split_once(" (") else {
+            continue;
+        };
         let version = rest.trim_end_matches(')');
         let version = version.split('-').next().unwrap_or(version);
         if SERVERS.contains(&name) && !out.iter().any(|(n, _)| n == name) {
@@ -227,19 +272,27 @@ mod tests {
         let lock = "GEM\n  remote: https://rubygems.org/\n  specs:\n    actioncable (7.2.1)\n      nio4r (~> 2.0)\n      puma (>= 5)\n    nio4r (2.7.3)\n    nokogiri (1.16.7-x86_64-linux)\n    puma (6.4.3)\n      nio4r (~> 2.0)\n    rails (7.2.1)\n    sidekiq (7.3.2)\n\nPLATFORMS\n  x86_64-linux\n\nDEPENDENCIES\n  puma (>= 5.0)\n  unicorn\n";
         assert_eq!(
             gems(lock),
-            [("puma".to_string(), "6.4.3".to_string()), ("rails".into(), "7.2.1".into()), ("sidekiq".into(), "7.3.2".into())]
+            [
+                ("puma".to_string(), "6.4.3".to_string()),
+                ("rails".into(), "7.2.1".into()),
+                ("sidekiq".into(), "7.3.2".into())
+            ]
         );
     }
 
     #[test]
     fn servers_from_the_command() {
         let e = Entrypoint {
-            args: ["bundle", "exec", "sidekiq", "-C", "x"].map(String::from).to_vec(),
+            args: ["bundle", "exec", "sidekiq", "-C", "x"]
+                .map(String::from)
+                .to_vec(),
             ..Default::default()
         };
         assert_eq!(entry_servers(&e), ["sidekiq"]);
         let e = Entrypoint {
-            args: ["/usr/local/bin/ruby", "./bin/rails", "server"].map(String::from).to_vec(),
+            args: ["/usr/local/bin/ruby", "./bin/rails", "server"]
+                .map(String::from)
+                .to_vec(),
             ..Default::default()
         };
         assert_eq!(entry_servers(&e), ["rails"]);
@@ -256,15 +309,25 @@ mod tests {
         let env = Env::from_pairs(["RUBY_VERSION=3.3.5"]);
         assert_eq!(version(&env, &os, None).0.as_deref(), Some("3.3.5"));
         let none = Env::default();
-        assert_eq!(version(&none, &os, Some("/usr/local/lib/libruby.so.3.3")).0.as_deref(), Some("3.3"));
         assert_eq!(
-            version(&none, &os, Some("/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1")).0.as_deref(),
+            version(&none, &os, Some("/usr/local/lib/libruby.so.3.3"))
+                .0
+                .as_deref(),
+            Some("3.3")
+        );
+        assert_eq!(
+            version(&none, &os, Some("/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1"))
+                .0
+                .as_deref(),
             Some("3.1")
         );
         let mut os = OsFacts::default();
         os.packages.insert(
             "ruby3.1".into(),
-            super::super::os::Package { version: "3.1.7+really3.1.2-1".into(), architecture: None },
+            super::super::os::Package {
+                version: "3.1.7+really3.1.2-1".into(),
+                architecture: None,
+            },
         );
         assert_eq!(version(&none, &os, None).0.as_deref(), Some("3.1.2"));
     }

@@ -94,7 +94,11 @@ enum Frame {
         line: u32,
     },
     /// A loop, a `case` or a function body: whether and how often it runs is not known.
-    Opaque { what: String, line: u32, closer: &'static str },
+    Opaque {
+        what: String,
+        line: u32,
+        closer: &'static str,
+    },
     /// `{ …; }`: runs in the script's own shell.
     Group,
 }
@@ -329,9 +333,7 @@ fn and_or(stmt: &str) -> Vec<(Option<&'static str>, String)> {
         i += 1;
     }
     out.push((op, cur));
-    out.into_iter()
-        .map(|(o, s)| (o, s.trim().to_string()))
-        .collect()
+    out.into_iter().map(|(o, s)| (o, s.trim().to_string())).collect()
 }
 
 /// Splits a command into its words as written (quotes kept, `$(…)` kept whole).
@@ -432,7 +434,11 @@ impl State<'_> {
             };
         }
         if let Some(v) = self.env.undecided(name) {
-            return Err(format!("${name} is set by `{}` ({})", v.text.trim(), v.describe_origin()));
+            return Err(format!(
+                "${name} is set by `{}` ({})",
+                v.text.trim(),
+                v.describe_origin()
+            ));
         }
         if let Some(v) = self.env.get(name) {
             return Ok(Some(v.to_string()));
@@ -443,7 +449,9 @@ impl State<'_> {
             "HOME" | "HOSTNAME" | "USER" | "UID" | "EUID" | "PPID" | "RANDOM" | "SECONDS" | "LINENO"
             | "SHLVL" | "OLDPWD" => Err(format!("${name} is only known when the container runs")),
             // Positional and special parameters: the container's arguments.
-            n if n.chars().all(|c| c.is_ascii_digit()) || matches!(n, "@" | "*" | "#" | "?" | "$" | "!" | "-") => {
+            n if n.chars().all(|c| c.is_ascii_digit())
+                || matches!(n, "@" | "*" | "#" | "?" | "$" | "!" | "-") =>
+            {
                 Err(format!("${name} is only known when the container runs"))
             }
             // Not in the image's environment and not set by the script: unset, unless the
@@ -500,9 +508,12 @@ impl State<'_> {
     /// Expands what follows a `$`: the text and how many characters it used.
     fn dollar(&self, rest: &[char], raw: &str) -> Result<(String, usize), Why> {
         match rest.first() {
-            Some('(') if rest.get(1) == Some(&'(') => Err(format!("`{raw}` is arithmetic memlint does not work out")),
+            Some('(') if rest.get(1) == Some(&'(') => {
+                Err(format!("`{raw}` is arithmetic memlint does not work out"))
+            }
             Some('(') => {
-                let end = matching(rest, '(', ')').ok_or_else(|| format!("`{raw}` has no closing parenthesis"))?;
+                let end =
+                    matching(rest, '(', ')').ok_or_else(|| format!("`{raw}` has no closing parenthesis"))?;
                 let inner: String = rest[1..end].iter().collect();
                 Ok((self.substitute(&inner)?, end + 1))
             }
@@ -556,7 +567,9 @@ impl State<'_> {
                 Some(_) => word(&op[1..]),
                 None => Ok(String::new()),
             },
-            _ => Err(format!("`${{{inner}}}` is an expansion memlint does not work out")),
+            _ => Err(format!(
+                "`${{{inner}}}` is an expansion memlint does not work out"
+            )),
         }
     }
 
@@ -642,7 +655,9 @@ impl State<'_> {
             while let Some((id, path)) = stack.pop() {
                 visited += 1;
                 if visited > MAX_FIND_NODES || found.len() > MAX_MATCHES {
-                    return Err(format!("`$({cmd})` searches more of the image than memlint follows"));
+                    return Err(format!(
+                        "`$({cmd})` searches more of the image than memlint follows"
+                    ));
                 }
                 if let NodeKind::Dir(children) = &tree.node(id).kind {
                     for (n, &child) in children.iter().rev() {
@@ -682,7 +697,11 @@ impl State<'_> {
             path.to_string()
         } else {
             let p = path.trim_start_matches("./");
-            format!("{}/{}", self.cx.working_dir.trim_end_matches('/'), if p == "." { "" } else { p })
+            format!(
+                "{}/{}",
+                self.cx.working_dir.trim_end_matches('/'),
+                if p == "." { "" } else { p }
+            )
         }
     }
 
@@ -696,7 +715,9 @@ impl State<'_> {
             for base in &found {
                 let dir = if base.is_empty() { "/" } else { base.as_str() };
                 if comp.contains(['*', '?', '[']) {
-                    let Some(id) = tree.lookup(dir).ok().flatten() else { continue };
+                    let Some(id) = tree.lookup(dir).ok().flatten() else {
+                        continue;
+                    };
                     if let NodeKind::Dir(children) = &tree.node(id).kind {
                         for n in children.keys() {
                             if !n.starts_with('.') && glob_match(comp, n) {
@@ -726,7 +747,9 @@ impl State<'_> {
     /// Decides a test: `[ … ]`, `[[ … ]]`, `test …`, `true`, `false`, `! cmd`.
     fn test(&self, part: &str) -> Tri {
         let raw = raw_words(part);
-        let Some(first) = raw.first() else { return Tri::Unknown };
+        let Some(first) = raw.first() else {
+            return Tri::Unknown;
+        };
         match first.as_str() {
             "!" => return self.test(part.trim_start().trim_start_matches('!')).not(),
             "true" | ":" => return Tri::True,
@@ -760,8 +783,12 @@ impl State<'_> {
             [s] => Tri::from(!s.is_empty()),
             // `[ -f a b ]`: a glob that matched several files is a syntax error (`binary
             // operator expected`), and the test fails.
-            [op, _, third, ..] if globbing && is_unary(op) && !matches!(*third, "=" | "==" | "!=") => Tri::False,
-            ["!", rest @ ..] if !rest.is_empty() && rest.len() <= 2 => self.unary_or_binary(rest, globbing).not(),
+            [op, _, third, ..] if globbing && is_unary(op) && !matches!(*third, "=" | "==" | "!=") => {
+                Tri::False
+            }
+            ["!", rest @ ..] if !rest.is_empty() && rest.len() <= 2 => {
+                self.unary_or_binary(rest, globbing).not()
+            }
             rest if rest.len() <= 3 => self.unary_or_binary(rest, globbing),
             _ => Tri::Unknown,
         }
@@ -777,7 +804,9 @@ impl State<'_> {
                 let abs = self.absolute(path);
                 if matches!(*op, "-L" | "-h") {
                     let id = tree.lookup_nofollow(&abs).ok().flatten();
-                    return Tri::from(id.is_some_and(|id| matches!(tree.node(id).kind, NodeKind::Symlink(_))));
+                    return Tri::from(
+                        id.is_some_and(|id| matches!(tree.node(id).kind, NodeKind::Symlink(_))),
+                    );
                 }
                 let Some(id) = tree.lookup(&abs).ok().flatten() else {
                     return Tri::False;
@@ -806,9 +835,18 @@ impl State<'_> {
         let mut why = None;
         for f in &self.frames {
             match f {
-                Frame::If { state: Tri::False, .. } => return Ok(false),
-                Frame::If { state: Tri::Unknown, test, line, .. } => {
-                    why.get_or_insert_with(|| format!("set only when `{test}` (line {line}) holds, which memlint cannot decide"));
+                Frame::If {
+                    state: Tri::False, ..
+                } => return Ok(false),
+                Frame::If {
+                    state: Tri::Unknown,
+                    test,
+                    line,
+                    ..
+                } => {
+                    why.get_or_insert_with(|| {
+                        format!("set only when `{test}` (line {line}) holds, which memlint cannot decide")
+                    });
                 }
                 Frame::Opaque { what, line, .. } => {
                     why.get_or_insert_with(|| format!("set inside {what} (line {line})"));
@@ -824,18 +862,31 @@ impl State<'_> {
 
     fn statement(&mut self, stmt: &str, line: u32, text: &str) {
         let words = raw_words(stmt);
-        let Some(first) = words.first().map(String::as_str) else { return };
+        let Some(first) = words.first().map(String::as_str) else {
+            return;
+        };
         let rest_after = |kw: &str| stmt.trim_start()[kw.len()..].trim().to_string();
         match first {
             "if" => {
                 let test = rest_after("if");
                 let state = self.condition(&test);
-                self.frames.push(Frame::If { state, taken: state, test, line });
+                self.frames.push(Frame::If {
+                    state,
+                    taken: state,
+                    test,
+                    line,
+                });
             }
             "elif" => {
                 let test = rest_after("elif");
                 let c = self.condition(&test);
-                if let Some(Frame::If { state, taken, test: t, line: l }) = self.frames.last_mut() {
+                if let Some(Frame::If {
+                    state,
+                    taken,
+                    test: t,
+                    line: l,
+                }) = self.frames.last_mut()
+                {
                     *state = taken.not().and(c);
                     *taken = taken.or(c);
                     *t = test;
@@ -843,7 +894,10 @@ impl State<'_> {
                 }
             }
             "else" => {
-                if let Some(Frame::If { state, taken, test, .. }) = self.frames.last_mut() {
+                if let Some(Frame::If {
+                    state, taken, test, ..
+                }) = self.frames.last_mut()
+                {
                     *state = taken.not();
                     *taken = Tri::True;
                     *test = format!("not ({test})");
@@ -862,10 +916,18 @@ impl State<'_> {
             "fi" | "done" | "esac" | "}" => {
                 self.frames.pop();
             }
-            "case" => self.frames.push(Frame::Opaque { what: "a `case`".into(), line, closer: "esac" }),
+            "case" => self.frames.push(Frame::Opaque {
+                what: "a `case`".into(),
+                line,
+                closer: "esac",
+            }),
             "for" | "while" | "until" | "select" => {
                 let what = format!("a `{first}` loop");
-                self.frames.push(Frame::Opaque { what, line, closer: "done" });
+                self.frames.push(Frame::Opaque {
+                    what,
+                    line,
+                    closer: "done",
+                });
                 if let Some(at) = stmt.find(" do ") {
                     self.statement(&stmt[at + 1..], line, text);
                 }
@@ -959,7 +1021,8 @@ impl State<'_> {
             None => {
                 for w in &words[..n_assign] {
                     if let Some((name, value)) = assignment(w) {
-                        let export = self.allexport || self.exported.contains(name) || self.env.var(name).is_some();
+                        let export =
+                            self.allexport || self.exported.contains(name) || self.env.var(name).is_some();
                         self.assign(name, value, line, text, export, cond.clone());
                     }
                 }
@@ -973,7 +1036,10 @@ impl State<'_> {
                     }
                 }
                 let after: Vec<&String> = rest[1..].iter().collect();
-                if after.first().is_some_and(|w| w.as_str() == "env" || w.ends_with("/env")) {
+                if after
+                    .first()
+                    .is_some_and(|w| w.as_str() == "env" || w.ends_with("/env"))
+                {
                     let mut args = after[1..].iter();
                     while let Some(w) = args.next() {
                         if w.as_str() == "-u" {
@@ -1054,7 +1120,15 @@ impl State<'_> {
         self.set_var(name, value, line, text, export, cond);
     }
 
-    fn set_var(&mut self, name: &str, value: Value, line: u32, text: &str, export: bool, cond: Option<String>) {
+    fn set_var(
+        &mut self,
+        name: &str,
+        value: Value,
+        line: u32,
+        text: &str,
+        export: bool,
+        cond: Option<String>,
+    ) {
         let reached = match (&cond, self.reached()) {
             (_, Ok(false)) => return,
             (Some(c), _) => Err(c.clone()),
@@ -1120,7 +1194,10 @@ impl State<'_> {
 }
 
 fn is_unary(op: &str) -> bool {
-    matches!(op, "-f" | "-e" | "-r" | "-d" | "-s" | "-x" | "-L" | "-h" | "-z" | "-n")
+    matches!(
+        op,
+        "-f" | "-e" | "-r" | "-d" | "-s" | "-x" | "-L" | "-h" | "-z" | "-n"
+    )
 }
 
 /// The index of the bracket that closes the one at `s[0]`, skipping quoted text.
@@ -1331,7 +1408,12 @@ exec "${@}"
         let v = e.undecided("LD_PRELOAD").expect("undecided");
         assert!(format!("{:?}", v.value).contains("first of 2 files"), "{v:?}");
         // `[[ -z ${LD_PRELOAD+x} ]]` reads the same.
-        let e = run(&RAILS_8_0.replace(r#"[ -z "${LD_PRELOAD+x}" ]"#, "[[ -z ${LD_PRELOAD+x} ]]"), &[], &[JEMALLOC], None);
+        let e = run(
+            &RAILS_8_0.replace(r#"[ -z "${LD_PRELOAD+x}" ]"#, "[[ -z ${LD_PRELOAD+x} ]]"),
+            &[],
+            &[JEMALLOC],
+            None,
+        );
         assert_eq!(e.get("LD_PRELOAD"), Some(JEMALLOC));
     }
 
@@ -1344,7 +1426,12 @@ exec "${@}"
         let e = run(s, &["LD_PRELOAD=/a.so"], &[JEMALLOC], None);
         assert_eq!(e.get("LD_PRELOAD"), Some(&*format!("{JEMALLOC} /a.so")));
         // `set -a` exports every assignment after it.
-        let e = run("set -a\nMALLOC_ARENA_MAX=2\nset +a\nX=1\nexec app\n", &[], &[], None);
+        let e = run(
+            "set -a\nMALLOC_ARENA_MAX=2\nset +a\nX=1\nexec app\n",
+            &[],
+            &[],
+            None,
+        );
         assert_eq!(e.get("MALLOC_ARENA_MAX"), Some("2"));
         assert!(e.var("X").is_none());
     }
@@ -1354,39 +1441,64 @@ exec "${@}"
         let e = run("#!/bin/sh\nMALLOC_ARENA_MAX=2 exec node app.js\n", &[], &[], None);
         assert_eq!(e.get("MALLOC_ARENA_MAX"), Some("2"));
         assert_eq!(line_of(&e, "MALLOC_ARENA_MAX"), Some(2));
-        let e = run("#!/bin/sh\nexec env -u X MALLOC_CONF=narenas:2 LD_PRELOAD=libjemalloc.so.2 ruby app.rb\n", &[], &[], None);
+        let e = run(
+            "#!/bin/sh\nexec env -u X MALLOC_CONF=narenas:2 LD_PRELOAD=libjemalloc.so.2 ruby app.rb\n",
+            &[],
+            &[],
+            None,
+        );
         assert_eq!(e.get("MALLOC_CONF"), Some("narenas:2"));
         assert_eq!(e.get("LD_PRELOAD"), Some("libjemalloc.so.2"));
         let s = "#!/bin/sh\nexport LD_PRELOAD=/usr/lib/$(uname -m)-linux-gnu/libjemalloc.so.2\nexec app\n";
-        assert_eq!(run(s, &[], &[], Some(Arch::Amd64)).get("LD_PRELOAD"), Some(JEMALLOC));
+        assert_eq!(
+            run(s, &[], &[], Some(Arch::Amd64)).get("LD_PRELOAD"),
+            Some(JEMALLOC)
+        );
         assert_eq!(
             run(s, &[], &[], Some(Arch::Arm64)).get("LD_PRELOAD"),
             Some("/usr/lib/aarch64-linux-gnu/libjemalloc.so.2")
         );
         // 32-bit ARM: `uname -m` depends on the host.
-        assert!(run(s, &[], &[], Some(Arch::Arm)).undecided("LD_PRELOAD").is_some());
+        assert!(run(s, &[], &[], Some(Arch::Arm))
+            .undecided("LD_PRELOAD")
+            .is_some());
         // `$LD_PRELOAD` of the image, prepended to.
         let s = "export LD_PRELOAD=\"/j.so:${LD_PRELOAD:-}\"\nexec app\n";
-        assert_eq!(run(s, &["LD_PRELOAD=/a.so"], &[], None).get("LD_PRELOAD"), Some("/j.so:/a.so"));
+        assert_eq!(
+            run(s, &["LD_PRELOAD=/a.so"], &[], None).get("LD_PRELOAD"),
+            Some("/j.so:/a.so")
+        );
         assert_eq!(run(s, &[], &[], None).get("LD_PRELOAD"), Some("/j.so:"));
     }
 
     #[test]
     fn what_cannot_be_worked_out_is_undecided_with_its_line() {
         // Another command's output.
-        let e = run("#!/bin/sh\nexport MALLOC_CONF=$(cat /etc/malloc.conf)\nexec app\n", &[], &[], None);
+        let e = run(
+            "#!/bin/sh\nexport MALLOC_CONF=$(cat /etc/malloc.conf)\nexec app\n",
+            &[],
+            &[],
+            None,
+        );
         let v = e.undecided("MALLOC_CONF").unwrap();
         assert_eq!(v.script(), Some(("/rails/bin/docker-entrypoint", 2)));
         assert_eq!(v.text, "export MALLOC_CONF=$(cat /etc/malloc.conf)");
         // A test of a run-time value: the value is known, whether it is set is not.
         let s = "if [ \"$1\" = server ]; then\n  export MALLOC_ARENA_MAX=2\nfi\nexec \"$@\"\n";
-        let v = run(s, &[], &[], None).undecided("MALLOC_ARENA_MAX").cloned().unwrap();
-        assert!(matches!(&v.value, Value::Undecided { if_set: Some(x), .. } if x == "2"), "{v:?}");
+        let v = run(s, &[], &[], None)
+            .undecided("MALLOC_ARENA_MAX")
+            .cloned()
+            .unwrap();
+        assert!(
+            matches!(&v.value, Value::Undecided { if_set: Some(x), .. } if x == "2"),
+            "{v:?}"
+        );
         // The other branch of a decided test is not taken; an `else` is.
         let s = "if [ -f /nope ]; then\n export A=1\nelif [ -n \"$HOME_X\" ]; then export A=2\nelse\n export A=3\nfi\nexec app\n";
         assert_eq!(run(s, &[], &[], None).get("A"), Some("3"));
         // Inside a loop, a case or a function.
-        let s = "for f in /a /b; do\n  export X=$f\ndone\ncase \"$1\" in\n  web) export Y=1 ;;\nesac\nexec app\n";
+        let s =
+            "for f in /a /b; do\n  export X=$f\ndone\ncase \"$1\" in\n  web) export Y=1 ;;\nesac\nexec app\n";
         let e = run(s, &[], &[], None);
         assert!(e.undecided("X").is_some() && e.undecided("Y").is_some());
         // `test && export`: decided or not by its test.
@@ -1396,7 +1508,9 @@ exec "${@}"
         assert!(e.undecided("B").is_some());
         assert!(run(s, &[], &[], None).var("LD_PRELOAD").is_none());
         // Backquotes.
-        assert!(run("export A=`id -u`\nexec app\n", &[], &[], None).undecided("A").is_some());
+        assert!(run("export A=`id -u`\nexec app\n", &[], &[], None)
+            .undecided("A")
+            .is_some());
     }
 
     #[test]
@@ -1408,9 +1522,23 @@ exec "${@}"
             assert!(e.var(k).is_none(), "{k}");
         }
         // A script without a final exec exports nothing to a program.
-        assert!(exports("export A=1\nnode app.js\n", "/s", &Env::default(), &Context { tree: &tree(&[]), arch: None, working_dir: "/" }).is_empty());
+        assert!(exports(
+            "export A=1\nnode app.js\n",
+            "/s",
+            &Env::default(),
+            &Context {
+                tree: &tree(&[]),
+                arch: None,
+                working_dir: "/"
+            }
+        )
+        .is_empty());
         // `unset` removes.
-        assert!(run("unset LD_PRELOAD\nexec app\n", &["LD_PRELOAD=/a.so"], &[], None).var("LD_PRELOAD").is_none());
+        assert!(
+            run("unset LD_PRELOAD\nexec app\n", &["LD_PRELOAD=/a.so"], &[], None)
+                .var("LD_PRELOAD")
+                .is_none()
+        );
     }
 
     #[test]

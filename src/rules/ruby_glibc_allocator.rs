@@ -67,7 +67,7 @@ fn check(f: &Facts) -> Outcome {
     };
     Outcome::one(
         RULE.finding(format!(
-            "{} runs on glibc malloc with no jemalloc and no arena cap: resident memory will climb and not come down",
+            "Ruby ({}) runs on glibc malloc with no jemalloc and no arena cap: resident memory will climb and not come down",
             r.servers.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
         ))
         .evidence_all(evidence)

@@ -178,13 +178,21 @@ fn rails_7_2_entrypoint_preload_is_a_script_preload() {
     let e = &f["entrypoint"]["exports"][0];
     assert_eq!(e["name"], "LD_PRELOAD");
     assert_eq!(e["status"], "set");
-    assert_eq!(e["text"], r#"export LD_PRELOAD="$(echo /usr/lib/*/libjemalloc.so.2)""#);
+    assert_eq!(
+        e["text"],
+        r#"export LD_PRELOAD="$(echo /usr/lib/*/libjemalloc.so.2)""#
+    );
     let r = &f["ruby"];
     assert_eq!(r["binary"], "/usr/bin/ruby3.1");
     assert_eq!(r["version"], "3.1.2");
     assert_eq!(r["library"], "/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1.2");
     assert_eq!(r["jemalloc_linked"], false);
-    let servers: Vec<&str> = r["servers"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    let servers: Vec<&str> = r["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
     assert_eq!(servers, ["puma", "rails"]);
     assert_eq!(r["servers"][0]["source"], "/rails/Gemfile.lock");
 }
@@ -193,7 +201,10 @@ fn rails_7_2_entrypoint_preload_is_a_script_preload() {
 fn rails_8_0_find_and_8_1_symlink_forms() {
     let f = facts("ruby-rails-8-0");
     let p = preload(&f);
-    assert_eq!((p["source"].as_str(), p["line"].as_u64()), (Some("script"), Some(5)));
+    assert_eq!(
+        (p["source"].as_str(), p["line"].as_u64()),
+        (Some("script"), Some(5))
+    );
     assert_eq!(p["status"], "ok");
     assert_eq!(f["allocator"]["name"], "jemalloc");
     // 8.1: ENV LD_PRELOAD to the link the Dockerfile makes; the entrypoint exports nothing.

@@ -444,13 +444,21 @@ fn snapshots() {
 
 /// Issue 15's "Done when": a Rails image whose only preload is in bin/docker-entrypoint is not
 /// reported; a script exporting another architecture's folder is, naming the script and line
-/// (and the finding goes on the Dockerfile's ENTRYPOINT, which runs the script); an arena cap
+/// (and the finding goes on the Dockerfile's command, which runs the script); an arena cap
 /// beside a working jemalloc preload is reported as doing nothing.
 #[test]
 fn script_exports_count_as_the_issue_says() {
     let (v, _) = lint_json(&["--fail-on", "never", &build_image("ruby-rails-7-2")]);
-    assert!(findings(&v, "ruby-glibc-allocator").is_empty(), "{:#}", v["findings"]);
-    assert!(v["findings"].as_array().unwrap().is_empty(), "{:#}", v["findings"]);
+    assert!(
+        findings(&v, "ruby-glibc-allocator").is_empty(),
+        "{:#}",
+        v["findings"]
+    );
+    assert!(
+        v["findings"].as_array().unwrap().is_empty(),
+        "{:#}",
+        v["findings"]
+    );
 
     let dir = tempfile::tempdir().unwrap();
     let dockerfile = dir.path().join("Dockerfile");
@@ -465,18 +473,32 @@ fn script_exports_count_as_the_issue_says() {
     let hits = findings(&v, "ld-preload-missing");
     assert_eq!(hits.len(), 1, "{:#}", v["findings"]);
     let f = hits[0];
-    let evidence: Vec<&str> = f["evidence"].as_array().unwrap().iter().map(|e| e.as_str().unwrap()).collect();
+    let evidence: Vec<&str> = f["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
     assert!(
         evidence.iter().any(|e| e.starts_with("/rails/bin/docker-entrypoint line 4 exports `export LD_PRELOAD=/usr/lib/aarch64-linux-gnu/libjemalloc.so.2`")),
         "{evidence:#?}"
     );
-    assert!(evidence.iter().any(|e| e.contains("aarch64-linux-gnu is another architecture's folder")));
-    assert_eq!(f["location"]["line"], 5, "{:#}", f["location"]);
-    assert!(f["fix"].as_str().unwrap().contains("export /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 instead"));
+    assert!(evidence
+        .iter()
+        .any(|e| e.contains("aarch64-linux-gnu is another architecture's folder")));
+    // Anchor::Command: the last CMD or ENTRYPOINT, the instructions that run the script.
+    assert_eq!(f["location"]["line"], 6, "{:#}", f["location"]);
+    assert!(f["fix"]
+        .as_str()
+        .unwrap()
+        .contains("export /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 instead"));
 
     let (v, _) = lint_json(&["--fail-on", "never", &build_image("ruby-rails-7-2-arena-cap")]);
     let hits = findings(&v, "malloc-conf-ineffective");
     assert_eq!(hits.len(), 1, "{:#}", v["findings"]);
-    assert!(hits[0]["message"].as_str().unwrap().starts_with("MALLOC_ARENA_MAX does nothing here: jemalloc replaces glibc's malloc"));
+    assert!(hits[0]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("MALLOC_ARENA_MAX does nothing here: jemalloc replaces glibc's malloc"));
     assert!(findings(&v, "ruby-glibc-allocator").is_empty());
 }

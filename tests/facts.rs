@@ -228,3 +228,25 @@ fn script_preload_of_another_architecture_is_missing_at_its_line() {
     assert_eq!(p["status"], "missing");
     assert_eq!(p["candidates"][0], "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2");
 }
+
+/// A script value memlint cannot work out is kept, undecided, with the line.
+#[test]
+fn script_preload_from_another_command_is_undecided() {
+    let f = facts("ruby-rails-undecided");
+    let p = preload(&f);
+    assert_eq!(p["source"], "script");
+    assert_eq!(p["script"], "/rails/bin/docker-entrypoint");
+    assert_eq!(p["line"], 4);
+    assert_eq!(p["status"], "undecided");
+    assert_eq!(p["entry"], r#"export LD_PRELOAD="$(cat /etc/jemalloc-path)""#);
+    assert!(p["reason"]
+        .as_str()
+        .unwrap()
+        .contains("runs a command memlint does not model"));
+    assert_eq!(f["allocator"]["name"], "glibc");
+    assert!(f["allocator"]["undecided"][0]
+        .as_str()
+        .unwrap()
+        .contains("possibly in effect"));
+    assert_eq!(f["entrypoint"]["exports"][0]["status"], "undecided");
+}

@@ -502,3 +502,22 @@ fn script_exports_count_as_the_issue_says() {
         .starts_with("MALLOC_ARENA_MAX does nothing here: jemalloc replaces glibc's malloc"));
     assert!(findings(&v, "ruby-glibc-allocator").is_empty());
 }
+
+/// An undecided preload counts as possibly in effect: the arena rule does not fire and `-v`
+/// says why.
+#[test]
+fn an_undecided_script_preload_keeps_the_arena_rule_silent() {
+    let image = build_image("ruby-rails-undecided");
+    let (v, _) = lint_json(&["--fail-on", "never", &image]);
+    assert!(
+        v["findings"].as_array().unwrap().is_empty(),
+        "{:#}",
+        v["findings"]
+    );
+    let out = memlint(&["lint", "-v", "--no-color", "--fail-on", "never", &image]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("ruby-glibc-allocator: preload `export LD_PRELOAD=\"$(cat /etc/jemalloc-path)\"` is possibly in effect"),
+        "{text}"
+    );
+}

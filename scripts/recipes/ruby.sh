@@ -105,3 +105,13 @@ recipe_ruby_rails_conf_no_jemalloc() {
   rails_app 7.2
   rails_config --config.env=MALLOC_CONF=narenas:2
 }
+
+# The entrypoint exports LD_PRELOAD from another command's output: the preload is undecided and
+# ruby-glibc-allocator stays silent, saying why with -v.
+recipe_ruby_rails_undecided() {
+  ARCH=amd64
+  debian_ruby
+  debs "libjemalloc2" libstdc++6 libjemalloc2
+  rails_app undecided
+  rails_config
+}

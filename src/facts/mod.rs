@@ -207,6 +207,11 @@ mod tests {
             binary("lib/x86_64-linux-gnu/libc.so.6", libc),
             binary("opt/lib/libpreload.so", elf(62, ElfClass::Elf64, None, &[], &[], &[])),
             binary("usr/local/bin/node", node),
+            binary(
+                "usr/local/bin/ruby",
+                elf(62, ElfClass::Elf64, Some(interp), &["libc.so.6"], &[], &[]),
+            ),
+            text("app/Gemfile.lock", "GEM\n  specs:\n    puma (6.4.3)\n"),
             text(
                 "usr/local/include/node/node_version.h",
                 "#define NODE_MAJOR_VERSION 20\n#define NODE_MINOR_VERSION 11\n#define NODE_PATCH_VERSION 1\n",
@@ -286,6 +291,10 @@ mod tests {
         assert_eq!(f.dotnet.apps[0].target_framework.as_deref(), Some("net8.0"));
         assert_eq!(f.dotnet.npgsql.len(), 1);
         assert!(f.dotnet.gss.disabled, "{}", f.dotnet.gss.reason);
+        let ruby = f.ruby.as_ref().unwrap();
+        assert_eq!(ruby.binary, "/usr/local/bin/ruby");
+        assert_eq!(ruby.servers[0].name, "puma");
+        assert_eq!(ruby.servers[0].source, "/app/Gemfile.lock");
     }
 
     /// A module whose reads nobody declared fails loudly rather than reading "not installed".

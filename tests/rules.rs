@@ -183,6 +183,27 @@ const TABLE: &[(&str, &str, &str, &str, &str)] = &[
         "remove `ENV MALLOC_CONF`",
     ),
     (
+        "malloc-conf-ineffective",
+        "musl-arena-cap",
+        "musl",
+        "note",
+        "remove `ENV MALLOC_ARENA_MAX`",
+    ),
+    (
+        "malloc-conf-ineffective",
+        "glibc-jemalloc-tunables",
+        "glibc-jemalloc",
+        "note",
+        "ENV GLIBC_TUNABLES=glibc.pthread.rseq=0",
+    ),
+    (
+        "malloc-conf-ineffective",
+        "glibc-jemalloc-script-arena-cap",
+        "glibc-jemalloc",
+        "note",
+        "# in /usr/local/bin/start line 2, drop the export of MALLOC_ARENA_MAX",
+    ),
+    (
         "next-image-disk-cache",
         "next-15",
         "next-16",

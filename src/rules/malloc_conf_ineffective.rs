@@ -58,6 +58,29 @@ fn drop_fix(f: &Facts, key: &str) -> String {
     }
 }
 
+/// How to drop glibc's malloc settings: `MALLOC_ARENA_MAX` whole; from `GLIBC_TUNABLES` only
+/// the `glibc.malloc.*` entries, keeping the others (they still apply).
+fn tunables_fix(f: &Facts, key: &str) -> String {
+    if key != "GLIBC_TUNABLES" {
+        return drop_fix(f, key);
+    }
+    let others: Vec<&str> = f
+        .env
+        .get(key)
+        .unwrap_or("")
+        .split(':')
+        .filter(|kv| !kv.trim().is_empty() && !kv.trim_start().starts_with("glibc.malloc."))
+        .collect();
+    match (others.is_empty(), f.env.var(key).and_then(|v| v.script())) {
+        (true, _) => drop_fix(f, key),
+        (false, None) => format!("ENV GLIBC_TUNABLES={}", others.join(":")),
+        (false, Some((script, line))) => format!(
+            "# in {script} line {line}, export GLIBC_TUNABLES={} instead",
+            others.join(":")
+        ),
+    }
+}
+
 fn check(f: &Facts) -> Outcome {
     let jemalloc = f.allocator.name == Allocator::Jemalloc || f.ruby.as_ref().is_some_and(|r| r.jemalloc_linked);
     let replacement = f.allocator.is_replacement() || jemalloc;
@@ -76,7 +99,7 @@ fn check(f: &Facts) -> Outcome {
                 RULE.finding(format!("{key} is set but no jemalloc is in effect: nothing reads it"))
                     .anchor(anchor_for(f, key))
                     .evidence(evidence)
-                    .evidence_all(f.allocator.evidence.iter().cloned())
+                    .evidence_all(f.allocator.evidence.iter().take(1).cloned())
                     .fix(format!("{}\n# or put jemalloc in effect so that it applies:\n# {}", drop_fix(f, key), fixes::jemalloc_fix(f).replace('\n', "\n# "))),
             );
             continue;
@@ -153,8 +176,9 @@ fn check(f: &Facts) -> Outcome {
             RULE.finding(format!("{shown} does nothing here: {why}"))
                 .anchor(anchor_for(f, key))
                 .evidence(evidence)
-                .evidence_all(f.allocator.evidence.iter().cloned())
-                .fix(format!("{}{tip}", if key == "GLIBC_TUNABLES" { format!("drop the glibc.malloc.* entries from GLIBC_TUNABLES ({})", drop_fix(f, key)) } else { drop_fix(f, key) })),
+                // What is in effect (the first line); not the arena cap it reports on.
+                .evidence_all(f.allocator.evidence.iter().take(1).cloned())
+                .fix(format!("{}{tip}", tunables_fix(f, key))),
         );
     }
     if findings.is_empty() {

@@ -21,6 +21,12 @@ use std::collections::{BTreeMap, BTreeSet};
 const MAX_MATCHES: usize = 64;
 /// How many tree nodes a `find` may visit.
 const MAX_FIND_NODES: usize = 200_000;
+/// How deeply expansions may nest (`$(echo ${A:-$(…)})`) before a value is undecided: a
+/// script from an image may nest them thousands deep.
+const MAX_NESTING: u32 = 8;
+/// How many compound commands may be open at once before the rest of the script is left
+/// unread.
+const MAX_FRAMES: usize = 256;
 
 /// What the script is read against.
 pub struct Context<'a> {
@@ -120,6 +126,10 @@ struct State<'a> {
     allexport: bool,
     exports: Vec<Var>,
     frames: Vec<Frame>,
+    /// Expansions under way (see [`MAX_NESTING`]).
+    nesting: std::cell::Cell<u32>,
+    /// A function's header was read without its `{`: the next `{` opens its body.
+    function_header: bool,
 }
 
 /// The command of an `exec` line (`exec prog …`, `NAME=VALUE exec prog …`), from `exec` on.
@@ -164,6 +174,8 @@ pub fn exports(text: &str, script: &str, env: &Env, cx: &Context) -> Vec<Var> {
         allexport: false,
         exports: Vec::new(),
         frames: Vec::new(),
+        nesting: std::cell::Cell::new(0),
+        function_header: false,
     };
     let lines: Vec<&str> = text.lines().collect();
     let mut i = 0;
@@ -462,6 +474,17 @@ impl State<'_> {
 
     /// Expands one word as written.
     fn expand(&self, raw: &str) -> Result<Expanded, Why> {
+        let depth = self.nesting.get();
+        if depth >= MAX_NESTING {
+            return Err(format!("`{raw}` nests expansions deeper than memlint follows"));
+        }
+        self.nesting.set(depth + 1);
+        let out = self.expand_inner(raw);
+        self.nesting.set(depth);
+        out
+    }
+
+    fn expand_inner(&self, raw: &str) -> Result<Expanded, Why> {
         let chars: Vec<char> = raw.chars().collect();
         let mut out = Expanded::default();
         let (mut sq, mut dq) = (false, false);
@@ -746,12 +769,23 @@ impl State<'_> {
 
     /// Decides a test: `[ … ]`, `[[ … ]]`, `test …`, `true`, `false`, `! cmd`.
     fn test(&self, part: &str) -> Tri {
-        let raw = raw_words(part);
+        let mut raw = raw_words(part);
+        // `! cmd` negates; any number of times.
+        let negations = raw.iter().take_while(|w| w.as_str() == "!").count();
+        raw.drain(..negations);
+        let t = self.test_words(&raw);
+        if negations % 2 == 1 {
+            t.not()
+        } else {
+            t
+        }
+    }
+
+    fn test_words(&self, raw: &[String]) -> Tri {
         let Some(first) = raw.first() else {
             return Tri::Unknown;
         };
         match first.as_str() {
-            "!" => return self.test(part.trim_start().trim_start_matches('!')).not(),
             "true" | ":" => return Tri::True,
             "false" => return Tri::False,
             _ => {}
@@ -860,11 +894,24 @@ impl State<'_> {
         }
     }
 
+    /// One statement; a keyword that leads another command (`then cmd`, `else cmd`,
+    /// `do cmd`, `{ cmd`) hands the command back to be read in turn, so that a line of
+    /// thousands of them is read in a loop, not by recursion.
     fn statement(&mut self, stmt: &str, line: u32, text: &str) {
-        let words = raw_words(stmt);
-        let Some(first) = words.first().map(String::as_str) else {
-            return;
-        };
+        let mut next = Some(stmt.to_string());
+        while let Some(s) = next.take() {
+            if self.frames.len() > MAX_FRAMES {
+                return;
+            }
+            next = self.statement_once(&s, line, text);
+        }
+    }
+
+    fn statement_once(&mut self, stmt: &str, line: u32, text: &str) -> Option<String> {
+        // The keywords are plain words: no need to split the whole statement to find them.
+        let mut plain = stmt.split_whitespace();
+        let first = plain.next()?;
+        let second = plain.next();
         let rest_after = |kw: &str| stmt.trim_start()[kw.len()..].trim().to_string();
         match first {
             "if" => {
@@ -904,13 +951,13 @@ impl State<'_> {
                 }
                 let rest = rest_after("else");
                 if !rest.is_empty() {
-                    self.statement(&rest, line, text);
+                    return Some(rest);
                 }
             }
             "then" | "do" => {
                 let rest = rest_after(first);
                 if !rest.is_empty() {
-                    self.statement(&rest, line, text);
+                    return Some(rest);
                 }
             }
             "fi" | "done" | "esac" | "}" => {
@@ -929,27 +976,28 @@ impl State<'_> {
                     closer: "done",
                 });
                 if let Some(at) = stmt.find(" do ") {
-                    self.statement(&stmt[at + 1..], line, text);
+                    return Some(stmt[at + 1..].to_string());
                 }
+            }
+            "{" if self.function_header => {
+                self.function_header = false;
             }
             "{" => {
                 self.frames.push(Frame::Group);
                 let rest = rest_after("{");
                 if !rest.is_empty() {
-                    self.statement(&rest, line, text);
+                    return Some(rest);
                 }
             }
-            "function" => self.frames.push(Frame::Opaque {
-                what: format!("function {}", words.get(1).map(String::as_str).unwrap_or("")),
-                line,
-                closer: "}",
-            }),
-            f if f.ends_with("()") || words.get(1).is_some_and(|w| w.starts_with("()")) => {
+            f if f == "function" || f.ends_with("()") || second.is_some_and(|w| w.starts_with("()")) => {
+                let words = raw_words(stmt);
+                let name = if f == "function" { second.unwrap_or("") } else { f };
                 self.frames.push(Frame::Opaque {
-                    what: format!("function {}", f.trim_end_matches("()")),
+                    what: format!("function {}", name.trim_end_matches("()")),
                     line,
                     closer: "}",
-                })
+                });
+                self.function_header = !words.iter().any(|w| w == "{");
             }
             _ if self.in_case_arm() => {
                 // `pattern) commands`: the commands after the pattern.
@@ -957,13 +1005,14 @@ impl State<'_> {
                     let rest = stmt[at + 1..].trim();
                     if !rest.is_empty() && !stmt[..at].contains(['"', '\'', '$']) {
                         self.simple_chain(rest, line, text);
-                        return;
+                        return None;
                     }
                 }
                 self.simple_chain(stmt, line, text);
             }
             _ => self.simple_chain(stmt, line, text),
         }
+        None
     }
 
     fn in_case_arm(&self) -> bool {
@@ -1511,6 +1560,41 @@ exec "${@}"
         assert!(run("export A=`id -u`\nexec app\n", &[], &[], None)
             .undecided("A")
             .is_some());
+        // A function body, its brace on the next line: what follows it counts again.
+        let e = run(
+            "setup()\n{\n  export A=1\n}\nexport B=2\nexec app\n",
+            &[],
+            &[],
+            None,
+        );
+        assert!(e.undecided("A").is_some());
+        assert_eq!(e.get("B"), Some("2"));
+    }
+
+    /// A script from an image may nest expansions or negations thousands deep: bounded.
+    #[test]
+    fn hostile_nesting_is_bounded() {
+        let deep = format!(
+            "export A={}x{}\nexec app\n",
+            "$(echo ".repeat(20_000),
+            ")".repeat(20_000)
+        );
+        assert!(run(&deep, &[], &[], None).undecided("A").is_some());
+        let braces = format!(
+            "export A=${{B:-{}x{}\nexec app\n",
+            "${C:-".repeat(20_000),
+            "}".repeat(20_001)
+        );
+        assert!(run(&braces, &[], &[], None).undecided("A").is_some());
+        let thens = format!("{}export A=1\nexec app\n", "then ".repeat(12_000));
+        assert_eq!(run(&thens, &[], &[], None).get("A"), Some("1"));
+        let ifs = format!("{}export A=1\nexec app\n", "if true; then ".repeat(5_000));
+        assert!(run(&ifs, &[], &[], None).var("A").is_none());
+        let nots = format!(
+            "if {} [ -f /x ]; then export A=1; fi\nexec app\n",
+            "! ".repeat(20_001)
+        );
+        assert_eq!(run(&nots, &[], &[], None).get("A"), Some("1"));
     }
 
     #[test]

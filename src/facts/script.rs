@@ -1597,6 +1597,87 @@ exec "${@}"
         assert_eq!(run(&nots, &[], &[], None).get("A"), Some("1"));
     }
 
+    /// Any text reads without a panic: pieces of shell syntax put together at random.
+    #[test]
+    fn arbitrary_text_reads_without_a_panic() {
+        let pieces = [
+            "export ",
+            "A=",
+            "$(",
+            ")",
+            "${",
+            "}",
+            "\"",
+            "'",
+            "\\",
+            " ",
+            "\n",
+            ";",
+            "&&",
+            "||",
+            "|",
+            "if ",
+            "then ",
+            "else ",
+            "elif ",
+            "fi",
+            "[ ",
+            " ]",
+            "[[ ",
+            " ]]",
+            "-f ",
+            "-z ",
+            "= ",
+            "!",
+            "*",
+            "?",
+            "[a-",
+            "echo ",
+            "find ",
+            "-name ",
+            "uname -m",
+            "exec ",
+            "env ",
+            "<<EOF",
+            "EOF",
+            "case ",
+            "esac",
+            "for ",
+            "do ",
+            "done",
+            "f() ",
+            "{ ",
+            "é",
+            "#",
+            "`",
+            "$@",
+            "${@}",
+            ":-",
+            "+x",
+            "set -a",
+            "unset ",
+            "/usr/lib/*/libjemalloc.so.2",
+        ];
+        let t = tree(&[JEMALLOC]);
+        let cx = Context {
+            tree: &t,
+            arch: Some(Arch::Amd64),
+            working_dir: "/",
+        };
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..3000 {
+            let mut text = String::new();
+            for _ in 0..40 {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                text.push_str(pieces[(seed >> 33) as usize % pieces.len()]);
+            }
+            text.push_str("\nexec app\n");
+            let _ = exports(&text, "/s", &Env::default(), &cx);
+        }
+    }
+
     #[test]
     fn only_the_path_to_the_final_exec_counts() {
         let s = "#!/bin/sh\nexport A=1\ncat > /tmp/x <<'EOF'\nexport B=2\nEOF\n(export C=3)\necho x | export D=4\nexec app\nexport E=5\n";

@@ -138,16 +138,19 @@ pub fn exec_command(line: &str) -> Option<&str> {
     if t.starts_with('#') {
         return None;
     }
+    if !t.contains("exec ") {
+        return None;
+    }
+    // One split of the line: each word as written is the prefix of what is left.
     let mut rest = t;
-    loop {
+    for word in raw_words(t) {
         if let Some(cmd) = rest.strip_prefix("exec ") {
             return Some(cmd);
         }
-        let words = raw_words(rest);
-        let first = words.first()?;
-        assignment(first)?;
-        rest = rest[first.len()..].trim_start();
+        assignment(&word)?;
+        rest = rest.get(word.len()..)?.trim_start();
     }
+    None
 }
 
 /// The line index (from 0) of the script's final `exec`, as the entrypoint walk takes it.
@@ -1719,5 +1722,9 @@ exec "${@}"
         assert_eq!(exec_command("A=1 B=\"x y\" exec node"), Some("node"));
         assert_eq!(exec_command("# exec node"), None);
         assert_eq!(exec_command("execute"), None);
+        assert_eq!(exec_command("exec"), None);
+        // A line of thousands of assignments is split once.
+        let many = format!("{}exec node", "A=1 ".repeat(16_000));
+        assert_eq!(exec_command(&many), Some("node"));
     }
 }

@@ -1087,11 +1087,21 @@ impl State<'_> {
                         self.assign(name, value, line, text, true, cond.clone());
                     }
                 }
-                let after: Vec<&String> = rest[1..].iter().collect();
-                if after
-                    .first()
-                    .is_some_and(|w| w.as_str() == "env" || w.ends_with("/env"))
-                {
+                // Init wrappers that run their argument (`exec tini -- env …`,
+                // `exec gosu app env …`) pass the environment on.
+                let base = |w: &String| w.rsplit('/').next().unwrap_or(w).to_string();
+                let mut after: &[String] = &rest[1..];
+                loop {
+                    match after.first().map(base).as_deref() {
+                        Some("tini" | "tini-static" | "dumb-init" | "catatonit" | "docker-init") => {
+                            let flags = after[1..].iter().take_while(|w| w.starts_with('-')).count();
+                            after = &after[1 + flags..];
+                        }
+                        Some("gosu" | "su-exec") if after.len() > 2 => after = &after[2..],
+                        _ => break,
+                    }
+                }
+                if after.first().map(base).as_deref() == Some("env") {
                     let mut args = after[1..].iter();
                     while let Some(w) = args.next() {
                         if w.as_str() == "-u" {
@@ -1501,6 +1511,13 @@ exec "${@}"
         );
         assert_eq!(e.get("MALLOC_CONF"), Some("narenas:2"));
         assert_eq!(e.get("LD_PRELOAD"), Some("libjemalloc.so.2"));
+        let e = run(
+            "exec tini -s -- gosu app env MALLOC_ARENA_MAX=2 ruby\n",
+            &[],
+            &[],
+            None,
+        );
+        assert_eq!(e.get("MALLOC_ARENA_MAX"), Some("2"));
         let s = "#!/bin/sh\nexport LD_PRELOAD=/usr/lib/$(uname -m)-linux-gnu/libjemalloc.so.2\nexec app\n";
         assert_eq!(
             run(s, &[], &[], Some(Arch::Amd64)).get("LD_PRELOAD"),

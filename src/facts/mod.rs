@@ -15,6 +15,8 @@ pub mod node;
 pub mod os;
 pub mod platform;
 pub mod preload;
+pub mod ruby;
+pub mod script;
 pub mod sharp;
 
 pub use env::Env;
@@ -48,6 +50,7 @@ const DECLARED: &[(&str, Declaration)] = &[
     ("next", next::interests),
     ("dotnet", dotnet::interests),
     ("java", java::interests),
+    ("ruby", ruby::interests),
 ];
 
 /// Every file content and ELF fact the facts read, whatever the config says. The layer reader
@@ -68,13 +71,17 @@ fn interests_except(left_out: &[&str]) -> Interests {
 /// What the image's config adds to [`interests`] once it is known: the scripts its entrypoint
 /// may run.
 pub fn interests_for(config: &ImageConfiguration) -> Interests {
-    entrypoint::interests_for(config).union(java::interests_for(config))
+    entrypoint::interests_for(config)
+        .union(java::interests_for(config))
+        .union(ruby::interests_for(config))
 }
 
 /// Everything memlint knows about an image. JSON keys are a contract with users' scripts.
 #[derive(Debug, Serialize)]
 pub struct Facts {
-    /// The config's environment (reported under `image.config.env`).
+    /// The environment the program gets: the config's `Env` (reported under
+    /// `image.config.env`) overlaid with what entrypoint scripts export (reported under
+    /// `facts.entrypoint.exports`). See [`env`] for how a rule reads a variable and its source.
     #[serde(skip)]
     pub env: Env,
     pub platform: platform::PlatformFacts,
@@ -91,15 +98,20 @@ pub struct Facts {
     /// Absent when no JVM is found.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub java: Option<java::JavaFacts>,
+    pub ruby: Option<ruby::RubyFacts>,
 }
 
 /// Derives the facts of an image.
 pub fn derive(image: &Image) -> Facts {
     let tree = &image.tree;
-    let env = Env::from_config(image.config.as_ref());
     let os = os::derive(tree);
     let platform = platform::derive(tree, &image.platform);
-    let entrypoint = entrypoint::derive(tree, image.config.as_ref(), &env);
+    let arch = crate::arch::Arch::from_oci(&platform.declared.architecture);
+    let config_env = Env::from_config(image.config.as_ref());
+    let entrypoint = entrypoint::derive(tree, image.config.as_ref(), &config_env, arch);
+    // The one environment every fact and rule reads: the config's Env overlaid with what the
+    // entrypoint scripts export (each variable knows which).
+    let env = config_env.overlay(&entrypoint.exports);
     let libc = libc::derive(tree, &os, &entrypoint, &platform);
     let loader = loader::Loader::new(
         tree,
@@ -126,6 +138,7 @@ pub fn derive(image: &Image) -> Facts {
     let next = next::derive(tree);
     let dotnet = dotnet::derive(&loader, &env);
     let java = java::derive(tree, &env, &entrypoint, &os, &libc, image.config.as_ref());
+    let ruby = ruby::derive(&loader, &env, &os, &entrypoint);
     Facts {
         loader: loader.facts(),
         env: env.clone(),
@@ -140,6 +153,7 @@ pub fn derive(image: &Image) -> Facts {
         next,
         dotnet,
         java,
+        ruby,
     }
 }
 
@@ -202,6 +216,11 @@ mod tests {
             binary("lib/x86_64-linux-gnu/libc.so.6", libc),
             binary("opt/lib/libpreload.so", elf(62, ElfClass::Elf64, None, &[], &[], &[])),
             binary("usr/local/bin/node", node),
+            binary(
+                "usr/local/bin/ruby",
+                elf(62, ElfClass::Elf64, Some(interp), &["libc.so.6"], &[], &[]),
+            ),
+            text("app/Gemfile.lock", "GEM\n  specs:\n    puma (6.4.3)\n"),
             text(
                 "usr/local/include/node/node_version.h",
                 "#define NODE_MAJOR_VERSION 20\n#define NODE_MINOR_VERSION 11\n#define NODE_PATCH_VERSION 1\n",
@@ -289,6 +308,10 @@ mod tests {
         let java = f.java.as_ref().unwrap();
         assert_eq!(java.version.as_deref(), Some("17.0.15"));
         assert_eq!(java.vendor.as_deref(), Some("Debian"));
+        let ruby = f.ruby.as_ref().unwrap();
+        assert_eq!(ruby.binary, "/usr/local/bin/ruby");
+        assert_eq!(ruby.servers[0].name, "puma");
+        assert_eq!(ruby.servers[0].source, "/app/Gemfile.lock");
     }
 
     /// A module whose reads nobody declared fails loudly rather than reading "not installed".

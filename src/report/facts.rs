@@ -89,6 +89,17 @@ pub fn write(w: &mut dyn Write, f: &Facts) -> io::Result<()> {
         if let Some(n) = &e.note {
             put(w, format!("              note: {n}"))?;
         }
+        for v in &e.exports {
+            let at = v.describe_origin();
+            let line = match &v.value {
+                crate::facts::env::Value::Set(x) => format!("sets {}={x} ({at})", v.name),
+                crate::facts::env::Value::Unset => format!("unsets {} ({at})", v.name),
+                crate::facts::env::Value::Undecided { why, .. } => {
+                    format!("sets {} to what memlint cannot work out ({at}): {why}", v.name)
+                }
+            };
+            put(w, format!("              {line}"))?;
+        }
     }
     if f.preloads.is_empty() {
         put(w, "  Preloads    (none)".to_string())?;
@@ -100,8 +111,13 @@ pub fn write(w: &mut dyn Write, f: &Facts) -> io::Result<()> {
             "              "
         };
         let src = match pr.source {
-            PreloadSource::Env => "LD_PRELOAD",
-            PreloadSource::LdSoPreload => "/etc/ld.so.preload",
+            PreloadSource::Env => "LD_PRELOAD".to_string(),
+            PreloadSource::LdSoPreload => "/etc/ld.so.preload".to_string(),
+            PreloadSource::Script => format!(
+                "LD_PRELOAD from {} line {}",
+                pr.script.as_deref().unwrap_or("a script"),
+                pr.line.unwrap_or(0)
+            ),
         };
         let status = serde_json::to_value(pr.status)
             .ok()
@@ -311,6 +327,35 @@ fn runtimes_text(s: &mut String, f: &Facts) {
         }
         for n in &j.notes {
             let _ = writeln!(s, "              note: {n}");
+        }
+    }
+    if let Some(r) = &f.ruby {
+        let mut line = format!(
+            "ruby {} at {}",
+            r.version.as_deref().unwrap_or("(version unknown)"),
+            r.binary
+        );
+        if let Some(src) = &r.version_source {
+            let _ = write!(line, " (version from {src})");
+        }
+        if r.jemalloc_linked {
+            line.push_str("; built with jemalloc");
+        }
+        let _ = writeln!(s, "  Ruby        {line}");
+        if !r.servers.is_empty() {
+            let names: Vec<String> = r
+                .servers
+                .iter()
+                .map(|v| {
+                    format!(
+                        "{}{} ({})",
+                        v.name,
+                        v.version.as_deref().map(|x| format!(" {x}")).unwrap_or_default(),
+                        v.source
+                    )
+                })
+                .collect();
+            let _ = writeln!(s, "              servers: {}", names.join(", "));
         }
     }
     let d = &f.dotnet;

@@ -105,11 +105,13 @@ registry! {
     jvm_not_container_aware,
     ld_preload_incompatible,
     ld_preload_missing,
+    malloc_conf_ineffective,
     next_image_cache_ttl,
     next_image_disk_cache,
     node_cgroup_v2_unaware,
     node_semi_space,
     npgsql_gssapi_missing,
+    ruby_glibc_allocator,
     sharp_glibc_allocator,
     sharp_platform_mismatch,
 }

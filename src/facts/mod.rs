@@ -6,6 +6,7 @@ pub mod allocator;
 pub mod dotnet;
 pub mod entrypoint;
 pub mod env;
+pub mod go;
 pub mod ldcache;
 pub mod libc;
 pub mod loader;
@@ -14,6 +15,7 @@ pub mod node;
 pub mod os;
 pub mod platform;
 pub mod preload;
+pub mod python;
 pub mod sharp;
 
 pub use env::Env;
@@ -46,6 +48,8 @@ const DECLARED: &[(&str, Declaration)] = &[
     ("sharp", sharp::interests),
     ("next", next::interests),
     ("dotnet", dotnet::interests),
+    ("python", python::interests),
+    ("go", go::interests),
 ];
 
 /// Every file content and ELF fact the facts read, whatever the config says. The layer reader
@@ -86,6 +90,8 @@ pub struct Facts {
     pub sharp: sharp::SharpFacts,
     pub next: Option<next::NextFacts>,
     pub dotnet: dotnet::DotnetFacts,
+    pub python: Option<python::PythonFacts>,
+    pub go: go::GoFacts,
 }
 
 /// Derives the facts of an image.
@@ -120,6 +126,8 @@ pub fn derive(image: &Image) -> Facts {
     let sharp = sharp::derive(&loader, &libc);
     let next = next::derive(tree);
     let dotnet = dotnet::derive(&loader, &env);
+    let python = python::derive(tree, &env, &os, &entrypoint);
+    let go = go::derive(tree, &env, &entrypoint);
     Facts {
         loader: loader.facts(),
         env: env.clone(),
@@ -133,6 +141,8 @@ pub fn derive(image: &Image) -> Facts {
         sharp,
         next,
         dotnet,
+        python,
+        go,
     }
 }
 

@@ -96,6 +96,7 @@ macro_rules! registry {
 
 registry! {
     dotnet_glibc_allocator,
+    go_cgo_glibc_allocator,
     jemalloc_not_preloaded,
     ld_preload_incompatible,
     ld_preload_missing,
@@ -103,6 +104,7 @@ registry! {
     next_image_disk_cache,
     node_semi_space,
     npgsql_gssapi_missing,
+    python_glibc_allocator,
     sharp_glibc_allocator,
     sharp_platform_mismatch,
 }

@@ -494,6 +494,124 @@ mod tests {
         assert!(parse(&huge).is_none());
     }
 
+    /// Builds a Go program from `testdata/recipes/go/SRC` (or the folder `dir`) with
+    /// Debian's golang-go, as the image recipes do.
+    fn go_build(dir: &std::path::Path, cgo: bool, out: &std::path::Path) -> Vec<u8> {
+        let cache = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache/go-build");
+        let gopath = tempfile::tempdir().unwrap();
+        let status = std::process::Command::new("go")
+            .args(["build", "-trimpath", "-buildvcs=false", "-o"])
+            .arg(out)
+            .arg(".")
+            .current_dir(dir)
+            .env("CGO_ENABLED", if cgo { "1" } else { "0" })
+            .env("GOPROXY", "off")
+            .env("GOFLAGS", "-mod=mod")
+            .env("GOPATH", gopath.path())
+            .env("GOCACHE", cache)
+            .status()
+            .expect("the Go toolchain (Debian's golang-go, and gcc for cgo) runs these tests");
+        assert!(status.success(), "go build in {}", dir.display());
+        std::fs::read(out).unwrap()
+    }
+
+    fn recipe(src: &str) -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("testdata/recipes/go")
+            .join(src)
+    }
+
+    /// A real program streamed through the layer reader, in a tar, as a layer is read.
+    fn through_layer(name: &str, bytes: &[u8]) -> crate::elf::ElfInfo {
+        use crate::tree::layer::read_layer;
+        use crate::tree::{Interests, Limits};
+        let mut b = tar::Builder::new(Vec::new());
+        let mut h = tar::Header::new_gnu();
+        h.set_size(bytes.len() as u64);
+        h.set_mode(0o755);
+        h.set_cksum();
+        b.append_data(&mut h, name, bytes).unwrap();
+        let tar = b.into_inner().unwrap();
+        let diff = read_layer(&tar[..], &Interests::default().scan_elf(), &Limits::default()).unwrap();
+        *diff.entries[0].elf.clone().unwrap()
+    }
+
+    /// Real programs built here: cgo with (a stand-in of) go-sqlite3, and one without cgo, read
+    /// as the layer reader reads them, agree with `go version -m`.
+    #[test]
+    fn real_programs() {
+        let dir = tempfile::tempdir().unwrap();
+        let cgo = go_build(&recipe("cgo-sqlite/app"), true, &dir.path().join("cgoapp"));
+        let info = through_layer("usr/local/bin/cgoapp", &cgo);
+        let go = info.scan.go.as_deref().expect("build info of the cgo program");
+        let version = std::process::Command::new("go")
+            .arg("env")
+            .arg("GOVERSION")
+            .output()
+            .unwrap();
+        let version = String::from_utf8(version.stdout).unwrap();
+        assert_eq!(go.go_version.as_deref(), Some(version.trim()));
+        assert_eq!(go.cgo, Some(true));
+        assert_eq!(go.main_path.as_deref(), Some("example.com/memlint/cgoapp"));
+        assert_eq!(go.deps.len(), 1);
+        assert_eq!(go.deps[0].path, "github.com/mattn/go-sqlite3");
+        assert_eq!(go.deps[0].version, "v1.14.22");
+        assert_eq!(go.deps[0].replace.as_deref(), Some("../sqlite3 (devel)"));
+        assert!(go.complete);
+        assert_eq!(
+            info.scan.dynamic.as_ref().unwrap().needed,
+            ["libc.so.6"],
+            "a cgo program links the C library"
+        );
+        let nocgo = go_build(&recipe("nocgo"), false, &dir.path().join("nocgo"));
+        let go = through_layer("app/server", &nocgo).scan.go.unwrap();
+        assert_eq!(go.cgo, Some(false));
+        assert!(go.deps.is_empty());
+        // Every cut of the real file, and bytes changed around the blob, never panic.
+        let at = memchr::memmem::find(&cgo, MAGIC).unwrap();
+        for cut in (at..(at + 600).min(cgo.len()))
+            .step_by(7)
+            .chain([at + 14, at + 31, at + 32, at + 33])
+        {
+            let _ = parse(&cgo[at..cut]);
+            let _ = through_layer("cut", &cgo[..cut]);
+        }
+        for k in 0..400 {
+            let mut m = cgo[at..(at + 600).min(cgo.len())].to_vec();
+            let i = (k * 37) % m.len();
+            m[i] = m[i].wrapping_add(k as u8 | 1);
+            let _ = parse(&m);
+        }
+    }
+
+    /// Build info past the prefix memlint keeps of an ELF file (4 MiB) is found all the same:
+    /// a program that embeds 6 MiB of data has its writable data, and the blob, after it.
+    #[test]
+    fn found_past_the_kept_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("src");
+        std::fs::create_dir(&src).unwrap();
+        std::fs::write(src.join("go.mod"), "module example.com/memlint/big\n\ngo 1.19\n").unwrap();
+        std::fs::write(
+            src.join("main.go"),
+            "package main\n\nimport _ \"embed\"\n\n//go:embed big.bin\nvar big string\n\nfunc main() { println(len(big)) }\n",
+        )
+        .unwrap();
+        let big: Vec<u8> = (0..6u32 << 20)
+            .map(|i| (i.wrapping_mul(2654435761) >> 24) as u8)
+            .collect();
+        std::fs::write(src.join("big.bin"), big).unwrap();
+        let bytes = go_build(&src, false, &dir.path().join("big"));
+        let at = memchr::memmem::find(&bytes, MAGIC).unwrap();
+        assert!(at > crate::elf::PREFIX_CAP, "the blob is at {at}");
+        let go = through_layer("big", &bytes)
+            .scan
+            .go
+            .expect("build info past the prefix");
+        assert_eq!(go.main_path.as_deref(), Some("example.com/memlint/big"));
+        assert_eq!(go.cgo, Some(false));
+    }
+
     #[test]
     fn many_deps_are_bounded() {
         let mut m = String::from("path\tx\nmod\tx\t(devel)\t\n");

@@ -473,8 +473,13 @@ fn gunicorn(args: &[String], inputs: &EnvInputs, tree: &FileTree, working_dir: &
     let class = class.unwrap_or_default();
     let threaded_class = class == "gthread" || class.to_ascii_lowercase().contains("uvicorn");
     let concurrency = if threads_n.is_some_and(|t| t > 1) || threaded_class {
+        said.push(match threads_n.filter(|t| *t > 1) {
+            Some(t) => format!("{t} threads per worker (gthread)"),
+            None => format!("worker class {class} runs requests in threads"),
+        });
         Concurrency::Threads
-    } else if workers_n.is_some_and(|w| w > 1) {
+    } else if let Some(w) = workers_n.filter(|w| *w > 1) {
+        said.push(format!("{w} worker processes"));
         Concurrency::Processes
     } else if let Some(c) = &config {
         said.push(format!("settings in {c}, which memlint does not evaluate"));

@@ -1,0 +1,46 @@
+# Go recipes: programs built here with Debian's golang-go (and gcc for cgo) from the sources in
+# testdata/recipes/go/, with no module download (GOPROXY=off: the module proxy is not
+# reachable). cgo-sqlite/app requires github.com/mattn/go-sqlite3 through a `replace` to the
+# local folder cgo-sqlite/sqlite3, whose go.mod declares that module path, so the program's
+# build info names go-sqlite3 as a real build would; the stand-in calls C's malloc.
+
+# go_program "CREATED_BY" SRC DEST CGO : builds testdata/recipes/go/SRC with CGO_ENABLED=CGO
+# into DEST.
+go_program() {
+  local by=$1 src=$2 dest=$3 cgo=$4 stage
+  command -v go >/dev/null || die "install golang-go (and gcc) first"
+  stage=$(new_stage)
+  mkdir -p "$stage/$(dirname "$dest")" "$WORK/gopath"
+  (cd "$ROOT/testdata/recipes/go/$src" &&
+    CGO_ENABLED=$cgo GOPROXY=off GOFLAGS=-mod=mod GOPATH="$WORK/gopath" \
+      GOCACHE="$CACHE/go-build" go build -trimpath -buildvcs=false -o "$stage/$dest" .) >&2 ||
+    die "go build of $src failed"
+  commit_stage "$stage" "$by"
+}
+
+# A cgo program that uses (a stand-in of) github.com/mattn/go-sqlite3, on Debian 12's glibc.
+go_cgo_sqlite() {
+  ARCH=amd64
+  debian_glibc
+  go_program "COPY --from=build /out/cgoapp /usr/local/bin/cgoapp" cgo-sqlite/app usr/local/bin/cgoapp 1
+}
+
+# The cgo program is the entrypoint; no arena cap: go-cgo-glibc-allocator fires.
+recipe_go_cgo_sqlite() {
+  go_cgo_sqlite
+  config --config.cmd=cgoapp
+}
+
+# The same with MALLOC_ARENA_MAX=2: the fixed twin.
+recipe_go_cgo_sqlite_capped() {
+  go_cgo_sqlite
+  config --config.env=MALLOC_ARENA_MAX=2 --config.cmd=cgoapp
+}
+
+# A pure Go program built with CGO_ENABLED=0 (static, no libc) as the entrypoint, beside the
+# cgo program in a PATH folder that the entrypoint does not run.
+recipe_go_nocgo() {
+  go_cgo_sqlite
+  go_program "COPY --from=build /out/server /app/server" nocgo app/server 0
+  config --config.entrypoint=/app/server
+}

@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # podman (local-store tests), docker-registry, htpasswd and openssl (registry tests).
-tools=(skopeo umoci dpkg-deb podman docker-registry htpasswd openssl)
+# go and gcc build the Go test programs (scripts/recipes/go.sh, src/elf/go.rs).
+tools=(skopeo umoci dpkg-deb podman docker-registry htpasswd openssl go gcc)
 missing=()
 for t in "${tools[@]}"; do
   command -v "$t" >/dev/null || missing+=("$t")
@@ -17,6 +18,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     case $t in
       dpkg-deb) pkgs+=(dpkg) ;;
       htpasswd) pkgs+=(apache2-utils) ;;
+      go) pkgs+=(golang-go) ;;
       *) pkgs+=("$t") ;;
     esac
   done

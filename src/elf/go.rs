@@ -113,7 +113,7 @@ pub fn parse(blob: &[u8]) -> Option<GoBuildInfo> {
     };
     let m = modinfo.bytes;
     let body = if modinfo.whole {
-        if m.len() >= 2 * SENTINEL + 1 && m[m.len() - SENTINEL - 1] == b'\n' {
+        if m.len() > 2 * SENTINEL && m[m.len() - SENTINEL - 1] == b'\n' {
             &m[SENTINEL..m.len() - SENTINEL]
         } else {
             // Go reads such module info as empty (a build outside module mode).

@@ -229,6 +229,10 @@ mod tests {
                 r#"{"libraries":{"Npgsql/8.0.5":{"type":"package"}}}"#,
             ),
             text(
+                "usr/local/lib/python3.11/site-packages/numpy-1.26.4.dist-info/METADATA",
+                "Metadata-Version: 2.1\nName: numpy\nVersion: 1.26.4\n",
+            ),
+            text(
                 "srv/appsettings.json",
                 "{ // .NET accepts comments\n \"ConnectionStrings\": {\"Db\": \"Host=db;GSS Encryption Mode=Disable\"}, }",
             ),
@@ -284,6 +288,8 @@ mod tests {
         assert_eq!(f.dotnet.apps[0].target_framework.as_deref(), Some("net8.0"));
         assert_eq!(f.dotnet.npgsql.len(), 1);
         assert!(f.dotnet.gss.disabled, "{}", f.dotnet.gss.reason);
+        let py = f.python.as_ref().unwrap();
+        assert_eq!(py.package("numpy").unwrap().version.as_deref(), Some("1.26.4"));
     }
 
     /// A module whose reads nobody declared fails loudly rather than reading "not installed".

@@ -50,6 +50,17 @@ pub enum Concurrency {
     Unknown,
 }
 
+impl Concurrency {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Concurrency::Threads => "threads",
+            Concurrency::Processes => "processes",
+            Concurrency::Single => "single",
+            Concurrency::Unknown => "unknown",
+        }
+    }
+}
+
 /// A Python server the entrypoint runs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct PythonServer {
@@ -229,7 +240,7 @@ fn version(
                 if fits(upstream) {
                     return (
                         Some(upstream.to_string()),
-                        Some(format!("the {pkg} package ({})", p.version)),
+                        Some(format!("dpkg package {pkg} {}", p.version)),
                     );
                 }
             }

@@ -131,3 +131,21 @@ fn build_info_comes_back_from_the_layer_cache() {
     assert_eq!(cold["facts"]["go"], warm["facts"]["go"]);
     assert_eq!(warm["facts"]["go"]["binaries"][0]["cgo"], true);
 }
+
+/// The same cgo program linked against musl, on a musl root: never a finding; `-v` says why.
+#[test]
+fn cgo_program_on_musl_is_not_judged() {
+    let v = rules("go-cgo-sqlite-musl", &[]);
+    assert_eq!(v["findings"], serde_json::json!([]), "{:#}", v["findings"]);
+    let f = facts("go-cgo-sqlite-musl");
+    assert_eq!(f["libc"]["family"], "musl");
+    assert_eq!(f["go"]["binaries"][0]["cgo"], true);
+    assert_eq!(f["go"]["binaries"][0]["on_entrypoint"], true);
+    let r = build_image("go-cgo-sqlite-musl");
+    let out = memlint(&["lint", "-v", "--fail-on", "never", &r]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("go-cgo-glibc-allocator: the cgo program runs on musl, which has no per-thread arenas"),
+        "{text}"
+    );
+}

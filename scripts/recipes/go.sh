@@ -4,16 +4,23 @@
 # local folder cgo-sqlite/sqlite3, whose go.mod declares that module path, so the program's
 # build info names go-sqlite3 as a real build would; the stand-in calls C's malloc.
 
-# go_program "CREATED_BY" SRC DEST CGO : builds testdata/recipes/go/SRC with CGO_ENABLED=CGO
-# into DEST.
+# go_program "CREATED_BY" SRC DEST CGO [musl] : builds testdata/recipes/go/SRC with
+# CGO_ENABLED=CGO into DEST; with `musl`, linked by musl-gcc against musl's loader.
 go_program() {
-  local by=$1 src=$2 dest=$3 cgo=$4 stage
+  local by=$1 src=$2 dest=$3 cgo=$4 libc=${5:-glibc} stage
   command -v go >/dev/null || die "install golang-go (and gcc) first"
+  local cc=gcc ldflags=
+  if [ "$libc" = musl ]; then
+    command -v musl-gcc >/dev/null || die "install musl-tools first"
+    cc=musl-gcc
+    ldflags="-linkmode external -extldflags -Wl,--dynamic-linker=/lib/ld-musl-x86_64.so.1"
+  fi
   stage=$(new_stage)
   mkdir -p "$stage/$(dirname "$dest")" "$WORK/gopath"
   (cd "$ROOT/testdata/recipes/go/$src" &&
-    CGO_ENABLED=$cgo GOPROXY=off GOFLAGS=-mod=mod GOPATH="$WORK/gopath" \
-      GOCACHE="$CACHE/go-build" go build -trimpath -buildvcs=false -o "$stage/$dest" .) >&2 ||
+    CC=$cc CGO_ENABLED=$cgo GOPROXY=off GOFLAGS=-mod=mod GOPATH="$WORK/gopath" \
+      GOCACHE="$CACHE/go-build" go build -trimpath -buildvcs=false -ldflags "$ldflags" \
+      -o "$stage/$dest" .) >&2 ||
     die "go build of $src failed"
   commit_stage "$stage" "$by"
 }
@@ -43,4 +50,13 @@ recipe_go_nocgo() {
   go_cgo_sqlite
   go_program "COPY --from=build /out/server /app/server" nocgo app/server 0
   config --config.entrypoint=/app/server
+}
+
+# The cgo program linked against musl, on a musl root: musl has no per-thread arenas, so
+# go-cgo-glibc-allocator stays silent.
+recipe_go_cgo_sqlite_musl() {
+  ARCH=amd64
+  musl_root
+  go_program "COPY --from=build /out/cgoapp /usr/local/bin/cgoapp" cgo-sqlite/app usr/local/bin/cgoapp 1 musl
+  config --config.cmd=/usr/local/bin/cgoapp
 }

@@ -158,6 +158,81 @@ fn pythonmalloc_note(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::elf::{ElfClass, ElfType};
+    use crate::facts::loader::tests::elf;
+    use crate::image::Image;
+    use crate::platform::Platform;
+    use crate::tree::{EntryKind, FileTree, LayerEntry};
+
+    /// Facts of an image with CPython on glibc, the given distributions, `env` and command.
+    fn facts_of(dists: &[(&str, &str)], env: &[&str], cmd: &[&str]) -> Facts {
+        let interp = "/lib64/ld-linux-x86-64.so.2";
+        let mut python = elf(62, ElfClass::Elf64, Some(interp), &["libc.so.6"], &[], &[]);
+        python.head.elf_type = ElfType::Executable;
+        let mut libc = elf(62, ElfClass::Elf64, None, &[], &[], &[]);
+        libc.scan.glibc_release = Some("2.36".into());
+        let binary = |path: &str, info| LayerEntry {
+            size: 4096,
+            mode: 0o755,
+            elf: Some(Box::new(info)),
+            ..LayerEntry::new(path, EntryKind::File)
+        };
+        let mut entries = vec![
+            binary("usr/bin/python3.11", python),
+            binary(interp, elf(62, ElfClass::Elf64, None, &[], &[], &[])),
+            binary("lib/x86_64-linux-gnu/libc.so.6", libc),
+        ];
+        for (name, version) in dists {
+            entries.push(
+                LayerEntry::new(
+                    &format!("usr/local/lib/python3.11/site-packages/{name}-{version}.dist-info/METADATA"),
+                    EntryKind::File,
+                )
+                .with_text(&format!("Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")),
+            );
+        }
+        let config = serde_json::json!({
+            "architecture": "amd64", "os": "linux",
+            "config": {"Env": env, "Cmd": cmd},
+            "rootfs": {"type": "layers", "diff_ids": []}
+        });
+        let config: oci_spec::image::ImageConfiguration = serde_json::from_value(config).unwrap();
+        let interests = crate::facts::interests().union(crate::facts::interests_for(&config));
+        let tree = FileTree::from_entries(entries).unwrap().keeping(interests);
+        crate::facts::derive(&Image::unlayered("t", "t", Platform::linux_amd64(), Some(config), tree))
+    }
+
+    const UVICORN: &[&str] = &["python3.11", "-m", "uvicorn", "app:app"];
+    const PATH: &str = "PATH=/usr/local/bin:/usr/bin";
+
+    #[test]
+    fn fires_for_native_packages_under_a_threaded_server_only() {
+        let f = facts_of(&[("numpy", "1.26.4"), ("polars", "1.0.0")], &[PATH], UVICORN);
+        assert_eq!(f.libc.family, LibcFamily::Glibc);
+        let o = check(&f);
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        assert!(o.findings[0].message.starts_with("numpy run from uvicorn threads"));
+        // Polars and PyArrow alone bring their own allocator.
+        let f = facts_of(&[("polars", "1.0.0"), ("pyarrow", "17.0.0")], &[PATH], UVICORN);
+        let o = check(&f);
+        assert!(o.findings.is_empty());
+        assert!(o.undecided.unwrap().contains("polars, pyarrow"));
+        // An arena cap (here through GLIBC_TUNABLES) settles it.
+        let f = facts_of(&[("numpy", "1.26.4")], &[PATH, "GLIBC_TUNABLES=glibc.malloc.arena_max=2"], UVICORN);
+        assert!(check(&f).findings.is_empty());
+        // One sync gunicorn worker runs native code from one thread.
+        let f = facts_of(&[("Pillow", "10.4.0")], &[PATH], &["python3.11", "-m", "gunicorn", "app:app"]);
+        assert!(check(&f).findings.is_empty());
+        let f = facts_of(&[("Pillow", "10.4.0")], &[PATH, "WEB_CONCURRENCY=4"], &["python3.11", "-m", "gunicorn", "app:app"]);
+        assert_eq!(check(&f).findings.len(), 1);
+        // PYTHONMALLOC does not change the buffers' allocator; it is named.
+        let f = facts_of(&[("numpy", "1.26.4")], &[PATH, "PYTHONMALLOC=malloc"], UVICORN);
+        let o = check(&f);
+        assert!(o.findings[0]
+            .evidence
+            .iter()
+            .any(|e| e.text().contains("PYTHONMALLOC=malloc")));
+    }
 
     #[test]
     fn lists_are_normalised_names() {

@@ -357,7 +357,13 @@ fn server_in(
     if words.first().is_some_and(|w| base(w).starts_with("python")) {
         let mut i = 1;
         while i < words.len() && words[i].starts_with('-') && words[i] != "-m" {
-            i += 1;
+            match words[i].as_str() {
+                // `-c CODE`: no module or script to name.
+                "-c" => return None,
+                // Options that take the next word.
+                "-X" | "-W" => i += 2,
+                _ => i += 1,
+            }
         }
         match words.get(i).map(String::as_str) {
             Some("-m") => {
@@ -576,6 +582,11 @@ mod tests {
             Concurrency::Threads
         );
         assert_eq!(c("python3 -m gunicorn -w 2 app:app", &[]), Concurrency::Processes);
+        assert_eq!(
+            c("python3 -X dev -u -m uvicorn main:app", &[]),
+            Concurrency::Threads
+        );
+        assert!(run("python3 -c import-gunicorn", &[], vec![]).is_empty());
         assert_eq!(
             c("/usr/bin/python3.11 /usr/local/bin/gunicorn -w 2 app:app", &[]),
             Concurrency::Processes

@@ -149,3 +149,40 @@ fn cgo_program_on_musl_is_not_judged() {
         "{text}"
     );
 }
+
+/// jemalloc preloaded for the interpreter settles it as an arena cap does.
+#[test]
+fn python_with_jemalloc_preloaded_is_not_reported() {
+    let f = facts("python-numpy-gunicorn-jemalloc");
+    assert_eq!(f["allocator"]["name"], "jemalloc", "{:#}", f["allocator"]);
+    let v = rules("python-numpy-gunicorn-jemalloc", &[]);
+    assert!(
+        !v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["rule"] == "python-glibc-allocator"),
+        "{:#}",
+        v["findings"]
+    );
+}
+
+/// A cgo program linked against Debian's shared libsqlite3, with no Go module naming SQLite:
+/// the rule knows it from DT_NEEDED.
+#[test]
+fn cgo_program_needing_libsqlite3_is_reported() {
+    let v = rules("go-cgo-libsqlite", &[]);
+    let hits: Vec<&Value> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "go-cgo-glibc-allocator")
+        .collect();
+    assert_eq!(hits.len(), 1, "{:#}", v["findings"]);
+    let evidence = hits[0]["evidence"].to_string();
+    assert!(
+        evidence.contains("DT_NEEDED libsqlite3.so.0 (SQLite)"),
+        "{evidence}"
+    );
+    assert_eq!(hits[0]["severity"], "note");
+}

@@ -15,10 +15,16 @@ go_program() {
     cc=musl-gcc
     ldflags="-linkmode external -extldflags -Wl,--dynamic-linker=/lib/ld-musl-x86_64.so.1"
   fi
+  # Headers and libraries of Debian packages unpacked by go_sysroot, for cgo to build against.
+  local cflags="" libs=""
+  if [ -n "${GO_SYSROOT:-}" ]; then
+    cflags="-I$GO_SYSROOT/usr/include"
+    libs="-L$GO_SYSROOT/usr/lib/$(triplet "$ARCH")"
+  fi
   stage=$(new_stage)
   mkdir -p "$stage/$(dirname "$dest")" "$WORK/gopath"
   (cd "$ROOT/testdata/recipes/go/$src" &&
-    CC=$cc CGO_ENABLED=$cgo GOPROXY=off GOFLAGS=-mod=mod GOPATH="$WORK/gopath" \
+    CGO_CFLAGS=$cflags CGO_LDFLAGS=$libs CC=$cc CGO_ENABLED=$cgo GOPROXY=off GOFLAGS=-mod=mod GOPATH="$WORK/gopath" \
       GOCACHE="$CACHE/go-build" go build -trimpath -buildvcs=false -ldflags "$ldflags" \
       -o "$stage/$dest" .) >&2 ||
     die "go build of $src failed"
@@ -59,4 +65,28 @@ recipe_go_cgo_sqlite_musl() {
   musl_root
   go_program "COPY --from=build /out/cgoapp /usr/local/bin/cgoapp" cgo-sqlite/app usr/local/bin/cgoapp 1 musl
   config --config.cmd=/usr/local/bin/cgoapp
+}
+
+# go_sysroot PKG... : unpacks Debian packages (headers, .so links) into $WORK/sysroot, outside
+# the image, and points go_program's cgo at it.
+go_sysroot() {
+  local deb
+  mkdir -p "$WORK/sysroot"
+  for deb in $(fetch_debs "$ARCH" "$@"); do
+    dpkg-deb -x "$deb" "$WORK/sysroot"
+  done
+  GO_SYSROOT="$WORK/sysroot"
+}
+
+# A cgo program linked against Debian's shared libsqlite3 (DT_NEEDED libsqlite3.so.0, no Go
+# module naming SQLite), with libsqlite3-0 installed: go-cgo-glibc-allocator fires through the
+# library the program needs.
+recipe_go_cgo_libsqlite() {
+  ARCH=amd64
+  debian_glibc
+  debs "libsqlite3-0" libsqlite3-0
+  go_sysroot libsqlite3-dev libsqlite3-0
+  go_program "COPY --from=build /out/app /usr/local/bin/app" cgo-libsqlite usr/local/bin/app 1
+  GO_SYSROOT=
+  config --config.cmd=app
 }

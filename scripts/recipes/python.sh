@@ -57,3 +57,12 @@ recipe_python_numpy_gunicorn_capped() {
   config --config.env=MALLOC_ARENA_MAX=2 --config.workingdir=/app --config.cmd=gunicorn \
     --config.cmd=--workers=4 --config.cmd=--threads=4 --config.cmd=app:app
 }
+
+# The same with Debian's jemalloc preloaded by its bare name: another fixed twin, through the
+# allocator rather than an arena cap.
+recipe_python_numpy_gunicorn_jemalloc() {
+  python_numpy_gunicorn
+  debs "libjemalloc2" libstdc++6 libjemalloc2
+  config --config.env=LD_PRELOAD=libjemalloc.so.2 --config.workingdir=/app --config.cmd=gunicorn \
+    --config.cmd=--workers=4 --config.cmd=--threads=4 --config.cmd=app:app
+}

@@ -166,7 +166,11 @@ mod tests {
 
     /// Facts of an image with CPython on glibc, the given distributions, `env` and command.
     fn facts_of(dists: &[(&str, &str)], env: &[&str], cmd: &[&str]) -> Facts {
-        let interp = "/lib64/ld-linux-x86-64.so.2";
+        facts_on("/lib64/ld-linux-x86-64.so.2", dists, env, cmd)
+    }
+
+    /// [`facts_of`] with the interpreter (glibc's or musl's loader) the program names.
+    fn facts_on(interp: &str, dists: &[(&str, &str)], env: &[&str], cmd: &[&str]) -> Facts {
         let mut python = elf(62, ElfClass::Elf64, Some(interp), &["libc.so.6"], &[], &[]);
         python.head.elf_type = ElfType::Executable;
         let mut libc = elf(62, ElfClass::Elf64, None, &[], &[], &[]);
@@ -225,6 +229,12 @@ mod tests {
         assert!(check(&f).findings.is_empty());
         let f = facts_of(&[("Pillow", "10.4.0")], &[PATH, "WEB_CONCURRENCY=4"], &["python3.11", "-m", "gunicorn", "app:app"]);
         assert_eq!(check(&f).findings.len(), 1);
+        // musl has no per-thread arenas: never a finding.
+        let f = facts_on("/lib/ld-musl-x86_64.so.1", &[("numpy", "1.26.4")], &[PATH], UVICORN);
+        assert_eq!(f.libc.family, LibcFamily::Musl);
+        let o = check(&f);
+        assert!(o.findings.is_empty());
+        assert!(o.undecided.unwrap().contains("musl"));
         // PYTHONMALLOC does not change the buffers' allocator; it is named.
         let f = facts_of(&[("numpy", "1.26.4")], &[PATH, "PYTHONMALLOC=malloc"], UVICORN);
         let o = check(&f);

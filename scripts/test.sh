@@ -6,8 +6,9 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # podman (local-store tests), docker-registry, htpasswd and openssl (registry tests), xmllint
-# (JUnit reports against junit-10.xsd), man and groff (the man pages), zsh and fish (completions).
-tools=(skopeo umoci dpkg-deb podman docker-registry htpasswd openssl xmllint man groff zsh fish)
+# (JUnit reports against junit-10.xsd), man and groff (the man pages), zsh and fish (completions),
+# go and gcc (the Go test programs of scripts/recipes/go.sh and src/elf/go.rs).
+tools=(skopeo umoci dpkg-deb podman docker-registry htpasswd openssl xmllint man groff zsh fish go gcc)
 missing=()
 for t in "${tools[@]}"; do
   command -v "$t" >/dev/null || missing+=("$t")
@@ -21,6 +22,7 @@ if [ ${#missing[@]} -gt 0 ]; then
       xmllint) pkgs+=(libxml2-utils) ;;
       man) pkgs+=(man-db) ;;
       groff) pkgs+=(groff-base) ;;
+      go) pkgs+=(golang-go) ;;
       *) pkgs+=("$t") ;;
     esac
   done

@@ -287,6 +287,20 @@ const TABLE: &[(&str, &str, &str, &str, &str)] = &[
         "note",
         "maximumDiskCacheSize",
     ),
+    (
+        "python-glibc-allocator",
+        "python-numpy-gunicorn",
+        "python-numpy-gunicorn-capped",
+        "note",
+        "ENV MALLOC_ARENA_MAX=2",
+    ),
+    (
+        "go-cgo-glibc-allocator",
+        "go-cgo-sqlite",
+        "go-cgo-sqlite-capped",
+        "note",
+        "ENV MALLOC_ARENA_MAX=2",
+    ),
 ];
 
 #[test]

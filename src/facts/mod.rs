@@ -6,6 +6,7 @@ pub mod allocator;
 pub mod dotnet;
 pub mod entrypoint;
 pub mod env;
+pub mod go;
 pub mod java;
 pub mod ldcache;
 pub mod libc;
@@ -15,6 +16,7 @@ pub mod node;
 pub mod os;
 pub mod platform;
 pub mod preload;
+pub mod python;
 pub mod ruby;
 pub mod script;
 pub mod sharp;
@@ -51,6 +53,8 @@ const DECLARED: &[(&str, Declaration)] = &[
     ("dotnet", dotnet::interests),
     ("java", java::interests),
     ("ruby", ruby::interests),
+    ("python", python::interests),
+    ("go", go::interests),
 ];
 
 /// Every file content and ELF fact the facts read, whatever the config says. The layer reader
@@ -99,6 +103,8 @@ pub struct Facts {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub java: Option<java::JavaFacts>,
     pub ruby: Option<ruby::RubyFacts>,
+    pub python: Option<python::PythonFacts>,
+    pub go: go::GoFacts,
 }
 
 /// Derives the facts of an image.
@@ -139,6 +145,8 @@ pub fn derive(image: &Image) -> Facts {
     let dotnet = dotnet::derive(&loader, &env);
     let java = java::derive(tree, &env, &entrypoint, &os, &libc, image.config.as_ref());
     let ruby = ruby::derive(&loader, &env, &os, &entrypoint);
+    let python = python::derive(tree, &env, &os, &entrypoint);
+    let go = go::derive(tree, &env, &entrypoint);
     Facts {
         loader: loader.facts(),
         env: env.clone(),
@@ -154,6 +162,8 @@ pub fn derive(image: &Image) -> Facts {
         dotnet,
         java,
         ruby,
+        python,
+        go,
     }
 }
 
@@ -250,6 +260,10 @@ mod tests {
             ),
             text("opt/demo/bin/demo", "#!/bin/sh\nDEFAULT_JVM_OPTS='\"-Xmx64m\"'\nexec \"$JAVACMD\" \"$@\"\n"),
             text(
+                "usr/local/lib/python3.11/site-packages/numpy-1.26.4.dist-info/METADATA",
+                "Metadata-Version: 2.1\nName: numpy\nVersion: 1.26.4\n",
+            ),
+            text(
                 "srv/appsettings.json",
                 "{ // .NET accepts comments\n \"ConnectionStrings\": {\"Db\": \"Host=db;GSS Encryption Mode=Disable\"}, }",
             ),
@@ -312,6 +326,8 @@ mod tests {
         assert_eq!(ruby.binary, "/usr/local/bin/ruby");
         assert_eq!(ruby.servers[0].name, "puma");
         assert_eq!(ruby.servers[0].source, "/app/Gemfile.lock");
+        let py = f.python.as_ref().unwrap();
+        assert_eq!(py.package("numpy").unwrap().version.as_deref(), Some("1.26.4"));
     }
 
     /// A module whose reads nobody declared fails loudly rather than reading "not installed".

@@ -358,6 +358,52 @@ fn runtimes_text(s: &mut String, f: &Facts) {
             let _ = writeln!(s, "              servers: {}", names.join(", "));
         }
     }
+    if let Some(py) = &f.python {
+        let version = py.version.as_deref().unwrap_or("(version unknown)");
+        let source = py
+            .version_source
+            .as_deref()
+            .map(|s| format!(" ({s})"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "  Python      CPython {version}{source}, {}",
+            count(py.packages.len() as u64, "distribution", "distributions")
+        );
+        for server in &py.servers {
+            let _ = writeln!(
+                s,
+                "              {} ({}): {}",
+                server.name,
+                server.concurrency.as_str(),
+                server.evidence
+            );
+        }
+        if let Some(m) = &py.pythonmalloc {
+            let _ = writeln!(s, "              PYTHONMALLOC={m}");
+        }
+    }
+    let mut label = "  Go          ";
+    for b in &f.go.binaries {
+        let cgo = match b.cgo {
+            Some(true) => "cgo",
+            Some(false) => "no cgo",
+            None => "cgo unknown",
+        };
+        let ran = if b.on_entrypoint {
+            ", run by the entrypoint"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            s,
+            "{label}{} {} ({cgo}, {}){ran}",
+            b.path,
+            b.go_version.as_deref().unwrap_or("(version unknown)"),
+            count(b.deps.len() as u64, "module", "modules")
+        );
+        label = "              ";
+    }
     let d = &f.dotnet;
     if !d.present() {
         let _ = writeln!(s, "  .NET        none found");

@@ -299,7 +299,9 @@ impl LayerEntry {
                     .map(|s| string + s.len() as u64)
                     .sum()
             });
-            h + d
+            // A Go program's build info (at most the bytes its scanner held of it).
+            let go = e.scan.go.as_ref().map_or(0, |g| g.heap_bytes());
+            h + d + go
         });
         std::mem::size_of::<LayerEntry>() as u64 + path + link + elf
     }

@@ -224,7 +224,7 @@ fn action_install_verifies_release_binaries_against_the_pinned_table() {
     assert!(r.out.status.success(), "{}", error_text(&r.out));
     assert_eq!(r.said, format!("memlint {VERSION}"));
     assert!(r.cargo_calls.is_empty(), "cargo ran: {}", r.cargo_calls);
-    assert_eq!(bench.server.requests(), [path.clone()]);
+    assert_eq!(bench.server.requests(), vec![path]);
     assert!(String::from_utf8_lossy(&r.out.stderr).contains(&format!("release {tag}")));
 
     // Another sha256: the step fails, says why, and leaves nothing to run.
@@ -333,7 +333,7 @@ fn action_install_verifies_release_binaries_against_the_pinned_table() {
     let r = bench.install(&right, &[cache_var[0], ("RUNNER_ARCH_NAME", "ARM64")]);
     assert_eq!(r.said, "built from source");
     let cached_files: Vec<_> = walk(&cache.join("memlint"));
-    assert_eq!(cached_files, [cached.clone()]);
+    assert_eq!(cached_files, vec![cached.clone()]);
     // The table at another ref, with another sha256, does not accept the cached file either.
     let r = bench.install(&line(&forged, &tag, linux), &cache_var);
     assert_eq!(r.out.status.code(), Some(1));

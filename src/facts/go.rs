@@ -129,6 +129,99 @@ pub fn derive(tree: &FileTree, env: &Env, entry: &Entrypoint) -> GoFacts {
     out
 }
 
+/// What the Go runtime makes of a `GOMEMLIMIT` value at start (runtime `readGOMEMLIMIT` in
+/// `mgcpacer.go`, `parseByteCount` and `atoi64` in `string.go`; ported from Go 1.19's source
+/// and checked against the runtime itself in `tests/gomem.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemLimit {
+    /// Empty or `off`: no soft limit.
+    Off,
+    /// A limit in bytes.
+    Bytes(i64),
+    /// The runtime prints `GOMEMLIMIT=…` and dies with `fatal error: malformed GOMEMLIMIT`.
+    Malformed,
+}
+
+/// [`MemLimit`] for a `GOMEMLIMIT` value, byte for byte as the runtime reads it.
+pub fn read_gomemlimit(value: &str) -> MemLimit {
+    if value.is_empty() || value == "off" {
+        return MemLimit::Off;
+    }
+    match parse_byte_count(value.as_bytes()) {
+        Some(n) => MemLimit::Bytes(n),
+        None => MemLimit::Malformed,
+    }
+}
+
+/// The runtime's `parseByteCount`: digits, optionally followed by `B`, `KiB`, `MiB`, `GiB` or
+/// `TiB`; no sign but `-` (which `atoi64` takes, so `-0` is 0 and `-1` is refused), no blank, no
+/// fraction, nothing past `i64::MAX` bytes.
+fn parse_byte_count(s: &[u8]) -> Option<i64> {
+    let (&last, _) = s.split_last()?;
+    if last.is_ascii_digit() {
+        return atoi64(s).filter(|n| *n >= 0);
+    }
+    if last != b'B' || s.len() < 2 {
+        return None;
+    }
+    let c = s[s.len() - 2];
+    if c.is_ascii_digit() {
+        return atoi64(&s[..s.len() - 1]).filter(|n| *n >= 0);
+    }
+    if c != b'i' || s.len() < 4 {
+        return None;
+    }
+    let power = match s[s.len() - 3] {
+        b'K' => 1,
+        b'M' => 2,
+        b'G' => 3,
+        b'T' => 4,
+        _ => return None,
+    };
+    let m = 1024u64.pow(power);
+    let n = atoi64(&s[..s.len() - 3]).filter(|n| *n >= 0)?;
+    let n = (n as u64).checked_mul(m)?;
+    i64::try_from(n).ok()
+}
+
+/// The runtime's `atoi64`: an optional `-`, then decimal digits (none at all after the `-`
+/// reads as 0), within the range of an `int64`.
+fn atoi64(s: &[u8]) -> Option<i64> {
+    if s.is_empty() {
+        return None;
+    }
+    let (neg, digits) = match s.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, s),
+    };
+    let mut un: u64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        un = un.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+    }
+    if !neg {
+        return i64::try_from(un).ok();
+    }
+    if un > i64::MAX as u64 + 1 {
+        return None;
+    }
+    Some((un as i64).wrapping_neg())
+}
+
+/// Whether a program built by this Go version reads `GOMEMLIMIT` (Go 1.19 and later; earlier
+/// ones ignore it). `go1.19.8`, `go1.21rc2`, `devel go1.23-…`; `None` (no build info memlint
+/// decodes, so before Go 1.18) does not.
+pub fn reads_gomemlimit(go_version: Option<&str>) -> bool {
+    let Some(v) = go_version else { return false };
+    let Some(at) = v.find("go1.") else {
+        return v.contains("devel");
+    };
+    let minor: String = v[at + 4..].chars().take_while(char::is_ascii_digit).collect();
+    minor.parse::<u32>().is_ok_and(|m| m >= 19)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,5 +279,57 @@ mod tests {
             f.binaries[0].modules().collect::<Vec<_>>(),
             ["github.com/mattn/go-sqlite3"]
         );
+    }
+
+    #[test]
+    fn gomemlimit_as_the_runtime_reads_it() {
+        use MemLimit::*;
+        const MIB: i64 = 1 << 20;
+        for (value, want) in [
+            ("512MiB", Bytes(512 * MIB)),
+            ("1GiB", Bytes(1 << 30)),
+            ("1KiB", Bytes(1024)),
+            ("2TiB", Bytes(2 << 40)),
+            ("123", Bytes(123)),
+            ("123B", Bytes(123)),
+            ("0", Bytes(0)),
+            ("-0", Bytes(0)),
+            ("-KiB", Bytes(0)),
+            ("off", Off),
+            ("", Off),
+            ("9223372036854775807", Bytes(i64::MAX)),
+            ("8388607TiB", Bytes(8_388_607 << 40)),
+            ("8388608TiB", Malformed),
+            ("9223372036854775808", Malformed),
+            ("99999999999999999999", Malformed),
+            ("512Mi", Malformed),
+            ("400m", Malformed),
+            ("1G", Malformed),
+            ("1Gi", Malformed),
+            ("512MB", Malformed),
+            ("512mib", Malformed),
+            (" 512MiB", Malformed),
+            ("512MiB ", Malformed),
+            ("512 MiB", Malformed),
+            ("1.5GiB", Malformed),
+            ("+1", Malformed),
+            ("-1", Malformed),
+            ("0x100", Malformed),
+            ("1_000", Malformed),
+            ("OFF", Malformed),
+            ("B", Malformed),
+            ("KiB", Malformed),
+            ("iB", Malformed),
+            ("1PiB", Malformed),
+            ("\"512MiB\"", Malformed),
+        ] {
+            assert_eq!(read_gomemlimit(value), want, "{value:?}");
+        }
+        assert!(reads_gomemlimit(Some("go1.19.8")));
+        assert!(reads_gomemlimit(Some("go1.22.1 X:boringcrypto")));
+        assert!(reads_gomemlimit(Some("devel go1.23-abc")));
+        assert!(!reads_gomemlimit(Some("go1.18.10")));
+        assert!(!reads_gomemlimit(Some("go1.9")));
+        assert!(!reads_gomemlimit(None));
     }
 }

@@ -94,6 +94,10 @@ fn check(f: &Facts) -> Outcome {
     if allocator_settles(f) {
         return Outcome::none();
     }
+    // A preload or arena cap a script sets in a way memlint cannot work out may settle it.
+    if let Some(why) = f.allocator.undecided_reason() {
+        return Outcome::undecided(why);
+    }
     let fix = format!(
         "ENV MALLOC_ARENA_MAX=2\n# or jemalloc:\n# {}",
         fixes::jemalloc_fix(f).replace('\n', "\n# ")

@@ -30,6 +30,10 @@ fn check(f: &Facts) -> Outcome {
     if f.allocator.is_replacement() || f.allocator.arena_cap.is_some() || j.trims_native_heap().is_some() {
         return Outcome::none();
     }
+    // A preload or arena cap a script sets in a way memlint cannot work out may settle it.
+    if let Some(why) = f.allocator.undecided_reason() {
+        return Outcome::undecided(why);
+    }
     let mut fix = "ENV MALLOC_ARENA_MAX=2".to_string();
     let trim = j
         .parsed_version()

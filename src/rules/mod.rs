@@ -100,6 +100,7 @@ registry! {
     dotnet_glibc_allocator,
     dotnet_server_gc_container,
     go_cgo_glibc_allocator,
+    gomemlimit_malformed,
     jemalloc_not_preloaded,
     jvm_flag_incompatible,
     jvm_glibc_arenas,

@@ -37,6 +37,9 @@ const NATIVE_HEAVY: &[&str] = &[
 /// Distributions that bring their own allocator for their buffers.
 const OWN_ALLOCATOR: &[&str] = &["polars", "pyarrow"];
 
+/// The environment variables gunicorn reads its workers and threads from.
+const SERVER_VARIABLES: &[&str] = &["GUNICORN_CMD_ARGS", "WEB_CONCURRENCY"];
+
 /// What the allocator facts say that settles it, read in one place: a replacement allocator in
 /// effect for the entrypoint, or glibc's arena cap.
 fn allocator_settles(f: &Facts) -> bool {
@@ -84,6 +87,20 @@ fn check(f: &Facts) -> Outcome {
         .filter(|s| matches!(s.concurrency, Concurrency::Threads | Concurrency::Processes))
         .collect();
     if busy.is_empty() {
+        // gunicorn reads its workers and threads from these too: a script that sets one in a
+        // way memlint cannot work out may run several.
+        if let Some(var) = py
+            .servers
+            .iter()
+            .any(|s| s.name == "gunicorn")
+            .then(|| SERVER_VARIABLES.iter().find_map(|k| f.env.undecided(k)))
+            .flatten()
+        {
+            return Outcome::undecided(format!(
+                "gunicorn may run several workers or threads: {}",
+                f.env.entry(&var.name).unwrap_or_default()
+            ));
+        }
         return match py.servers.iter().find(|s| s.concurrency == Concurrency::Unknown) {
             Some(s) => Outcome::undecided(format!(
                 "{} may run several workers or threads: {}",
@@ -94,6 +111,10 @@ fn check(f: &Facts) -> Outcome {
     }
     if allocator_settles(f) {
         return Outcome::none();
+    }
+    // A preload or arena cap a script sets in a way memlint cannot work out may settle it.
+    if let Some(why) = f.allocator.undecided_reason() {
+        return Outcome::undecided(why);
     }
     let mut evidence: Vec<Evidence> = native
         .iter()
@@ -111,6 +132,13 @@ fn check(f: &Facts) -> Outcome {
         })
         .collect();
     evidence.extend(busy.iter().map(|s| Evidence::plain(format!("{}: {}", s.name, s.evidence))));
+    // A server setting an entrypoint script exports: the script and line that decided.
+    evidence.extend(
+        SERVER_VARIABLES
+            .iter()
+            .filter(|k| f.env.from_script(k))
+            .filter_map(|k| f.env.evidence(k)),
+    );
     evidence.push(Evidence::plain(format!(
         "CPython {} on glibc {} with no MALLOC_ARENA_MAX or GLIBC_TUNABLES arena cap",
         py.version.as_deref().unwrap_or("(version unknown)"),
@@ -171,6 +199,17 @@ mod tests {
 
     /// [`facts_of`] with the interpreter (glibc's or musl's loader) the program names.
     fn facts_on(interp: &str, dists: &[(&str, &str)], env: &[&str], cmd: &[&str]) -> Facts {
+        facts_with(interp, dists, env, cmd, Vec::new())
+    }
+
+    /// [`facts_on`] with more files in the image.
+    fn facts_with(
+        interp: &str,
+        dists: &[(&str, &str)],
+        env: &[&str],
+        cmd: &[&str],
+        extra: Vec<LayerEntry>,
+    ) -> Facts {
         let mut python = elf(62, ElfClass::Elf64, Some(interp), &["libc.so.6"], &[], &[]);
         python.head.elf_type = ElfType::Executable;
         let mut libc = elf(62, ElfClass::Elf64, None, &[], &[], &[]);
@@ -186,6 +225,7 @@ mod tests {
             binary(interp, elf(62, ElfClass::Elf64, None, &[], &[], &[])),
             binary("lib/x86_64-linux-gnu/libc.so.6", libc),
         ];
+        entries.extend(extra);
         for (name, version) in dists {
             entries.push(
                 LayerEntry::new(
@@ -242,6 +282,48 @@ mod tests {
             .evidence
             .iter()
             .any(|e| e.text().contains("PYTHONMALLOC=malloc")));
+    }
+
+    /// An entrypoint script `/entry.sh` with these lines, then `exec` of the server.
+    fn script(lines: &str, exec: &str) -> LayerEntry {
+        LayerEntry {
+            mode: 0o755,
+            ..LayerEntry::new("entry.sh", EntryKind::File)
+                .with_text(&format!("#!/bin/sh\nset -e\n{lines}\nexec {exec}\n"))
+        }
+    }
+
+    #[test]
+    fn script_settings_decide_or_leave_it_undecided() {
+        let dists = &[("numpy", "1.26.4")];
+        let glibc = "/lib64/ld-linux-x86-64.so.2";
+        let run = |lines: &str, exec: &str| {
+            let f = facts_with(glibc, dists, &[PATH], &["/entry.sh"], vec![script(lines, exec)]);
+            (check(&f), f)
+        };
+        // An arena cap the script exports settles it.
+        let (o, _) = run("export MALLOC_ARENA_MAX=2", "python3.11 -m uvicorn app:app");
+        assert!(o.findings.is_empty() && o.undecided.is_none(), "{o:?}");
+        // One it computes may: undecided, and -v says which line.
+        let (o, f) = run("export MALLOC_ARENA_MAX=$(nproc)", "python3.11 -m uvicorn app:app");
+        assert!(!f.allocator.undecided.is_empty(), "{:?}", f.allocator);
+        assert!(o.findings.is_empty(), "{o:?}");
+        assert!(o.undecided.unwrap().contains("/entry.sh line 3"));
+        // So may a preload it computes.
+        let (o, _) = run("export LD_PRELOAD=$(find / -name 'libjemalloc.so*')", "python3.11 -m uvicorn app:app");
+        assert!(o.findings.is_empty(), "{o:?}");
+        assert!(o.undecided.unwrap().contains("possibly in effect"));
+        // gunicorn's workers from a script: a known count fires and names the line …
+        let (o, _) = run("export WEB_CONCURRENCY=4", "python3.11 -m gunicorn app:app");
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        assert!(o.findings[0]
+            .evidence
+            .iter()
+            .any(|e| e.text().contains("WEB_CONCURRENCY=4 (exported by /entry.sh line 3)")));
+        // … one it cannot work out leaves it undecided.
+        let (o, _) = run("export WEB_CONCURRENCY=$(nproc)", "python3.11 -m gunicorn app:app");
+        assert!(o.findings.is_empty(), "{o:?}");
+        assert!(o.undecided.unwrap().contains("WEB_CONCURRENCY"));
     }
 
     #[test]

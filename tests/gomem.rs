@@ -151,11 +151,16 @@ fn image_env_512mi_is_an_error_and_512mib_is_fine() {
     assert_eq!(h.len(), 1, "{h:#?}");
     assert_eq!(h[0]["severity"], "error");
     let message = h[0]["message"].as_str().unwrap();
-    assert!(message.contains("GOMEMLIMIT=512Mi (set by the image's ENV)"), "{message}");
+    assert!(
+        message.contains("GOMEMLIMIT=512Mi (set by the image's ENV)"),
+        "{message}"
+    );
     assert!(message.contains("/app/server (go1.19"), "{message}");
     assert_eq!(h[0]["fix"], "ENV GOMEMLIMIT=512MiB");
     let value = image_gomemlimit("gomem-mi");
-    assert!(run_with(&probe, &value).unwrap_err().contains("malformed GOMEMLIMIT"));
+    assert!(run_with(&probe, &value)
+        .unwrap_err()
+        .contains("malformed GOMEMLIMIT"));
     assert_eq!(run_with(&probe, "512MiB"), Ok(512 << 20));
 
     let (v, code, _) = lint("gomem-mib", &[]);
@@ -195,7 +200,10 @@ fn env_in_the_command_gives_both_readings_of_1g() {
         "{message}"
     );
     let fix = h[0]["fix"].as_str().unwrap();
-    assert!(fix.contains("GOMEMLIMIT=1GiB") && fix.contains("GOMEMLIMIT=1000000000"), "{fix}");
+    assert!(
+        fix.contains("GOMEMLIMIT=1GiB") && fix.contains("GOMEMLIMIT=1000000000"),
+        "{fix}"
+    );
 }
 
 #[test]

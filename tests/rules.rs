@@ -295,6 +295,27 @@ const TABLE: &[(&str, &str, &str, &str, &str)] = &[
         "ENV MALLOC_ARENA_MAX=2",
     ),
     (
+        "worker-count-host-cpus",
+        "python-celery-worker",
+        "python-celery-worker-concurrency",
+        "warning",
+        "ENV CELERY_WORKER_CONCURRENCY=2",
+    ),
+    (
+        "worker-count-host-cpus",
+        "python-gunicorn-cpu-conf",
+        "python-gunicorn-cpu-conf-fixed",
+        "warning",
+        "ENV GUNICORN_CMD_ARGS=\"--workers=2\"",
+    ),
+    (
+        "gomemlimit-malformed",
+        "gomem-mi",
+        "gomem-mib",
+        "error",
+        "ENV GOMEMLIMIT=512MiB",
+    ),
+    (
         "go-cgo-glibc-allocator",
         "go-cgo-sqlite",
         "go-cgo-sqlite-capped",

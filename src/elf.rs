@@ -13,6 +13,8 @@ use object::{Endianness, ReadRef};
 use serde::Serialize;
 use std::ops::Range;
 
+pub mod go;
+
 /// How much of a file the layer reader looks at to classify it.
 pub const HEAD_LEN: usize = 4096;
 
@@ -133,6 +135,8 @@ pub struct ElfScan {
     pub node_release: Option<String>,
     /// The glibc version a `libc.so.6` or glibc `ld.so` announces ("stable release version").
     pub glibc_release: Option<String>,
+    /// A Go program's build info ([`go`]), found in its writable data as it streamed by.
+    pub go: Option<Box<go::GoBuildInfo>>,
 }
 
 /// An ELF file as the layer reader saw it.
@@ -191,6 +195,7 @@ pub struct ElfScanner {
     allocator: Option<&'static str>,
     node_release: Option<String>,
     glibc_release: Option<String>,
+    go: Option<go::GoScanner>,
 }
 
 impl ElfScanner {
@@ -198,13 +203,20 @@ impl ElfScanner {
     pub fn new(head: &[u8], elf: &ElfHead) -> ElfScanner {
         let mut loads = Vec::new();
         let mut dynamic = None;
+        let mut writable = Vec::new();
         for segment in program_headers(head, elf.class, elf.little_endian) {
             match segment.kind {
-                E::PT_LOAD => loads.push(Load {
-                    vaddr: segment.vaddr,
-                    offset: segment.offset,
-                    filesz: segment.filesz,
-                }),
+                E::PT_LOAD => {
+                    // Where Go's reader looks for build info: writable data, not code.
+                    if segment.flags & (E::PF_X.0 | E::PF_W.0) == E::PF_W.0 {
+                        writable.push((segment.offset, segment.filesz));
+                    }
+                    loads.push(Load {
+                        vaddr: segment.vaddr,
+                        offset: segment.offset,
+                        filesz: segment.filesz,
+                    })
+                }
                 E::PT_DYNAMIC => dynamic = Some((segment.offset, segment.filesz.min(DYNAMIC_CAP))),
                 _ => {}
             }
@@ -221,6 +233,7 @@ impl ElfScanner {
             allocator: None,
             node_release: None,
             glibc_release: None,
+            go: go::GoScanner::new(writable),
         }
     }
 
@@ -241,6 +254,9 @@ impl ElfScanner {
             }
         }
         self.scan_markers(chunk);
+        if let Some(g) = self.go.as_mut() {
+            g.feed(start, chunk);
+        }
         self.pos = end;
     }
 
@@ -284,13 +300,15 @@ impl ElfScanner {
         }
     }
 
-    pub fn finish(self) -> ElfScan {
+    pub fn finish(mut self) -> ElfScan {
         let dynamic = self.dynamic.map(|_| self.parse_dynamic());
+        let go = self.go.take().and_then(go::GoScanner::finish).map(Box::new);
         ElfScan {
             dynamic,
             embedded_allocator: self.allocator,
             node_release: self.node_release,
             glibc_release: self.glibc_release,
+            go,
         }
     }
 
@@ -392,6 +410,7 @@ const NAME_MAX: u64 = 4096;
 #[derive(Clone, Copy, Debug)]
 struct Segment {
     kind: E::ProgramType,
+    flags: u32,
     offset: u64,
     vaddr: u64,
     filesz: u64,
@@ -423,6 +442,7 @@ fn segments<'a, H: FileHeader<Endian = Endianness>>(
         let ph = entry.read_at::<H::ProgramHeader>(0).ok()?;
         Some(Segment {
             kind: ph.p_type(endian),
+            flags: ph.p_flags(endian).0,
             offset: ph.p_offset(endian).into(),
             vaddr: ph.p_vaddr(endian).into(),
             filesz: ph.p_filesz(endian).into(),

@@ -94,6 +94,19 @@ pub fn split_words(s: &str, syntax: Syntax) -> Vec<String> {
                 cur.push_str(ALL_ARGS);
                 in_word = true;
             }
+            // `${@}` and `${*}`, as Rails' `bin/docker-entrypoint` writes `exec "${@}"`.
+            '$' if syntax.positional && !sq && chars.peek() == Some(&'{') && {
+                let mut ahead = chars.clone();
+                ahead.next();
+                matches!((ahead.next(), ahead.next()), (Some('@' | '*'), Some('}')))
+            } =>
+            {
+                chars.next();
+                chars.next();
+                chars.next();
+                cur.push_str(ALL_ARGS);
+                in_word = true;
+            }
             c if c.is_whitespace() && !sq && !dq => {
                 if in_word {
                     words.push(std::mem::take(&mut cur));
@@ -133,6 +146,10 @@ mod tests {
     fn sh_positional_parameters_become_the_marker() {
         assert_eq!(split_words(r#"exec "$@""#, SH), ["exec", ALL_ARGS]);
         assert_eq!(split_words("node $* x", SH), ["node", ALL_ARGS, "x"]);
+        assert_eq!(
+            split_words(r#"exec "${@}" ${*}"#, SH),
+            ["exec", ALL_ARGS, ALL_ARGS]
+        );
         // Single quotes keep `$@` as text.
         assert_eq!(split_words("'$@'", SH), ["$@"]);
     }

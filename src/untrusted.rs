@@ -402,6 +402,74 @@ impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for JsonFormatter
     }
 }
 
+/// An external string as XML 1.0 character data (the text of an element), for the JUnit
+/// report. `&`, `<` and `>` become entities (so `]]>` is `]]&gt;`); `\t` and `\r`
+/// character references; `\n` stays a line break. What a terminal or the runner would act on
+/// but XML 1.0 can hold is written as a character reference, so the parsed value is the
+/// original: DEL, C1 controls and the bidirectional overrides (`&#x9b;`), the `#` that would
+/// open `##[` (`&#35;#[`) and a `:` that would open `::` at the start of a line (`&#58;:`).
+/// The C0 controls XML 1.0 cannot hold at all (not even as a reference), and U+FFFE and
+/// U+FFFF, are shown escaped as [`line`] shows them (`\x1b`, `\u{fffe}`): the one place where
+/// the parsed value is not the original.
+pub fn xml_text(s: &str) -> Cow<'_, str> {
+    xml(s, false)
+}
+
+/// An external string as an XML attribute value (between double quotes), escaped as
+/// [`xml_text`] escapes it, `"` as `&quot;`, and `\n` as a character reference too, so that a value stays on its
+/// line and keeps its line breaks (an attribute's raw line breaks are read as spaces).
+pub fn xml_attr(s: &str) -> Cow<'_, str> {
+    xml(s, true)
+}
+
+/// Whether XML 1.0 can hold `c` (the `Char` production; a Rust string holds no surrogate).
+fn xml_char(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\r') || (c >= ' ' && c != '\u{fffe}' && c != '\u{ffff}')
+}
+
+fn xml(s: &str, attr: bool) -> Cow<'_, str> {
+    let risky = s
+        .chars()
+        .any(|c| is_hidden(c) || !xml_char(c) || matches!(c, '&' | '<' | '>') || (attr && c == '"'))
+        || s.contains("##[")
+        || s.split('\n').any(starts_command);
+    if !risky {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    let mut at_line_start = true;
+    let mut chars = s.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let next = chars.peek().map(|&(_, n)| n);
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' if attr => out.push_str("&quot;"),
+            '\n' => {
+                out.push_str(if attr { "&#10;" } else { "\n" });
+                at_line_start = true;
+                continue;
+            }
+            '\t' => out.push_str("&#9;"),
+            '\r' => out.push_str("&#13;"),
+            '#' if s[i..].starts_with("##[") => out.push_str("&#35;"),
+            ':' if at_line_start && next == Some(':') => out.push_str("&#58;"),
+            c if !xml_char(c) => push_escape(&mut out, c),
+            c if is_hidden(c) => {
+                let _ = write!(out, "&#x{:x};", c as u32);
+            }
+            c if at_line_start && c.is_whitespace() => {
+                out.push(c);
+                continue;
+            }
+            c => out.push(c),
+        }
+        at_line_start = false;
+    }
+    Cow::Owned(out)
+}
+
 /// A diagnostic rendered for standard error as miette's default handler renders it, with its
 /// message, code, help, labels and causes made safe by [`line`] (a platform string or a
 /// registry's body cannot start a line of its own), and the whole text passed through
@@ -641,6 +709,43 @@ mod tests {
         let back: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(back["v"], original);
         assert_eq!(back["##[k"], 1);
+    }
+
+    #[test]
+    fn xml_escapes_what_xml_cannot_hold_and_what_a_runner_would_read() {
+        assert_eq!(xml_text("/usr/lib/libjemalloc.so.2"), "/usr/lib/libjemalloc.so.2");
+        assert!(matches!(xml_text("plain: a::b"), Cow::Borrowed(_)));
+        assert_eq!(xml_text("a<b>&\"c\"'d' ]]>"), "a&lt;b&gt;&amp;\"c\"'d' ]]&gt;");
+        assert_eq!(xml_attr("\"c\"'d'"), "&quot;c&quot;'d'");
+        // C0 controls XML 1.0 cannot hold are shown as `line` shows them.
+        assert_eq!(xml_text("\x1b]0;t\x07\0"), "\\x1b]0;t\\x07\\x00");
+        assert_eq!(xml_text("\u{fffe}\u{ffff}"), "\\u{fffe}\\u{ffff}");
+        // What XML can hold but a terminal would act on: character references.
+        assert_eq!(xml_text("\u{9b}2J\u{7f}\u{202e}"), "&#x9b;2J&#x7f;&#x202e;");
+        assert_eq!(xml_text("x ##[error]y ###[z"), "x &#35;#[error]y #&#35;#[z");
+        assert_eq!(
+            xml_text("a\n  ::warning::x\n::e"),
+            "a\n  &#58;:warning::x\n&#58;:e"
+        );
+        assert_eq!(xml_text("\t\r"), "&#9;&#13;");
+        assert_eq!(xml_attr("a\n::warning::x\tb"), "a&#10;&#58;:warning::x&#9;b");
+        assert_eq!(xml_attr("::x"), "&#58;:x");
+        // Nothing raw a SafeWriter would change.
+        let hostile = "f\x1b]0;pwned\x07\n::warning::n ##[error]n\r\u{9b}2J ]]> \u{85}";
+        for escaped in [xml_text(hostile), xml_attr(hostile)] {
+            assert!(!escaped.chars().any(|c| c.is_control() && c != '\n'), "{escaped}");
+            assert!(!escaped.contains("##["), "{escaped}");
+            assert!(!escaped.contains("]]>"), "{escaped}");
+            assert!(
+                escaped.lines().all(|l| !l.trim_start().starts_with("::")),
+                "{escaped}"
+            );
+            let mut out = Vec::new();
+            SafeWriter::new(&mut out, Allow::default())
+                .write_all(escaped.as_bytes())
+                .unwrap();
+            assert_eq!(String::from_utf8(out).unwrap(), escaped);
+        }
     }
 
     #[test]

@@ -51,6 +51,8 @@ fn help_of_memlint_and_every_subcommand() {
         &["hook"],
         &["hook", "install"],
         &["hook", "run"],
+        &["completions"],
+        &["man"],
     ];
     for cmd in commands {
         let mut args = cmd.to_vec();

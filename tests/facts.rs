@@ -160,3 +160,93 @@ fn glibc_jemalloc_preloaded_on_musl() {
     );
     assert_eq!(f["allocator"]["name"], "musl");
 }
+
+// --- Ruby and entrypoint-script exports ------------------------------------------------------
+
+/// Rails 7.2's `bin/docker-entrypoint` is the only preload: it counts, with its script and line.
+#[test]
+fn rails_7_2_entrypoint_preload_is_a_script_preload() {
+    let f = facts("ruby-rails-7-2");
+    let p = preload(&f);
+    assert_eq!(p["source"], "script");
+    assert_eq!(p["script"], "/rails/bin/docker-entrypoint");
+    assert_eq!(p["line"], 5);
+    assert_eq!(p["status"], "ok");
+    assert_eq!(p["entry"], "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2");
+    assert_eq!(f["allocator"]["name"], "jemalloc");
+    assert_eq!(f["allocator"]["via"], "preload");
+    let e = &f["entrypoint"]["exports"][0];
+    assert_eq!(e["name"], "LD_PRELOAD");
+    assert_eq!(e["status"], "set");
+    assert_eq!(
+        e["text"],
+        r#"export LD_PRELOAD="$(echo /usr/lib/*/libjemalloc.so.2)""#
+    );
+    let r = &f["ruby"];
+    assert_eq!(r["binary"], "/usr/bin/ruby3.1");
+    assert_eq!(r["version"], "3.1.2");
+    assert_eq!(r["library"], "/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1.2");
+    assert_eq!(r["jemalloc_linked"], false);
+    let servers: Vec<&str> = r["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(servers, ["puma", "rails"]);
+    assert_eq!(r["servers"][0]["source"], "/rails/Gemfile.lock");
+}
+
+#[test]
+fn rails_8_0_find_and_8_1_symlink_forms() {
+    let f = facts("ruby-rails-8-0");
+    let p = preload(&f);
+    assert_eq!(
+        (p["source"].as_str(), p["line"].as_u64()),
+        (Some("script"), Some(5))
+    );
+    assert_eq!(p["status"], "ok");
+    assert_eq!(f["allocator"]["name"], "jemalloc");
+    // 8.1: ENV LD_PRELOAD to the link the Dockerfile makes; the entrypoint exports nothing.
+    let f = facts("ruby-rails-8-1");
+    let p = preload(&f);
+    assert_eq!(p["source"], "env");
+    assert_eq!(p["resolved"], "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2");
+    assert!(f["entrypoint"].get("exports").is_none());
+    // Without jemalloc in the image the 7.2 guard exports nothing.
+    let f = facts("ruby-rails");
+    assert!(f["preloads"].as_array().unwrap().is_empty());
+    assert_eq!(f["allocator"]["name"], "glibc");
+}
+
+#[test]
+fn script_preload_of_another_architecture_is_missing_at_its_line() {
+    let f = facts("ruby-script-arm64-path");
+    let p = preload(&f);
+    assert_eq!(p["source"], "script");
+    assert_eq!(p["line"], 4);
+    assert_eq!(p["status"], "missing");
+    assert_eq!(p["candidates"][0], "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2");
+}
+
+/// A script value memlint cannot work out is kept, undecided, with the line.
+#[test]
+fn script_preload_from_another_command_is_undecided() {
+    let f = facts("ruby-rails-undecided");
+    let p = preload(&f);
+    assert_eq!(p["source"], "script");
+    assert_eq!(p["script"], "/rails/bin/docker-entrypoint");
+    assert_eq!(p["line"], 4);
+    assert_eq!(p["status"], "undecided");
+    assert_eq!(p["entry"], r#"export LD_PRELOAD="$(cat /etc/jemalloc-path)""#);
+    assert!(p["reason"]
+        .as_str()
+        .unwrap()
+        .contains("runs a command memlint does not model"));
+    assert_eq!(f["allocator"]["name"], "glibc");
+    assert!(f["allocator"]["undecided"][0]
+        .as_str()
+        .unwrap()
+        .contains("possibly in effect"));
+    assert_eq!(f["entrypoint"]["exports"][0]["status"], "undecided");
+}

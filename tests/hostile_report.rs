@@ -81,7 +81,7 @@ fn five_thousand_preload_entries_give_a_bounded_report_in_every_format() {
     let quoted = &value[..400];
 
     let listed = |rule: &str, rules: Vec<&str>| -> usize { rules.iter().filter(|r| **r == rule).count() };
-    for format in ["text", "json", "sarif", "github"] {
+    for format in ["text", "json", "sarif", "github", "gitlab", "junit"] {
         let run = bounded(
             &["lint", "--format", format, "--fail-on", "error", &image],
             &[],
@@ -137,6 +137,26 @@ fn five_thousand_preload_entries_give_a_bounded_report_in_every_format() {
                 let rules: Vec<&str> = results.iter().map(|r| r["ruleId"].as_str().unwrap()).collect();
                 assert_eq!(listed("ld-preload-missing", rules.clone()), 51);
                 assert_eq!(listed("ld-preload-incompatible", rules), 51);
+            }
+            "gitlab" => {
+                let v: Value = serde_json::from_str(&out).unwrap();
+                let rules: Vec<&str> = v
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|i| i["check_name"].as_str().unwrap())
+                    .collect();
+                assert_eq!(listed("ld-preload-missing", rules.clone()), 51);
+                assert_eq!(listed("ld-preload-incompatible", rules), 51);
+            }
+            "junit" => {
+                // One failure per rule, counting all its findings and listing 51.
+                assert_eq!(
+                    out.matches("message=\"2500 findings at or above error; the first: ")
+                        .count(),
+                    2
+                );
+                assert_eq!(out.matches("<failure ").count(), 2);
             }
             _ => {
                 assert_eq!(out.lines().filter(|l| l.starts_with("::error ")).count(), 102);

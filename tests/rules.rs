@@ -127,6 +127,83 @@ const TABLE: &[(&str, &str, &str, &str, &str)] = &[
         "ENV PGGSSENCMODE=disable",
     ),
     (
+        "dotnet-gc-env-decimal",
+        "dotnet-gc-decimal",
+        "dotnet-gc-hex",
+        "warning",
+        "ENV DOTNET_GCHeapHardLimit=0x5F5E100",
+    ),
+    (
+        "dotnet-server-gc-container",
+        "dotnet-server-gc",
+        "dotnet-server-gc-datas",
+        "note",
+        "ENV DOTNET_GCDynamicAdaptationMode=1",
+    ),
+    (
+        "node-cgroup-v2-unaware",
+        "node-18",
+        "node-20-3",
+        "warning",
+        "ENV NODE_OPTIONS=\"--max-old-space-size=384\"",
+    ),
+    (
+        "node-cgroup-v2-unaware",
+        "node-18",
+        "node-18-heap-flag",
+        "warning",
+        "move to Node 20.3 or later",
+    ),
+    (
+        "node-cgroup-v2-unaware",
+        "node-debian",
+        "node-20-3",
+        "warning",
+        "ENV NODE_OPTIONS=\"--max-old-space-size=384\"",
+    ),
+    (
+        "node-cgroup-v2-unaware",
+        "node-20-2-bad-flag",
+        "node-20-3",
+        "warning",
+        "CMD [\"node\",\"--max-old-space-size=384\",\"server.js\"]",
+    ),
+    (
+        "jvm-flag-incompatible",
+        "java17-cgroup-flag",
+        "java17-ram-percentage",
+        "error",
+        "remove `ENV JAVA_TOOL_OPTIONS`",
+    ),
+    (
+        "jvm-flag-incompatible",
+        "java17-gradle",
+        "java17-gradle-fixed",
+        "error",
+        "applicationDefaultJvmArgs",
+    ),
+    (
+        "jvm-flag-incompatible",
+        "java8u412-integer-percentage",
+        "java17-arena-cap",
+        "error",
+        "ENV JAVA_TOOL_OPTIONS=\"-XX:MaxRAMPercentage=75.0\"",
+    ),
+    (
+        "jvm-not-container-aware",
+        "java8u181",
+        "java17-ram-percentage",
+        "warning",
+        "8u372",
+    ),
+    (
+        "jvm-glibc-arenas",
+        "java17-ram-percentage",
+        "java17-arena-cap",
+        "note",
+        "ENV MALLOC_ARENA_MAX=2",
+    ),
+    (
         "next-image-cache-ttl",
         "next-15",
         "next-16",
@@ -134,11 +211,116 @@ const TABLE: &[(&str, &str, &str, &str, &str)] = &[
         "minimumCacheTTL: 14400",
     ),
     (
+        "ruby-glibc-allocator",
+        "ruby-rails",
+        "ruby-rails-7-2",
+        "warning",
+        "libjemalloc2",
+    ),
+    (
+        "ruby-glibc-allocator",
+        "ruby-rails",
+        "ruby-rails-8-0",
+        "warning",
+        "ENV LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+    ),
+    (
+        "ruby-glibc-allocator",
+        "ruby-rails",
+        "ruby-rails-8-1",
+        "warning",
+        "ENV MALLOC_ARENA_MAX=2",
+    ),
+    (
+        "ld-preload-missing",
+        "ruby-script-arm64-path",
+        "ruby-rails-7-2",
+        "error",
+        "/rails/bin/docker-entrypoint line 4",
+    ),
+    (
+        "malloc-conf-ineffective",
+        "ruby-rails-7-2-arena-cap",
+        "ruby-rails-7-2",
+        "note",
+        "remove `ENV MALLOC_ARENA_MAX`",
+    ),
+    (
+        "malloc-conf-ineffective",
+        "ruby-rails-7-2-bad-conf",
+        "ruby-rails-7-2-conf",
+        "note",
+        "ENV MALLOC_CONF=narenas:2",
+    ),
+    (
+        "malloc-conf-ineffective",
+        "ruby-rails-conf-no-jemalloc",
+        "ruby-rails-7-2-conf",
+        "note",
+        "remove `ENV MALLOC_CONF`",
+    ),
+    (
+        "malloc-conf-ineffective",
+        "musl-arena-cap",
+        "musl",
+        "note",
+        "remove `ENV MALLOC_ARENA_MAX`",
+    ),
+    (
+        "malloc-conf-ineffective",
+        "glibc-jemalloc-tunables",
+        "glibc-jemalloc",
+        "note",
+        "ENV GLIBC_TUNABLES=glibc.pthread.rseq=0",
+    ),
+    (
+        "malloc-conf-ineffective",
+        "glibc-jemalloc-script-arena-cap",
+        "glibc-jemalloc",
+        "note",
+        "# in /usr/local/bin/start line 2, drop the export of MALLOC_ARENA_MAX",
+    ),
+    (
         "next-image-disk-cache",
         "next-15",
         "next-16",
         "note",
         "maximumDiskCacheSize",
+    ),
+    (
+        "python-glibc-allocator",
+        "python-numpy-gunicorn",
+        "python-numpy-gunicorn-capped",
+        "note",
+        "ENV MALLOC_ARENA_MAX=2",
+    ),
+    (
+        "worker-count-host-cpus",
+        "python-celery-worker",
+        "python-celery-worker-concurrency",
+        "warning",
+        "ENV CELERY_WORKER_CONCURRENCY=2",
+    ),
+    (
+        "worker-count-host-cpus",
+        "python-gunicorn-cpu-conf",
+        "python-gunicorn-cpu-conf-fixed",
+        "warning",
+        "ENV GUNICORN_CMD_ARGS=\"--workers=2\"",
+    ),
+    (
+        "gomemlimit-malformed",
+        "gomem-mi",
+        "gomem-mib",
+        "error",
+        "ENV GOMEMLIMIT=512MiB",
+    ),
+    (
+        "go-cgo-glibc-allocator",
+        "go-cgo-sqlite",
+        "go-cgo-sqlite-capped",
+        "note",
+        "ENV MALLOC_ARENA_MAX=2",
     ),
 ];
 
@@ -391,4 +573,84 @@ fn snapshots() {
             assert_eq!(actual, expected, "{} differs", path.display());
         }
     }
+}
+
+/// Issue 15's "Done when": a Rails image whose only preload is in bin/docker-entrypoint is not
+/// reported; a script exporting another architecture's folder is, naming the script and line
+/// (and the finding goes on the Dockerfile's command, which runs the script); an arena cap
+/// beside a working jemalloc preload is reported as doing nothing.
+#[test]
+fn script_exports_count_as_the_issue_says() {
+    let (v, _) = lint_json(&["--fail-on", "never", &build_image("ruby-rails-7-2")]);
+    assert!(
+        findings(&v, "ruby-glibc-allocator").is_empty(),
+        "{:#}",
+        v["findings"]
+    );
+    assert!(
+        v["findings"].as_array().unwrap().is_empty(),
+        "{:#}",
+        v["findings"]
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let dockerfile = dir.path().join("Dockerfile");
+    fs::write(
+        &dockerfile,
+        "FROM ruby:3.1-slim\nWORKDIR /rails\nRUN apt-get update && apt-get install -y libjemalloc2\nCOPY . .\nENTRYPOINT [\"/rails/bin/docker-entrypoint\"]\nCMD [\"./bin/rails\", \"server\"]\n",
+    )
+    .unwrap();
+    let df = dockerfile.to_str().unwrap();
+    let (v, code) = lint_json(&["--dockerfile", df, &build_image("ruby-script-arm64-path")]);
+    assert_eq!(code, Some(1));
+    let hits = findings(&v, "ld-preload-missing");
+    assert_eq!(hits.len(), 1, "{:#}", v["findings"]);
+    let f = hits[0];
+    let evidence: Vec<&str> = f["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    assert!(
+        evidence.iter().any(|e| e.starts_with("/rails/bin/docker-entrypoint line 4 exports `export LD_PRELOAD=/usr/lib/aarch64-linux-gnu/libjemalloc.so.2`")),
+        "{evidence:#?}"
+    );
+    assert!(evidence
+        .iter()
+        .any(|e| e.contains("aarch64-linux-gnu is another architecture's folder")));
+    // Anchor::Command: the last CMD or ENTRYPOINT, the instructions that run the script.
+    assert_eq!(f["location"]["line"], 6, "{:#}", f["location"]);
+    assert!(f["fix"]
+        .as_str()
+        .unwrap()
+        .contains("export /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 instead"));
+
+    let (v, _) = lint_json(&["--fail-on", "never", &build_image("ruby-rails-7-2-arena-cap")]);
+    let hits = findings(&v, "malloc-conf-ineffective");
+    assert_eq!(hits.len(), 1, "{:#}", v["findings"]);
+    assert!(hits[0]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("MALLOC_ARENA_MAX does nothing here: jemalloc replaces glibc's malloc"));
+    assert!(findings(&v, "ruby-glibc-allocator").is_empty());
+}
+
+/// An undecided preload counts as possibly in effect: the arena rule does not fire and `-v`
+/// says why.
+#[test]
+fn an_undecided_script_preload_keeps_the_arena_rule_silent() {
+    let image = build_image("ruby-rails-undecided");
+    let (v, _) = lint_json(&["--fail-on", "never", &image]);
+    assert!(
+        v["findings"].as_array().unwrap().is_empty(),
+        "{:#}",
+        v["findings"]
+    );
+    let out = memlint(&["lint", "-v", "--no-color", "--fail-on", "never", &image]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("ruby-glibc-allocator: preload `export LD_PRELOAD=\"$(cat /etc/jemalloc-path)\"` is possibly in effect"),
+        "{text}"
+    );
 }

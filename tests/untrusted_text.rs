@@ -266,6 +266,10 @@ fn every_format_of_a_hostile_image_is_clean() {
     let json_path = dir.path().join("out.json");
     let sarif_flag = format!("sarif={}", sarif_path.display());
     let json_flag = format!("json={}", json_path.display());
+    let gitlab_path = dir.path().join("out.gitlab.json");
+    let junit_path = dir.path().join("out.junit.xml");
+    let gitlab_flag = format!("gitlab={}", gitlab_path.display());
+    let junit_flag = format!("junit={}", junit_path.display());
     let runs: Vec<(&str, Vec<&str>)> = vec![
         ("lint text", vec!["lint", "--fail-on", "never", &r]),
         (
@@ -279,6 +283,14 @@ fn every_format_of_a_hostile_image_is_clean() {
         (
             "lint sarif",
             vec!["lint", "--format", "sarif", "--fail-on", "never", &r],
+        ),
+        (
+            "lint gitlab",
+            vec!["lint", "--format", "gitlab", "--fail-on", "never", &r],
+        ),
+        (
+            "lint junit",
+            vec!["lint", "--format", "junit", "--fail-on", "never", &r],
         ),
         (
             "lint --progress",
@@ -297,6 +309,10 @@ fn every_format_of_a_hostile_image_is_clean() {
                 &sarif_flag,
                 "-o",
                 &json_flag,
+                "-o",
+                &gitlab_flag,
+                "-o",
+                &junit_flag,
                 &r,
             ],
         ),
@@ -355,8 +371,9 @@ fn every_format_of_a_hostile_image_is_clean() {
         "evidence quotes the entry as it is: {evidence:?}"
     );
 
-    // The report files hold the same safe, decodable JSON.
-    for path in [&sarif_path, &json_path] {
+    // The report files hold the same safe, decodable JSON, and safe XML.
+    assert_clean("junit file", "file", &fs::read(&junit_path).unwrap(), false);
+    for path in [&sarif_path, &json_path, &gitlab_path] {
         let bytes = fs::read(path).unwrap();
         assert_clean(&path.display().to_string(), "file", &bytes, false);
         let v: Value = serde_json::from_slice(&bytes).unwrap();

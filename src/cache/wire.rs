@@ -4,6 +4,7 @@
 //! folder's business ([`super::folder`]).
 
 use crate::digest::Digest;
+use crate::elf::go::{GoBuildInfo, GoModule};
 use crate::elf::{ElfClass, ElfDynamic, ElfHead, ElfInfo, ElfScan, ElfType};
 use crate::tree::interest::{KeepRule, PathPattern};
 use crate::tree::{Compression, Content, Entries, Interests, LayerDiff};
@@ -15,7 +16,7 @@ use std::io::{self, Read};
 /// The layout of an entry. Bump it whenever the wire types below or what the layer reader
 /// records change (a new field, a new ELF fact): the memlint version alone does not change
 /// between development builds.
-pub const FORMAT: u32 = 2;
+pub const FORMAT: u32 = 3;
 const MAGIC: &[u8; 8] = b"MLLAYER\0";
 /// The memlint that wrote an entry; only the same one reads it.
 pub(super) const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -60,6 +61,24 @@ struct WireElf<'a> {
     embedded_allocator: Option<Cow<'a, str>>,
     node_release: Option<Cow<'a, str>>,
     glibc_release: Option<Cow<'a, str>>,
+    go: Option<WireGo<'a>>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct WireGo<'a> {
+    go_version: Option<Cow<'a, str>>,
+    main_path: Option<Cow<'a, str>>,
+    main_module: Option<WireGoModule<'a>>,
+    cgo: Option<bool>,
+    deps: Vec<WireGoModule<'a>>,
+    complete: bool,
+}
+
+#[derive(Serialize, Deserialize)]
+struct WireGoModule<'a> {
+    path: Cow<'a, str>,
+    version: Cow<'a, str>,
+    replace: Option<Cow<'a, str>>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -142,6 +161,7 @@ fn wire_elf(e: &ElfInfo) -> WireElf<'_> {
         embedded_allocator,
         node_release,
         glibc_release,
+        go,
     } = scan;
     WireElf {
         class: match class {
@@ -178,6 +198,55 @@ fn wire_elf(e: &ElfInfo) -> WireElf<'_> {
         embedded_allocator: embedded_allocator.map(Cow::Borrowed),
         node_release: node_release.as_deref().map(Cow::Borrowed),
         glibc_release: glibc_release.as_deref().map(Cow::Borrowed),
+        go: go.as_deref().map(wire_go),
+    }
+}
+
+fn wire_go(g: &GoBuildInfo) -> WireGo<'_> {
+    let GoBuildInfo {
+        go_version,
+        main_path,
+        main_module,
+        cgo,
+        deps,
+        complete,
+    } = g;
+    WireGo {
+        go_version: go_version.as_deref().map(Cow::Borrowed),
+        main_path: main_path.as_deref().map(Cow::Borrowed),
+        main_module: main_module.as_ref().map(wire_go_module),
+        cgo: *cgo,
+        deps: deps.iter().map(wire_go_module).collect(),
+        complete: *complete,
+    }
+}
+
+fn wire_go_module(m: &GoModule) -> WireGoModule<'_> {
+    let GoModule {
+        path,
+        version,
+        replace,
+    } = m;
+    WireGoModule {
+        path: Cow::Borrowed(path),
+        version: Cow::Borrowed(version),
+        replace: replace.as_deref().map(Cow::Borrowed),
+    }
+}
+
+fn from_wire_go(w: WireGo) -> GoBuildInfo {
+    let module = |m: WireGoModule| GoModule {
+        path: m.path.into_owned(),
+        version: m.version.into_owned(),
+        replace: m.replace.map(Cow::into_owned),
+    };
+    GoBuildInfo {
+        go_version: w.go_version.map(Cow::into_owned),
+        main_path: w.main_path.map(Cow::into_owned),
+        main_module: w.main_module.map(module),
+        cgo: w.cgo,
+        deps: w.deps.into_iter().map(module).collect(),
+        complete: w.complete,
     }
 }
 
@@ -220,6 +289,7 @@ fn from_wire_elf(w: WireElf) -> Result<ElfInfo, String> {
             },
             node_release: owned(w.node_release),
             glibc_release: owned(w.glibc_release),
+            go: w.go.map(|g| Box::new(from_wire_go(g))),
         },
     })
 }

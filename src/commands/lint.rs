@@ -8,11 +8,11 @@ use crate::image::Image;
 use crate::locate::DockerfileContext;
 use crate::platform::Platform;
 use crate::reference::Reference;
-use crate::report::github;
 use crate::report::lint::LintReport;
 use crate::report::lint::ReportContext;
 use crate::report::sarif::{self, SarifOptions};
 use crate::report::text::{self, TextOptions};
+use crate::report::{github, gitlab, junit};
 use crate::rules;
 use crate::settings::{self, Settings};
 use crate::sources;
@@ -89,6 +89,8 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
     // Read every image first; one that cannot be read is reported and the others go on.
     let mut loaded: Vec<(Image, Facts)> = Vec::new();
     let mut failed = false;
+    // Images that could not be read (their reference and what failed), for the JUnit report.
+    let mut unread: Vec<junit::Unread> = Vec::new();
     for reference_text in &args.images {
         let read =
             Reference::parse(reference_text).and_then(|r| sources::open_all(reference_text, &r, &options));
@@ -109,6 +111,13 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
                     return Err(e);
                 }
                 super::eprint_diagnostic(&e);
+                unread.push(junit::Unread {
+                    reference: reference_text.clone(),
+                    code: miette::Diagnostic::code(&e)
+                        .map(|c| c.to_string())
+                        .unwrap_or_else(|| "memlint::error".to_string()),
+                    message: e.to_string(),
+                });
                 failed = true;
             }
         }
@@ -142,6 +151,8 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
                 crate::untrusted::write_json(w, &v)
             }
             LintFormat::Github => github::write(w, &reports),
+            LintFormat::Gitlab => crate::untrusted::write_json(w, &gitlab::render(&reports)),
+            LintFormat::Junit => junit::write(w, &reports, &unread, fail_on),
             LintFormat::Text => text_all(
                 w,
                 &reports,

@@ -1,9 +1,11 @@
 //! One file per subcommand.
 
+mod completions;
 mod explain;
 mod hook;
 pub mod inspect;
 pub(crate) mod lint;
+mod man;
 mod rules;
 
 use crate::cache::{LayerCache, DEFAULT_MAX_BYTES};
@@ -24,6 +26,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Rules(args) => rules::run(args),
         Command::Explain(args) => explain::run(args),
         Command::Hook(cmd) => hook::run(cmd),
+        Command::Completions(args) => completions::run(args),
+        Command::Man(args) => man::run(args),
     }
 }
 
@@ -60,6 +64,21 @@ pub(crate) fn emit_with(
                 _ => Ok(()),
             }
         }
+    }
+}
+
+/// Writes text that is memlint's own from end to end (a completion script, a man page: made
+/// from its flags and help, with no word from an image or a registry) to standard output as
+/// it is. Not through [`SafeWriter`]: those formats have their own tabs and lines that start
+/// with `::` or `#`, which escaping would break. A closed pipe is not an error.
+pub(crate) fn emit_own(bytes: &[u8]) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|_| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::Output {
+            path: "standard output".to_string(),
+            source: e,
+        }),
+        _ => Ok(()),
     }
 }
 

@@ -76,12 +76,24 @@ pub struct AllocatorFacts {
     /// Allocator libraries present in the image but not in effect for the entrypoint.
     pub installed_not_in_effect: Vec<AllocatorLibrary>,
     pub evidence: Vec<Evidence>,
+    /// What may change the allocator or cap the arenas but cannot be worked out statically
+    /// (an undecided preload, an arena cap a script sets to an unknown value): rules treat it
+    /// as possibly in effect and stay undecided rather than fire.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub undecided: Vec<String>,
 }
 
 impl AllocatorFacts {
     /// Whether a replacement allocator (not the libc's) is in effect.
     pub fn is_replacement(&self) -> bool {
         self.name.is_replacement()
+    }
+
+    /// Why the allocator in effect or the arena cap cannot be told for sure, when a rule about
+    /// glibc's arenas should stay undecided (no replacement in effect, no known cap, and an
+    /// undecided preload or cap): the reasons joined, for `-v`.
+    pub fn undecided_reason(&self) -> Option<String> {
+        (!self.is_replacement() && !self.undecided.is_empty()).then(|| self.undecided.join("; "))
     }
 }
 
@@ -124,9 +136,18 @@ pub fn derive(
     for p in preloads.iter().filter(|p| p.status == PreloadStatus::Ok) {
         if let Some(a) = p.allocator {
             let library = p.resolved.as_deref().unwrap_or(&p.entry);
+            let script_source;
             let (source, source_path) = match p.source {
                 PreloadSource::Env => ("LD_PRELOAD", None),
                 PreloadSource::LdSoPreload => ("/etc/ld.so.preload", Some("/etc/ld.so.preload")),
+                PreloadSource::Script => {
+                    script_source = format!(
+                        "LD_PRELOAD exported by {} line {}",
+                        p.script.as_deref().unwrap_or("a script"),
+                        p.line.unwrap_or(0)
+                    );
+                    (script_source.as_str(), p.script.as_deref())
+                }
             };
             evidence.push(Evidence::naming(
                 format!("{source} preloads {library} ({a})"),
@@ -205,6 +226,18 @@ pub fn derive(
             c.source, c.source, c.value
         )));
     }
+    let mut undecided: Vec<String> = preloads
+        .iter()
+        .filter(|p| p.status == PreloadStatus::Undecided)
+        .map(|p| format!("preload `{}` is possibly in effect: {}", p.entry, p.reason))
+        .collect();
+    if cap.is_none() {
+        for key in ["MALLOC_ARENA_MAX", "GLIBC_TUNABLES"] {
+            if let Some(e) = env.undecided(key).and(env.entry(key)) {
+                undecided.push(format!("possibly an arena cap: {e}"));
+            }
+        }
+    }
     let installed_not_in_effect = loader
         .find_libraries(&["libjemalloc", "libtcmalloc", "libmimalloc"])
         .into_iter()
@@ -218,6 +251,7 @@ pub fn derive(
         arena_cap: cap,
         installed_not_in_effect,
         evidence,
+        undecided,
     }
 }
 

@@ -2,7 +2,10 @@
 //! followed through `sh -c`, init wrappers (tini, dumb-init, env, gosu) and shell scripts that
 //! plainly `exec` another program, down to the program that runs and its ELF interpreter.
 
+use super::env::Var;
+use super::script;
 use super::Env;
+use crate::arch::Arch;
 use crate::shell;
 use crate::tree::{FileTree, Interests, NodeKind};
 use oci_spec::image::ImageConfiguration;
@@ -54,6 +57,10 @@ pub struct Entrypoint {
     pub steps: Vec<Step>,
     /// Why following stopped early, when it did.
     pub note: Option<String>,
+    /// What the scripts on the way export to the program, in order (a later setting of a
+    /// name wins). `Facts::env` is the config's `Env` overlaid with these.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub exports: Vec<Var>,
 }
 
 impl Entrypoint {}
@@ -112,8 +119,19 @@ pub fn interests_for(config: &ImageConfiguration) -> Interests {
         })
         .into_iter()
         .flatten();
-    for a in argv.filter(|a| a.starts_with('/')) {
-        out = out.script(&a);
+    for a in argv.filter(|a| a.contains('/')) {
+        // A relative path (`./bin/rails`) is found from the working folder.
+        match (a.starts_with('/'), working_dir) {
+            (true, _) => out = out.script(&a),
+            (false, Some(w)) => {
+                out = out.script(&format!(
+                    "{}/{}",
+                    w.trim_end_matches('/'),
+                    a.trim_start_matches("./")
+                ))
+            }
+            (false, None) => {}
+        }
     }
     out
 }
@@ -123,7 +141,14 @@ fn scripts_in(dir: &str) -> String {
     format!("{}/*", dir.trim_end_matches('/'))
 }
 
-pub fn derive(tree: &FileTree, config: Option<&ImageConfiguration>, env: &Env) -> Entrypoint {
+/// Follows the config's command to the program that runs. `env` is the config's `Env`, `arch`
+/// the image's architecture (for `$(uname -m)` in scripts).
+pub fn derive(
+    tree: &FileTree,
+    config: Option<&ImageConfiguration>,
+    env: &Env,
+    arch: Option<Arch>,
+) -> Entrypoint {
     let c = config.and_then(|c| c.config().as_ref());
     let mut argv: Vec<String> = c.and_then(|c| c.entrypoint().clone()).unwrap_or_default();
     argv.extend(c.and_then(|c| c.cmd().clone()).unwrap_or_default());
@@ -140,14 +165,16 @@ pub fn derive(tree: &FileTree, config: Option<&ImageConfiguration>, env: &Env) -
         e.note = Some("the image sets neither Entrypoint nor Cmd".to_string());
         return e;
     }
-    let path_var = env.get("PATH").unwrap_or(DEFAULT_PATH).to_string();
-    let finder = Finder {
-        tree,
-        path_var: &path_var,
-        working_dir: &working_dir,
-    };
+    let mut path_var = env.get("PATH").unwrap_or(DEFAULT_PATH).to_string();
+    // The environment the next program starts with: the config's, plus what scripts export.
+    let mut seen = env.clone();
     let mut current = argv;
     for _ in 0..MAX_STEPS {
+        let finder = Finder {
+            tree,
+            path_var: &path_var,
+            working_dir: &working_dir,
+        };
         let Some(first) = current.first().cloned() else {
             e.note = Some("the command is empty after following the steps".to_string());
             return e;
@@ -233,6 +260,17 @@ pub fn derive(tree: &FileTree, config: Option<&ImageConfiguration>, env: &Env) -
         if is_shell(&interp_base) {
             match exec_target(&text, &script_args, &finder) {
                 Some(next) => {
+                    let cx = script::Context {
+                        tree,
+                        arch,
+                        working_dir: &working_dir,
+                    };
+                    let exported = script::exports(&text, &path, &seen, &cx);
+                    seen = seen.overlay(&exported);
+                    e.exports.extend(exported);
+                    if let Some(p) = seen.get("PATH").filter(|_| seen.from_script("PATH")) {
+                        path_var = p.to_string();
+                    }
                     e.steps.push(Step {
                         argv: current.clone(),
                         path: Some(path),
@@ -344,7 +382,7 @@ fn exec_target(text: &str, args: &[String], finder: &Finder) -> Option<Vec<Strin
                 prefix = Some(words[..words.len() - 1].to_vec());
             }
         }
-        if let Some(rest) = t.strip_prefix("exec ") {
+        if let Some(rest) = script::exec_command(t) {
             target = Some(rest.to_string());
         }
     }

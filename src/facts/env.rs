@@ -1,15 +1,122 @@
-//! The image config's environment (`Env`), as the container's processes see it.
+//! The environment the container's program gets: the image config's `Env`, overlaid with what
+//! the entrypoint scripts export on the way to the program (`export NAME=VALUE`,
+//! `NAME=VALUE exec …`, `exec env NAME=VALUE prog`; see [`super::script`]). Each variable
+//! knows where its value comes from, and a value memlint cannot work out statically is kept as
+//! undecided with the script line, never dropped and never guessed.
+//!
+//! This is the one environment every facts module and rule reads (`Facts::env`):
+//! * [`Env::get`] / [`Env::non_empty`]: the value when it is known (`None` when the variable is
+//!   unset *or* undecided);
+//! * [`Env::undecided`]: the variable is set by a script to a value (or under a condition) that
+//!   cannot be worked out; a rule that fires on a variable's absence checks this first and stays
+//!   undecided instead;
+//! * [`Env::var`]: the whole setting ([`Var`]: value, [`Origin`], the script line as written);
+//! * [`Env::entry`] / [`Env::evidence`]: `NAME=VALUE` for evidence, naming the script and line
+//!   when a script set it;
+//! * [`Env::image`]: the config's `Env` alone (what `ENV` lines wrote).
 
+use crate::finding::Evidence;
 use oci_spec::image::ImageConfiguration;
-use serde::Serialize;
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
 
-/// `KEY=VALUE` pairs in config order; a later entry for the same key wins, as in a process.
+/// Where a variable's value comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// The image config's `Env` (a Dockerfile `ENV`).
+    Image,
+    /// An entrypoint script, at a line (from 1).
+    Script { script: String, line: u32 },
+}
+
+/// What a variable holds for the program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Value {
+    Set(String),
+    /// `unset NAME` in a script.
+    Unset,
+    /// Set in a way memlint cannot work out statically: a command substitution it does not
+    /// model, a condition it cannot decide, a variable only known at run time.
+    Undecided {
+        /// Why, in words.
+        why: String,
+        /// The value it gets when the undecided condition holds, when that value is known.
+        if_set: Option<String>,
+    },
+}
+
+/// One variable's setting.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Var {
+    pub name: String,
+    pub value: Value,
+    pub origin: Origin,
+    /// The script line that sets it, as written (empty for the config's `Env`).
+    pub text: String,
+}
+
+impl Var {
+    /// The script and line that set it, when a script did.
+    pub fn script(&self) -> Option<(&str, u32)> {
+        match &self.origin {
+            Origin::Script { script, line } => Some((script.as_str(), *line)),
+            Origin::Image => None,
+        }
+    }
+
+    /// `exported by SCRIPT line N`, or `set by the image's ENV`.
+    pub fn describe_origin(&self) -> String {
+        match &self.origin {
+            Origin::Image => "set by the image's ENV".to_string(),
+            Origin::Script { script, line } => format!("exported by {script} line {line}"),
+        }
+    }
+}
+
+/// JSON (`facts.entrypoint.exports[]`): `name`, `status` (`set`, `unset`, `undecided`),
+/// `value` (null unless set), `why` (undecided only), `source` (`image` or `script`), and for a
+/// script its `script`, `line` and the line as written (`text`).
+impl Serialize for Var {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut m = serializer.serialize_map(None)?;
+        m.serialize_entry("name", &self.name)?;
+        match &self.value {
+            Value::Set(v) => {
+                m.serialize_entry("status", "set")?;
+                m.serialize_entry("value", v)?;
+            }
+            Value::Unset => {
+                m.serialize_entry("status", "unset")?;
+                m.serialize_entry("value", &None::<String>)?;
+            }
+            Value::Undecided { why, if_set } => {
+                m.serialize_entry("status", "undecided")?;
+                m.serialize_entry("value", &None::<String>)?;
+                m.serialize_entry("why", why)?;
+                m.serialize_entry("if_set", if_set)?;
+            }
+        }
+        match &self.origin {
+            Origin::Image => m.serialize_entry("source", "image")?,
+            Origin::Script { script, line } => {
+                m.serialize_entry("source", "script")?;
+                m.serialize_entry("script", script)?;
+                m.serialize_entry("line", line)?;
+                m.serialize_entry("text", &self.text)?;
+            }
+        }
+        m.end()
+    }
+}
+
+/// The environment: settings in order; a later one for the same name wins, as in a process.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Env {
-    vars: Vec<(String, String)>,
+    vars: Vec<Var>,
 }
 
 impl Env {
+    /// The config's `Env`.
     pub fn from_config(config: Option<&ImageConfiguration>) -> Env {
         let list = config
             .and_then(|c| c.config().as_ref())
@@ -18,33 +125,135 @@ impl Env {
         Env::from_pairs(list.iter().map(String::as_str))
     }
 
+    /// `NAME=VALUE` pairs, as the config's `Env` lists them.
     pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = &'a str>) -> Env {
-        let mut vars: Vec<(String, String)> = Vec::new();
+        let mut env = Env::default();
         for p in pairs {
             let (k, v) = p.split_once('=').unwrap_or((p, ""));
-            vars.retain(|(key, _)| key != k);
-            vars.push((k.to_string(), v.to_string()));
+            env.set(Var {
+                name: k.to_string(),
+                value: Value::Set(v.to_string()),
+                origin: Origin::Image,
+                text: String::new(),
+            });
         }
-        Env { vars }
+        env
     }
 
+    /// Puts a setting in place of any earlier one of the same name (the earlier one stays in
+    /// the history, so that [`Env::image`] still has the config's).
+    pub fn set(&mut self, var: Var) {
+        self.vars.push(var);
+    }
+
+    /// The settings in effect: the last of each name, in the order they were last set.
+    fn current(&self) -> impl Iterator<Item = &Var> {
+        let mut last = std::collections::HashMap::new();
+        for (i, v) in self.vars.iter().enumerate() {
+            last.insert(v.name.as_str(), i);
+        }
+        self.vars
+            .iter()
+            .enumerate()
+            .filter(move |(i, v)| last.get(v.name.as_str()) == Some(i))
+            .map(|(_, v)| v)
+    }
+
+    /// This environment with `exports` applied in order.
+    pub fn overlay<'a>(&self, exports: impl IntoIterator<Item = &'a Var>) -> Env {
+        let mut env = self.clone();
+        for v in exports {
+            env.set(v.clone());
+        }
+        env
+    }
+
+    /// The setting of `key` the program gets, unless it is unset.
+    pub fn var(&self, key: &str) -> Option<&Var> {
+        self.vars
+            .iter()
+            .rev()
+            .find(|v| v.name == key)
+            .filter(|v| v.value != Value::Unset)
+    }
+
+    /// The value, when it is set and known. `None` when unset or undecided (see
+    /// [`Env::undecided`]).
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.vars.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+        match &self.var(key)?.value {
+            Value::Set(v) => Some(v.as_str()),
+            _ => None,
+        }
     }
 
-    /// The value, or `None` when the variable is unset or empty.
+    /// The value, or `None` when the variable is unset, empty or undecided.
     pub fn non_empty(&self, key: &str) -> Option<&str> {
         self.get(key).filter(|v| !v.is_empty())
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.vars.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    /// The setting, when a script sets `key` in a way memlint cannot work out.
+    pub fn undecided(&self, key: &str) -> Option<&Var> {
+        self.var(key)
+            .filter(|v| matches!(v.value, Value::Undecided { .. }))
     }
 
-    /// `KEY=VALUE`, as evidence.
-    pub fn entry(&self, key: &str) -> Option<String> {
-        self.get(key).map(|v| format!("{key}={v}"))
+    /// Whether `key` was set by a script (decided or not) rather than the config.
+    pub fn from_script(&self, key: &str) -> bool {
+        self.var(key).is_some_and(|v| v.script().is_some())
     }
+
+    /// The known values, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.current().filter_map(|v| match &v.value {
+            Value::Set(s) => Some((v.name.as_str(), s.as_str())),
+            _ => None,
+        })
+    }
+
+    /// `KEY=VALUE`, as evidence; a script's setting adds `(exported by SCRIPT line N)`, and an
+    /// undecided one shows the line as written.
+    pub fn entry(&self, key: &str) -> Option<String> {
+        let v = self.var(key)?;
+        Some(match (&v.value, &v.origin) {
+            (Value::Set(s), Origin::Image) => format!("{key}={s}"),
+            (Value::Set(s), _) => format!("{key}={s} ({})", v.describe_origin()),
+            _ => format!(
+                "{key} is set by `{}` ({}), which memlint cannot work out",
+                v.text.trim(),
+                v.describe_origin()
+            ),
+        })
+    }
+
+    /// [`Env::entry`] as evidence naming the script that set it.
+    pub fn evidence(&self, key: &str) -> Option<Evidence> {
+        let text = self.entry(key)?;
+        let script = self.var(key).and_then(Var::script).map(|(s, _)| s);
+        Some(Evidence::naming(text, script))
+    }
+
+    /// The config's `Env` alone (what `ENV` lines wrote), without what scripts export.
+    pub fn image(&self) -> Env {
+        Env {
+            vars: self
+                .vars
+                .iter()
+                .filter(|v| v.origin == Origin::Image)
+                .cloned()
+                .collect(),
+        }
+    }
+
+    /// What scripts set and the program still gets, in order.
+    pub fn exports(&self) -> impl Iterator<Item = &Var> {
+        self.current().filter(|v| v.origin != Origin::Image)
+    }
+}
+
+/// Serialises a map of the known values (for tests and debugging).
+#[cfg(test)]
+pub(crate) fn as_map(env: &Env) -> std::collections::BTreeMap<String, String> {
+    env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
 
 #[cfg(test)]
@@ -59,5 +268,55 @@ mod tests {
         assert_eq!(e.non_empty("B"), None);
         assert_eq!(e.get("C"), Some(""));
         assert_eq!(e.entry("A").as_deref(), Some("A=2=3"));
+        assert_eq!(as_map(&e).len(), 3);
+    }
+
+    #[test]
+    fn scripts_overlay_the_config_and_say_where() {
+        let image = Env::from_pairs(["LD_PRELOAD=/a.so", "PATH=/bin", "X=1"]);
+        let script = |name: &str, value: Value, line| Var {
+            name: name.into(),
+            value,
+            origin: Origin::Script {
+                script: "/entry.sh".into(),
+                line,
+            },
+            text: format!("export {name}=…"),
+        };
+        let e = image.overlay(&[
+            script("LD_PRELOAD", Value::Set("/b.so".into()), 3),
+            script("X", Value::Unset, 4),
+            script(
+                "MALLOC_CONF",
+                Value::Undecided {
+                    why: "runs `cat /conf`".into(),
+                    if_set: None,
+                },
+                5,
+            ),
+        ]);
+        assert_eq!(e.get("LD_PRELOAD"), Some("/b.so"));
+        assert_eq!(
+            e.entry("LD_PRELOAD").as_deref(),
+            Some("LD_PRELOAD=/b.so (exported by /entry.sh line 3)")
+        );
+        assert_eq!(e.evidence("LD_PRELOAD").unwrap().paths(), ["/entry.sh"]);
+        assert_eq!(e.get("X"), None);
+        assert!(e.var("X").is_none());
+        assert_eq!(e.get("MALLOC_CONF"), None);
+        assert!(e.undecided("MALLOC_CONF").is_some());
+        assert!(e.from_script("MALLOC_CONF") && !e.from_script("PATH"));
+        assert_eq!(e.image().get("LD_PRELOAD"), Some("/a.so"));
+        assert_eq!(e.image().get("X"), Some("1"));
+        assert_eq!(e.exports().count(), 3);
+        let json = serde_json::to_value(e.var("LD_PRELOAD").unwrap()).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"name": "LD_PRELOAD", "status": "set", "value": "/b.so",
+                "source": "script", "script": "/entry.sh", "line": 3, "text": "export LD_PRELOAD=…"})
+        );
+        let json = serde_json::to_value(e.var("MALLOC_CONF").unwrap()).unwrap();
+        assert_eq!(json["status"], "undecided");
+        assert_eq!(json["why"], "runs `cat /conf`");
     }
 }

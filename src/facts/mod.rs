@@ -6,6 +6,8 @@ pub mod allocator;
 pub mod dotnet;
 pub mod entrypoint;
 pub mod env;
+pub mod go;
+pub mod java;
 pub mod ldcache;
 pub mod libc;
 pub mod loader;
@@ -14,6 +16,9 @@ pub mod node;
 pub mod os;
 pub mod platform;
 pub mod preload;
+pub mod python;
+pub mod ruby;
+pub mod script;
 pub mod sharp;
 
 pub use env::Env;
@@ -46,6 +51,10 @@ const DECLARED: &[(&str, Declaration)] = &[
     ("sharp", sharp::interests),
     ("next", next::interests),
     ("dotnet", dotnet::interests),
+    ("java", java::interests),
+    ("ruby", ruby::interests),
+    ("python", python::interests),
+    ("go", go::interests),
 ];
 
 /// Every file content and ELF fact the facts read, whatever the config says. The layer reader
@@ -67,12 +76,17 @@ fn interests_except(left_out: &[&str]) -> Interests {
 /// may run.
 pub fn interests_for(config: &ImageConfiguration) -> Interests {
     entrypoint::interests_for(config)
+        .union(java::interests_for(config))
+        .union(ruby::interests_for(config))
+        .union(python::interests_for(config))
 }
 
 /// Everything memlint knows about an image. JSON keys are a contract with users' scripts.
 #[derive(Debug, Serialize)]
 pub struct Facts {
-    /// The config's environment (reported under `image.config.env`).
+    /// The environment the program gets: the config's `Env` (reported under
+    /// `image.config.env`) overlaid with what entrypoint scripts export (reported under
+    /// `facts.entrypoint.exports`). See [`env`] for how a rule reads a variable and its source.
     #[serde(skip)]
     pub env: Env,
     pub platform: platform::PlatformFacts,
@@ -86,15 +100,25 @@ pub struct Facts {
     pub sharp: sharp::SharpFacts,
     pub next: Option<next::NextFacts>,
     pub dotnet: dotnet::DotnetFacts,
+    /// Absent when no JVM is found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub java: Option<java::JavaFacts>,
+    pub ruby: Option<ruby::RubyFacts>,
+    pub python: Option<python::PythonFacts>,
+    pub go: go::GoFacts,
 }
 
 /// Derives the facts of an image.
 pub fn derive(image: &Image) -> Facts {
     let tree = &image.tree;
-    let env = Env::from_config(image.config.as_ref());
     let os = os::derive(tree);
     let platform = platform::derive(tree, &image.platform);
-    let entrypoint = entrypoint::derive(tree, image.config.as_ref(), &env);
+    let arch = crate::arch::Arch::from_oci(&platform.declared.architecture);
+    let config_env = Env::from_config(image.config.as_ref());
+    let entrypoint = entrypoint::derive(tree, image.config.as_ref(), &config_env, arch);
+    // The one environment every fact and rule reads: the config's Env overlaid with what the
+    // entrypoint scripts export (each variable knows which).
+    let env = config_env.overlay(&entrypoint.exports);
     let libc = libc::derive(tree, &os, &entrypoint, &platform);
     let loader = loader::Loader::new(
         tree,
@@ -116,10 +140,14 @@ pub fn derive(image: &Image) -> Facts {
         }
     }
     let allocator = allocator::derive(&loader, &env, &libc, &preloads, &entrypoint);
-    let node = node::derive(tree, &env, &entrypoint);
+    let node = node::derive(tree, &env, &entrypoint, &os);
     let sharp = sharp::derive(&loader, &libc);
     let next = next::derive(tree);
     let dotnet = dotnet::derive(&loader, &env);
+    let java = java::derive(tree, &env, &entrypoint, &os, &libc, image.config.as_ref());
+    let ruby = ruby::derive(&loader, &env, &os, &entrypoint);
+    let python = python::derive(tree, &env, &os, &entrypoint);
+    let go = go::derive(tree, &env, &entrypoint);
     Facts {
         loader: loader.facts(),
         env: env.clone(),
@@ -133,6 +161,10 @@ pub fn derive(image: &Image) -> Facts {
         sharp,
         next,
         dotnet,
+        java,
+        ruby,
+        python,
+        go,
     }
 }
 
@@ -195,6 +227,11 @@ mod tests {
             binary("lib/x86_64-linux-gnu/libc.so.6", libc),
             binary("opt/lib/libpreload.so", elf(62, ElfClass::Elf64, None, &[], &[], &[])),
             binary("usr/local/bin/node", node),
+            binary(
+                "usr/local/bin/ruby",
+                elf(62, ElfClass::Elf64, Some(interp), &["libc.so.6"], &[], &[]),
+            ),
+            text("app/Gemfile.lock", "GEM\n  specs:\n    puma (6.4.3)\n"),
             text(
                 "usr/local/include/node/node_version.h",
                 "#define NODE_MAJOR_VERSION 20\n#define NODE_MINOR_VERSION 11\n#define NODE_PATCH_VERSION 1\n",
@@ -217,6 +254,15 @@ mod tests {
             text(
                 "srv/Api.deps.json",
                 r#"{"libraries":{"Npgsql/8.0.5":{"type":"package"}}}"#,
+            ),
+            text(
+                "usr/lib/jvm/java-17-openjdk-amd64/release",
+                "IMPLEMENTOR=\"Debian\"\nJAVA_VERSION=\"17.0.15\"\nLIBC=\"gnu\"\n",
+            ),
+            text("opt/demo/bin/demo", "#!/bin/sh\nDEFAULT_JVM_OPTS='\"-Xmx64m\"'\nexec \"$JAVACMD\" \"$@\"\n"),
+            text(
+                "usr/local/lib/python3.11/site-packages/numpy-1.26.4.dist-info/METADATA",
+                "Metadata-Version: 2.1\nName: numpy\nVersion: 1.26.4\n",
             ),
             text(
                 "srv/appsettings.json",
@@ -274,6 +320,15 @@ mod tests {
         assert_eq!(f.dotnet.apps[0].target_framework.as_deref(), Some("net8.0"));
         assert_eq!(f.dotnet.npgsql.len(), 1);
         assert!(f.dotnet.gss.disabled, "{}", f.dotnet.gss.reason);
+        let java = f.java.as_ref().unwrap();
+        assert_eq!(java.version.as_deref(), Some("17.0.15"));
+        assert_eq!(java.vendor.as_deref(), Some("Debian"));
+        let ruby = f.ruby.as_ref().unwrap();
+        assert_eq!(ruby.binary, "/usr/local/bin/ruby");
+        assert_eq!(ruby.servers[0].name, "puma");
+        assert_eq!(ruby.servers[0].source, "/app/Gemfile.lock");
+        let py = f.python.as_ref().unwrap();
+        assert_eq!(py.package("numpy").unwrap().version.as_deref(), Some("1.26.4"));
     }
 
     /// A module whose reads nobody declared fails loudly rather than reading "not installed".

@@ -16,6 +16,7 @@
 //!   (nodejs/node#44436); older versions exit with code 9.
 
 use super::entrypoint::{Entrypoint, DEFAULT_PATH};
+use super::os::OsFacts;
 use super::Env;
 use crate::tree::{FileTree, Interests, NodeId, NodeKind};
 use crate::version::Version;
@@ -31,8 +32,8 @@ pub struct NodeFacts {
     pub binary: Option<String>,
     /// `20.11.1`.
     pub version: Option<String>,
-    /// Where the version comes from: `NODE_VERSION`, the path of a `node_version.h`, or the
-    /// path of the node binary.
+    /// Where the version comes from: `NODE_VERSION`, the path of a `node_version.h`, the
+    /// path of the node binary, or `dpkg package nodejs VERSION`.
     pub version_source: Option<String>,
     pub entrypoint_is_node: bool,
     /// `NODE_OPTIONS` as written in the image config.
@@ -67,7 +68,7 @@ pub fn interests() -> Interests {
         .scan_elf()
 }
 
-pub fn derive(tree: &FileTree, env: &Env, entry: &Entrypoint) -> Option<NodeFacts> {
+pub fn derive(tree: &FileTree, env: &Env, entry: &Entrypoint, os: &OsFacts) -> Option<NodeFacts> {
     let entry_node = entry.program.as_deref().filter(|p| is_node_program(tree, p));
     let binary = match entry_node {
         Some(p) => Some(p.to_string()),
@@ -79,7 +80,7 @@ pub fn derive(tree: &FileTree, env: &Env, entry: &Entrypoint) -> Option<NodeFact
         node_options: env.non_empty("NODE_OPTIONS").map(str::to_string),
         ..Default::default()
     };
-    if let Some((v, source)) = version(tree, env, &binary) {
+    if let Some((v, source)) = version(tree, env, &binary, os) {
         facts.version = Some(v);
         facts.version_source = Some(source);
     }
@@ -152,9 +153,11 @@ fn find_anywhere(tree: &FileTree) -> Option<String> {
 }
 
 /// The version and where it was read: `NODE_VERSION`, the `node_version.h` of the binary's
-/// prefix, the release string in the binary, then any other `node_version.h` (such as
-/// node-gyp's header cache, which belongs to whichever node built the addons).
-fn version(tree: &FileTree, env: &Env, binary: &str) -> Option<(String, String)> {
+/// prefix, the release string in the binary, the dpkg database for Debian's `nodejs` (whose
+/// `/usr/bin/node` is a small program linked to `libnode.so`, which holds the release string,
+/// and which ships no header), then any other `node_version.h` (such as node-gyp's header
+/// cache, which belongs to whichever node built the addons).
+fn version(tree: &FileTree, env: &Env, binary: &str, os: &OsFacts) -> Option<(String, String)> {
     if let Some(v) = env.non_empty("NODE_VERSION") {
         let v = v.trim();
         return Some((
@@ -181,7 +184,27 @@ fn version(tree: &FileTree, env: &Env, binary: &str) -> Option<(String, String)>
     if let Some(v) = release {
         return Some((v, binary.to_string()));
     }
+    if let Some(found) = dpkg_version(os, binary) {
+        return Some(found);
+    }
     headers.into_iter().next().map(|(path, v)| (v, path))
+}
+
+/// Debian's `nodejs` package installs `/usr/bin/node` (and `/usr/bin/nodejs` on older
+/// releases): its upstream version, from the package version (`18.20.4+dfsg-1~deb12u3` →
+/// `18.20.4`), and the package as the source.
+fn dpkg_version(os: &OsFacts, binary: &str) -> Option<(String, String)> {
+    if !matches!(binary, "/usr/bin/node" | "/usr/bin/nodejs") {
+        return None;
+    }
+    let package = os.package("nodejs")?;
+    let full = package.version.as_str();
+    let without_epoch = full.split_once(':').map_or(full, |(_, v)| v);
+    let upstream = without_epoch
+        .split(['+', '-', '~'])
+        .next()
+        .filter(|v| Version::parse(v).is_some())?;
+    Some((upstream.to_string(), format!("dpkg package nodejs {full}")))
 }
 
 /// Every `include/node/node_version.h` with kept contents that names a version: (path, version).
@@ -450,6 +473,10 @@ fn semi_space_in_node_options(version: Option<&Version>) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    fn derive_without_packages(t: &FileTree, env: &Env, e: &Entrypoint) -> Option<NodeFacts> {
+        derive(t, env, e, &OsFacts::default())
+    }
+
     use super::*;
 
     use crate::elf::{ElfClass, ElfHead, ElfInfo, ElfScan, ElfType};
@@ -561,7 +588,7 @@ mod tests {
             "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
             "NODE_OPTIONS=--max_old_space_size=1536 --max-semi-space-size=32",
         ]);
-        let f = derive(&t, &env, &node_entry(&["node", "server.js"])).unwrap();
+        let f = derive_without_packages(&t, &env, &node_entry(&["node", "server.js"])).unwrap();
         assert_eq!(f.binary.as_deref(), Some("/usr/local/bin/node"));
         assert!(f.entrypoint_is_node);
         assert_eq!(
@@ -594,7 +621,7 @@ mod tests {
             ),
             text("usr/local/include/node/node_version.h", NODE_VERSION_H),
         ]);
-        let f = derive(&t, &Env::default(), &Entrypoint::default()).unwrap();
+        let f = derive_without_packages(&t, &Env::default(), &Entrypoint::default()).unwrap();
         assert_eq!(f.binary.as_deref(), Some("/usr/local/bin/node"));
         assert!(!f.entrypoint_is_node);
         assert_eq!(f.version.as_deref(), Some("20.20.2"));
@@ -611,7 +638,7 @@ mod tests {
                 NODE_VERSION_H,
             ),
         ]);
-        let f = derive(&t, &Env::default(), &Entrypoint::default()).unwrap();
+        let f = derive_without_packages(&t, &Env::default(), &Entrypoint::default()).unwrap();
         assert_eq!(f.version.as_deref(), Some("22.23.5"));
         assert_eq!(f.version_source.as_deref(), Some("/usr/local/bin/node"));
 
@@ -620,7 +647,8 @@ mod tests {
             node_elf("usr/bin/node", None),
             text("opt/include/node/node_version.h", NODE_VERSION_H),
         ]);
-        let f = derive(&t, &Env::from_pairs(["NODE_VERSION="]), &Entrypoint::default()).unwrap();
+        let f =
+            derive_without_packages(&t, &Env::from_pairs(["NODE_VERSION="]), &Entrypoint::default()).unwrap();
         assert_eq!(f.binary.as_deref(), Some("/usr/bin/node"));
         assert_eq!(
             f.version_source.as_deref(),
@@ -641,20 +669,20 @@ mod tests {
             args: argv(&["tini"]),
             ..Default::default()
         };
-        let f = derive(&t, &env, &tini).unwrap();
+        let f = derive_without_packages(&t, &env, &tini).unwrap();
         assert_eq!(f.binary.as_deref(), Some("/opt/node/bin/node"));
         assert!(!f.entrypoint_is_node);
         assert_eq!(f.version.as_deref(), Some("20.11.1"));
 
         // Outside PATH, found by its release string.
-        let f = derive(&t, &Env::from_pairs(["PATH=/nowhere"]), &tini).unwrap();
+        let f = derive_without_packages(&t, &Env::from_pairs(["PATH=/nowhere"]), &tini).unwrap();
         assert_eq!(f.binary.as_deref(), Some("/opt/node/bin/node"));
 
         let none = tree(vec![
             entry("usr/bin/python3", EntryKind::File),
             text("app/node_modules/x/package.json", "{}"),
         ]);
-        assert!(derive(
+        assert!(derive_without_packages(
             &none,
             &Env::from_pairs(["NODE_OPTIONS=--max-old-space-size=512"]),
             &tini
@@ -679,7 +707,7 @@ mod tests {
             path: Some("/usr/local/bin/node".into()),
             how: "test".into(),
         });
-        let f = derive(&t, &env, &e).unwrap();
+        let f = derive_without_packages(&t, &env, &e).unwrap();
         assert_eq!(
             f.max_old_space_size,
             Some(NodeFlag {
@@ -706,7 +734,7 @@ mod tests {
     #[test]
     fn space_form_on_the_command_line_ends_the_options() {
         let t = official();
-        let f = derive(
+        let f = derive_without_packages(
             &t,
             &Env::default(),
             &node_entry(&[
@@ -732,7 +760,7 @@ mod tests {
             "NODE_VERSION=18.12.1",
             "NODE_OPTIONS=--max-old-space-size=4g --max-semi-space-size=16",
         ]);
-        let f = derive(&t, &env, &node_entry(&["node", "server.js"])).unwrap();
+        let f = derive_without_packages(&t, &env, &node_entry(&["node", "server.js"])).unwrap();
         assert!(f
             .max_old_space_size
             .unwrap()
@@ -750,14 +778,14 @@ mod tests {
             "NODE_VERSION=v19.2.0",
             "NODE_OPTIONS=--max-old-space-size=+2048 --max-semi-space-size=16",
         ]);
-        let f = derive(&t, &env, &node_entry(&["node", "server.js"])).unwrap();
+        let f = derive_without_packages(&t, &env, &node_entry(&["node", "server.js"])).unwrap();
         assert_eq!(f.version.as_deref(), Some("19.2.0"));
         assert_eq!(f.max_old_space_size.unwrap().problem, None);
         assert_eq!(f.max_semi_space_size.unwrap().problem, None);
 
         // Unterminated quotes: node refuses NODE_OPTIONS altogether; nothing is read from it.
         let env = Env::from_pairs([r#"NODE_OPTIONS=--max-old-space-size=512 --require "x"#]);
-        let f = derive(&t, &env, &node_entry(&["node", "server.js"])).unwrap();
+        let f = derive_without_packages(&t, &env, &node_entry(&["node", "server.js"])).unwrap();
         assert_eq!(f.max_old_space_size, None);
     }
 
@@ -772,7 +800,7 @@ mod tests {
             args: argv(&["/app/server", "--max-old-space-size=256"]),
             ..Default::default()
         };
-        let f = derive(&t, &Env::default(), &e).unwrap();
+        let f = derive_without_packages(&t, &Env::default(), &e).unwrap();
         assert!(f.entrypoint_is_node);
         assert_eq!(f.binary.as_deref(), Some("/app/server"));
         assert_eq!(f.version.as_deref(), Some("24.1.0"));
@@ -788,5 +816,38 @@ mod tests {
             assert_eq!(serde_json::to_value(source).unwrap(), name);
             assert_eq!(source.to_string(), name);
         }
+    }
+
+    /// Debian's nodejs: /usr/bin/node carries no release string (libnode.so.108 does) and no
+    /// header is installed; the version comes from the dpkg database.
+    #[test]
+    fn debian_nodejs_version_from_dpkg() {
+        let t = tree(vec![
+            node_elf("usr/bin/node", None),
+            entry("usr/bin/nodejs", EntryKind::Symlink("node".into())),
+            entry("usr/lib/x86_64-linux-gnu/libnode.so.108", EntryKind::File),
+        ]);
+        let mut os = OsFacts::default();
+        os.packages.insert(
+            "nodejs".into(),
+            crate::facts::os::Package {
+                version: "18.20.4+dfsg-1~deb12u3".into(),
+                architecture: Some("amd64".into()),
+            },
+        );
+        let f = derive(&t, &Env::default(), &Entrypoint::default(), &os).unwrap();
+        assert_eq!(f.binary.as_deref(), Some("/usr/bin/node"));
+        assert_eq!(f.version.as_deref(), Some("18.20.4"));
+        assert_eq!(
+            f.version_source.as_deref(),
+            Some("dpkg package nodejs 18.20.4+dfsg-1~deb12u3")
+        );
+        // An epoch and a Debian revision without +dfsg.
+        os.packages.get_mut("nodejs").unwrap().version = "1:20.3.0-1".into();
+        let f = derive(&t, &Env::default(), &Entrypoint::default(), &os).unwrap();
+        assert_eq!(f.version.as_deref(), Some("20.3.0"));
+        // Without the package, nothing names the version.
+        let f = derive(&t, &Env::default(), &Entrypoint::default(), &OsFacts::default()).unwrap();
+        assert_eq!(f.version, None);
     }
 }

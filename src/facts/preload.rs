@@ -1,6 +1,10 @@
 //! Preloaded libraries: `LD_PRELOAD` from the config's Env and /etc/ld.so.preload, each
 //! resolved as the loader would, with a status and the reason in words.
 //!
+//! `LD_PRELOAD` is read from the environment the program gets ([`Env`]): the config's, or an
+//! entrypoint script's export (source `script`, with the script and line). A script value memlint
+//! cannot work out is kept with status `undecided` and the line as evidence.
+//!
 //! glibc splits LD_PRELOAD on spaces and colons only, /etc/ld.so.preload on spaces, tabs,
 //! newlines and colons with `#` comments (elf/rtld.c). A preload that cannot be opened is
 //! skipped with a warning at every exec; one that opens but whose own dependencies do not
@@ -9,6 +13,7 @@
 //! glibc and then fails to start anything (../shared/domain-sources.md §5.2, §5.4).
 
 use super::entrypoint::Entrypoint;
+use super::env::{Value, Var};
 use super::libc::LibcFamily;
 use super::loader::{Loader, Resolution, Via};
 use super::Env;
@@ -24,6 +29,9 @@ pub enum PreloadSource {
     Env,
     #[serde(rename = "ld.so.preload")]
     LdSoPreload,
+    /// `LD_PRELOAD` exported by an entrypoint script (`Preload::script`, `Preload::line`).
+    #[serde(rename = "script")]
+    Script,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -32,6 +40,9 @@ pub enum PreloadStatus {
     Ok,
     Missing,
     Incompatible,
+    /// Set by a script in a way memlint cannot work out (a value only known at run time, a
+    /// condition it cannot decide): possibly in effect.
+    Undecided,
 }
 
 /// One preload entry.
@@ -40,6 +51,12 @@ pub struct Preload {
     /// The entry as written.
     pub entry: String,
     pub source: PreloadSource,
+    /// The script that exports it (source `script`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub script: Option<String>,
+    /// The line of that script (from 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
     pub status: PreloadStatus,
     /// The file the loader opens (canonical path), or null.
     pub resolved: Option<String>,
@@ -165,10 +182,8 @@ pub fn derive(loader: &Loader, env: &Env, entry: &Entrypoint) -> Vec<Preload> {
     let mut out = Vec::new();
     let family = loader.family();
     let mut candidates = Candidates::default();
-    if let Some(v) = env.get("LD_PRELOAD") {
-        for e in split_env(v, family) {
-            out.push(check(loader, &e, PreloadSource::Env, entry, &mut candidates));
-        }
+    if let Some(var) = env.var("LD_PRELOAD") {
+        out.extend(from_env(loader, var, entry, &mut candidates));
     }
     // musl has no /etc/ld.so.preload.
     if family != LibcFamily::Musl {
@@ -187,6 +202,60 @@ pub fn derive(loader: &Loader, env: &Env, entry: &Entrypoint) -> Vec<Preload> {
     out
 }
 
+/// The entries of the `LD_PRELOAD` the program gets.
+fn from_env(loader: &Loader, var: &Var, entry: &Entrypoint, candidates: &mut Candidates) -> Vec<Preload> {
+    let family = loader.family();
+    let (source, script, line) = match var.script() {
+        Some((s, l)) => (PreloadSource::Script, Some(s.to_string()), Some(l)),
+        None => (PreloadSource::Env, None, None),
+    };
+    let placed = |mut p: Preload| {
+        p.script.clone_from(&script);
+        p.line = line;
+        p
+    };
+    match &var.value {
+        Value::Set(v) => split_env(v, family)
+            .iter()
+            .map(|e| placed(check(loader, e, source, entry, candidates)))
+            .collect(),
+        Value::Undecided { why, if_set } => {
+            let at = var.describe_origin();
+            match if_set {
+                // The value is known, whether it is set is not: say what it would load.
+                Some(v) => split_env(v, family)
+                    .iter()
+                    .map(|e| {
+                        let mut p = placed(check(loader, e, source, entry, candidates));
+                        p.reason = format!("{why} ({at}); if set, {}", p.reason);
+                        p.status = PreloadStatus::Undecided;
+                        p.fatal = false;
+                        p
+                    })
+                    .collect(),
+                None => vec![placed(Preload {
+                    entry: var.text.clone(),
+                    source,
+                    script: None,
+                    line: None,
+                    status: PreloadStatus::Undecided,
+                    resolved: None,
+                    reason: format!("{why} ({at})"),
+                    reason_paths: script.iter().cloned().collect(),
+                    via: None,
+                    allocator: None,
+                    unresolved_needed: Vec::new(),
+                    fatal: false,
+                    candidates: Vec::new(),
+                    removed_in_layer: None,
+                    removed_by: None,
+                })],
+            }
+        }
+        Value::Unset => Vec::new(),
+    }
+}
+
 fn check(
     loader: &Loader,
     entry: &str,
@@ -202,6 +271,8 @@ fn check(
     let mut p = Preload {
         entry: entry.to_string(),
         source,
+        script: None,
+        line: None,
         status: PreloadStatus::Missing,
         resolved: None,
         reason: String::new(),

@@ -89,6 +89,17 @@ pub fn write(w: &mut dyn Write, f: &Facts) -> io::Result<()> {
         if let Some(n) = &e.note {
             put(w, format!("              note: {n}"))?;
         }
+        for v in &e.exports {
+            let at = v.describe_origin();
+            let line = match &v.value {
+                crate::facts::env::Value::Set(x) => format!("sets {}={x} ({at})", v.name),
+                crate::facts::env::Value::Unset => format!("unsets {} ({at})", v.name),
+                crate::facts::env::Value::Undecided { why, .. } => {
+                    format!("sets {} to what memlint cannot work out ({at}): {why}", v.name)
+                }
+            };
+            put(w, format!("              {line}"))?;
+        }
     }
     if f.preloads.is_empty() {
         put(w, "  Preloads    (none)".to_string())?;
@@ -100,8 +111,13 @@ pub fn write(w: &mut dyn Write, f: &Facts) -> io::Result<()> {
             "              "
         };
         let src = match pr.source {
-            PreloadSource::Env => "LD_PRELOAD",
-            PreloadSource::LdSoPreload => "/etc/ld.so.preload",
+            PreloadSource::Env => "LD_PRELOAD".to_string(),
+            PreloadSource::LdSoPreload => "/etc/ld.so.preload".to_string(),
+            PreloadSource::Script => format!(
+                "LD_PRELOAD from {} line {}",
+                pr.script.as_deref().unwrap_or("a script"),
+                pr.line.unwrap_or(0)
+            ),
         };
         let status = serde_json::to_value(pr.status)
             .ok()
@@ -282,6 +298,112 @@ fn runtimes_text(s: &mut String, f: &Facts) {
             let _ = writeln!(s, "              note: {note}");
         }
     }
+    if let Some(j) = &f.java {
+        let mut line = format!("java {}", j.version.as_deref().unwrap_or("(version unknown)"));
+        if let Some(v) = &j.vendor {
+            let _ = write!(line, " ({v})");
+        }
+        if let Some(h) = &j.home {
+            let _ = write!(line, " at {h}");
+        }
+        if let Some(src) = &j.version_source {
+            let _ = write!(line, " (version from {src})");
+        }
+        let _ = writeln!(s, "  Java        {line}");
+        let _ = writeln!(s, "              {}", j.found_by);
+        if let Some(libc) = &j.libc {
+            let _ = writeln!(s, "              libc {libc}");
+        }
+        for o in &j.options {
+            let ignored = o
+                .ignored
+                .as_deref()
+                .map(|i| format!(": ignored, {i}"))
+                .unwrap_or_default();
+            let _ = writeln!(s, "              {} ({}){ignored}", o.option, o.origin());
+        }
+        if let Some(b) = &j.buildpack_calculator {
+            let _ = writeln!(s, "              {b}");
+        }
+        for n in &j.notes {
+            let _ = writeln!(s, "              note: {n}");
+        }
+    }
+    if let Some(r) = &f.ruby {
+        let mut line = format!(
+            "ruby {} at {}",
+            r.version.as_deref().unwrap_or("(version unknown)"),
+            r.binary
+        );
+        if let Some(src) = &r.version_source {
+            let _ = write!(line, " (version from {src})");
+        }
+        if r.jemalloc_linked {
+            line.push_str("; built with jemalloc");
+        }
+        let _ = writeln!(s, "  Ruby        {line}");
+        if !r.servers.is_empty() {
+            let names: Vec<String> = r
+                .servers
+                .iter()
+                .map(|v| {
+                    format!(
+                        "{}{} ({})",
+                        v.name,
+                        v.version.as_deref().map(|x| format!(" {x}")).unwrap_or_default(),
+                        v.source
+                    )
+                })
+                .collect();
+            let _ = writeln!(s, "              servers: {}", names.join(", "));
+        }
+    }
+    if let Some(py) = &f.python {
+        let version = py.version.as_deref().unwrap_or("(version unknown)");
+        let source = py
+            .version_source
+            .as_deref()
+            .map(|s| format!(" ({s})"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "  Python      CPython {version}{source}, {}",
+            count(py.packages.len() as u64, "distribution", "distributions")
+        );
+        for server in &py.servers {
+            let _ = writeln!(
+                s,
+                "              {} ({}): {}",
+                server.name,
+                server.concurrency.as_str(),
+                server.evidence
+            );
+        }
+        if let Some(m) = &py.pythonmalloc {
+            let _ = writeln!(s, "              PYTHONMALLOC={m}");
+        }
+    }
+    let mut label = "  Go          ";
+    for b in &f.go.binaries {
+        let cgo = match b.cgo {
+            Some(true) => "cgo",
+            Some(false) => "no cgo",
+            None => "cgo unknown",
+        };
+        let ran = if b.on_entrypoint {
+            ", run by the entrypoint"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            s,
+            "{label}{} {} ({cgo}, {}){ran}",
+            b.path,
+            b.go_version.as_deref().unwrap_or("(version unknown)"),
+            count(b.deps.len() as u64, "module", "modules")
+        );
+        label = "              ";
+    }
     let d = &f.dotnet;
     if !d.present() {
         let _ = writeln!(s, "  .NET        none found");
@@ -309,6 +431,44 @@ fn runtimes_text(s: &mut String, f: &Facts) {
             .map(|t| format!(", {t}"))
             .unwrap_or_default();
         let _ = writeln!(s, "{label}app {} in {}{target}", a.name, a.dir);
+        label = "              ";
+        if let Some(gc) =
+            d.gc.apps
+                .iter()
+                .find(|g| Some(&g.runtimeconfig) == a.runtimeconfig.as_ref())
+        {
+            let on = |v: u64| if v == 0 { "off" } else { "on" };
+            let mut line = format!(
+                "GC: Server GC {} ({}), DATAS {} ({})",
+                on(gc.server.value),
+                gc.server.source,
+                on(gc.dynamic_adaptation.value),
+                gc.dynamic_adaptation.source
+            );
+            for (name, setting) in [
+                ("heap count", &gc.heap_count),
+                ("affinitize mask", &gc.heap_affinitize_mask),
+                ("hard limit (bytes)", &gc.heap_hard_limit),
+                ("hard limit %", &gc.heap_hard_limit_percent),
+                ("SOH hard limit (bytes)", &gc.heap_hard_limit_soh),
+            ] {
+                if let Some(v) = setting {
+                    let _ = write!(line, ", {name} {} ({})", v.value, v.source);
+                }
+            }
+            let _ = writeln!(s, "                {line}");
+        }
+    }
+    for v in &d.gc.env {
+        let read = match v.read_as {
+            Some(n) => format!("read as 0x{n:X} = {n}"),
+            None => "not a hexadecimal number: the default applies".to_string(),
+        };
+        let decimal = v
+            .decimal_reading
+            .map(|n| format!(" (as decimal it would be {n})"))
+            .unwrap_or_default();
+        let _ = writeln!(s, "{label}{} {read}{decimal} ({})", v.entry(), v.source);
         label = "              ";
     }
     for p in &d.npgsql {

@@ -2,7 +2,9 @@
 
 pub mod facts;
 pub mod github;
+pub mod gitlab;
 pub mod inspect;
+pub mod junit;
 pub mod lint;
 pub mod sarif;
 pub mod text;

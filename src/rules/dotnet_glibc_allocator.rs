@@ -32,6 +32,9 @@ fn check(f: &Facts) -> Outcome {
     if f.allocator.is_replacement() || f.allocator.arena_cap.is_some() {
         return Outcome::none();
     }
+    if let Some(why) = f.allocator.undecided_reason() {
+        return Outcome::undecided(why);
+    }
     let evidence = f
         .dotnet
         .runtimes

@@ -94,6 +94,17 @@ pub fn replace_preload(f: &Facts, p: &Preload, with: Option<&str>) -> String {
                 format!("ENV LD_PRELOAD={}", entries.join(":"))
             }
         }
+        PreloadSource::Script => {
+            let at = format!(
+                "{} line {}",
+                p.script.as_deref().unwrap_or("the entrypoint script"),
+                p.line.unwrap_or(0)
+            );
+            match with {
+                Some(w) => format!("# in {at}, export {w} instead of {}", p.entry),
+                None => format!("# in {at}, drop {} from LD_PRELOAD", p.entry),
+            }
+        }
         PreloadSource::LdSoPreload => match with {
             Some(w) => format!("RUN sed -i 's|{}|{w}|' /etc/ld.so.preload", p.entry),
             None => format!("RUN sed -i '\\|{}|d' /etc/ld.so.preload", p.entry),

@@ -26,6 +26,9 @@ fn check(f: &Facts) -> Outcome {
             f.libc.family
         ));
     }
+    if let Some(why) = f.allocator.undecided_reason() {
+        return Outcome::undecided(why);
+    }
     // A preload that names an allocator but does not work is the other rules' finding.
     if f.preloads
         .iter()

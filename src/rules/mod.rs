@@ -6,6 +6,7 @@
 //! line in the [`registry!`] below, and a row in the fixture table of `tests/rules.rs`.
 
 pub mod fixes;
+mod java;
 mod preload;
 
 use crate::facts::Facts;
@@ -95,16 +96,28 @@ macro_rules! registry {
 }
 
 registry! {
+    dotnet_gc_env_decimal,
     dotnet_glibc_allocator,
+    dotnet_server_gc_container,
+    go_cgo_glibc_allocator,
+    gomemlimit_malformed,
     jemalloc_not_preloaded,
+    jvm_flag_incompatible,
+    jvm_glibc_arenas,
+    jvm_not_container_aware,
     ld_preload_incompatible,
     ld_preload_missing,
+    malloc_conf_ineffective,
     next_image_cache_ttl,
     next_image_disk_cache,
+    node_cgroup_v2_unaware,
     node_semi_space,
     npgsql_gssapi_missing,
+    python_glibc_allocator,
+    ruby_glibc_allocator,
     sharp_glibc_allocator,
     sharp_platform_mismatch,
+    worker_count_host_cpus,
 }
 
 pub fn find(id: &str) -> Option<&'static Rule> {

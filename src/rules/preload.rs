@@ -13,6 +13,8 @@ pub fn anchor(p: &Preload) -> Anchor {
     match p.source {
         PreloadSource::Env => ENV_ANCHOR,
         PreloadSource::LdSoPreload => Anchor::Installs(&["ld.so.preload"]),
+        // The script is what the ENTRYPOINT runs.
+        PreloadSource::Script => Anchor::Command,
     }
 }
 
@@ -38,5 +40,14 @@ pub fn listed(f: &Facts, p: &Preload) -> Evidence {
             format!("/etc/ld.so.preload lists {}", p.entry),
             ["/etc/ld.so.preload", p.entry.as_str()],
         ),
+        PreloadSource::Script => {
+            let script = p.script.as_deref().unwrap_or("a script");
+            let line = p.line.unwrap_or(0);
+            let text = match f.env.var("LD_PRELOAD") {
+                Some(v) if v.text.len() <= QUOTED_VALUE_MAX => format!("`{}`", v.text.trim()),
+                _ => format!("LD_PRELOAD listing {}", p.entry),
+            };
+            Evidence::naming(format!("{script} line {line} exports {text}"), [script])
+        }
     }
 }

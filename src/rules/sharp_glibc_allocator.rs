@@ -34,6 +34,9 @@ fn check(f: &Facts) -> Outcome {
     if f.allocator.is_replacement() {
         return Outcome::none();
     }
+    if let Some(why) = f.allocator.undecided_reason() {
+        return Outcome::undecided(why);
+    }
     let mut evidence: Vec<Evidence> = f
         .sharp
         .installs

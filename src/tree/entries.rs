@@ -67,7 +67,9 @@ fn elf_bytes(e: &ElfInfo) -> u64 {
             .map(|s| string + s.len() as u64)
             .sum()
     });
-    (std::mem::size_of::<ElfInfo>() + std::mem::size_of::<Box<ElfInfo>>()) as u64 + h + d
+    // A Go program's build info (at most the bytes its scanner held of it).
+    let go = e.scan.go.as_ref().map_or(0, |g| g.heap_bytes());
+    (std::mem::size_of::<ElfInfo>() + std::mem::size_of::<Box<ElfInfo>>()) as u64 + h + d + go
 }
 
 fn kind_code(k: &EntryKind) -> u8 {

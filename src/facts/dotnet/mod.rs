@@ -19,15 +19,18 @@
 //!
 //! One job per file: [`apps`] finds runtimes, apps and their packages (runtimeconfig.json,
 //! deps.json); [`gss`] decides Npgsql's GSS encryption from appsettings and the Env, with
-//! [`connection_string`] parsing connection strings as .NET does; [`json`] reads the JSON with
+//! [`connection_string`] parsing connection strings as .NET does; [`gc`] works out the GC
+//! settings (environment variables and runtimeconfig.json); [`json`] reads the JSON with
 //! comments and trailing commas .NET accepts.
 
 mod apps;
 mod connection_string;
+pub mod gc;
 mod gss;
 mod json;
 
 pub use apps::{DotnetApp, DotnetRuntime, NugetPackage};
+pub use gc::GcFacts;
 pub use gss::{ConnectionString, GssSettings};
 
 use super::loader::Loader;
@@ -50,6 +53,8 @@ pub struct DotnetFacts {
     pub npgsql: Vec<NugetPackage>,
     pub gss: GssSettings,
     pub gssapi: GssapiLibrary,
+    /// GC settings: the environment's GC variables and each app's effective GC.
+    pub gc: GcFacts,
 }
 
 impl DotnetFacts {
@@ -86,6 +91,7 @@ pub fn derive(loader: &Loader, env: &Env) -> DotnetFacts {
         .cloned()
         .collect();
     let gss = gss::settings(tree, env, &found.appsettings);
+    let gc = gc::derive(tree, env, &found.apps);
     let gssapi = GssapiLibrary {
         resolved: loader.resolve(GSSAPI_LIBRARY, None).path,
         searched_as: GSSAPI_LIBRARY.to_string(),
@@ -97,6 +103,7 @@ pub fn derive(loader: &Loader, env: &Env) -> DotnetFacts {
         npgsql,
         gss,
         gssapi,
+        gc,
     }
 }
 
@@ -436,5 +443,93 @@ mod tests {
             Some("/usr/lib/x86_64-linux-gnu/libgssapi_krb5.so.2.2")
         );
         assert!(f.gss.reason.contains("default, Prefer"), "{}", f.gss.reason);
+    }
+
+    /// Each app's effective GC: the environment (DOTNET_ before COMPlus_, hexadecimal) wins over
+    /// runtimeconfig.json (decimal), which wins over the default of the app's .NET version.
+    #[test]
+    fn effective_gc_settings_and_their_sources() {
+        let web8 = br#"{"runtimeOptions": {"tfm": "net8.0", "frameworks": [
+            {"name": "Microsoft.NETCore.App", "version": "8.0.0"},
+            {"name": "Microsoft.AspNetCore.App", "version": "8.0.0"}],
+            "configProperties": {"System.GC.Server": true, "System.GC.HeapCount": 4,
+              "System.GC.HeapHardLimitPercent": "0x40", // a string, read with radix 0
+            }}}"#;
+        let worker9 = br#"{"runtimeOptions": {"tfm": "net9.0",
+            "framework": {"name": "Microsoft.NETCore.App", "version": "9.0.1"},
+            "configProperties": {"System.GC.DynamicAdaptationMode": 0, "System.GC.HeapHardLimit": 209715200}}}"#;
+        let files = [
+            F::File("app/Web.runtimeconfig.json", web8),
+            F::File("worker/Worker.runtimeconfig.json", worker9),
+        ];
+        let f = facts(&files, &[]);
+        let web = &f.gc.apps[0];
+        assert_eq!(
+            (web.app.as_str(), web.aspnetcore, web.runtime_major),
+            ("Web", true, Some(8))
+        );
+        assert_eq!(web.server.value, 1);
+        assert_eq!(web.server.source, "/app/Web.runtimeconfig.json System.GC.Server");
+        assert_eq!(web.server.path.as_deref(), Some("/app/Web.runtimeconfig.json"));
+        assert_eq!(
+            (
+                web.dynamic_adaptation.value,
+                web.dynamic_adaptation.source.as_str()
+            ),
+            (0, "the .NET 8 default")
+        );
+        assert_eq!(web.heap_count.as_ref().map(|s| s.value), Some(4));
+        assert_eq!(web.heap_hard_limit_percent.as_ref().map(|s| s.value), Some(64));
+        assert_eq!(web.bounded().map(|s| s.value), Some(4));
+        let worker = &f.gc.apps[1];
+        assert!(!worker.aspnetcore);
+        assert_eq!(
+            (worker.server.value, worker.server.source.as_str()),
+            (0, "the .NET 9 default")
+        );
+        assert_eq!(
+            worker.dynamic_adaptation.value, 0,
+            "turned off in runtimeconfig.json"
+        );
+        assert_eq!(worker.heap_hard_limit.as_ref().map(|s| s.value), Some(200 << 20));
+        assert!(f.gc.env.is_empty());
+
+        let f = facts(
+            &files,
+            &[
+                "COMPlus_GCHeapCount=2",
+                "DOTNET_GCHeapCount=0",
+                "DOTNET_gcServer=true",
+                "DOTNET_GCHeapHardLimitPercent=64",
+                "COMPlus_GCDynamicAdaptationMode=1",
+            ],
+        );
+        let web = &f.gc.apps[0];
+        // DOTNET_ wins over COMPlus_, and the environment over runtimeconfig.json.
+        assert_eq!(web.heap_count.as_ref().map(|s| s.value), Some(0));
+        assert_eq!(
+            web.heap_count.as_ref().map(|s| s.source.as_str()),
+            Some("env DOTNET_GCHeapCount=0 (image env)")
+        );
+        // `true` is no hexadecimal number: the runtime takes its default, Workstation GC, and
+        // does not fall back to runtimeconfig.json.
+        assert_eq!(web.server.value, 0);
+        assert!(
+            web.server
+                .source
+                .starts_with("the default: env DOTNET_gcServer=true"),
+            "{}",
+            web.server.source
+        );
+        // 64 is 0x64, 100 %: no limit.
+        assert_eq!(web.heap_hard_limit_percent.as_ref().map(|s| s.value), Some(100));
+        assert_eq!(web.bounded(), None);
+        assert_eq!(web.dynamic_adaptation.value, 1);
+        let percent =
+            f.gc.env
+                .iter()
+                .find(|v| v.setting == "GCHeapHardLimitPercent")
+                .unwrap();
+        assert_eq!((percent.read_as, percent.decimal_reading), (Some(100), Some(64)));
     }
 }

@@ -1,0 +1,203 @@
+//! JUnit XML, as Jenkins, GitLab (`artifacts:reports:junit`) and Azure DevOps
+//! (`PublishTestResults@2`, `testResultsFormat: JUnit`) read it: one `<testsuite>` per image
+//! (and platform), one `<testcase>` per rule that ran, so a rule with nothing to say shows as
+//! passed. A rule with a finding at or above `--fail-on` has one `<failure>` listing those
+//! findings; its findings below `--fail-on`, the findings an ignore hides and why a rule could
+//! not decide go in its `<system-out>`. An image that could not be read is a test suite with
+//! one test case, `read`, in `<error>`. Valid against `junit-10.xsd` (the JUnit schema of
+//! Maven Surefire that pytest tests its own output with).
+//!
+//! Written as a stream, element by element; every string goes through
+//! [`crate::untrusted::xml_text`] or [`crate::untrusted::xml_attr`]. A small writer of its own
+//! rather than an XML crate: the only escaping a general writer does (`&`, `<`, `>`, quotes)
+//! is not enough here, since XML 1.0 cannot hold most C0 controls at all and the report must
+//! not carry what a terminal or CI runner would act on.
+
+use super::lint::LintReport;
+use crate::finding::{FailOn, Finding};
+use crate::untrusted::{xml_attr, xml_text};
+use std::io::{self, Write};
+
+/// An image of the run that could not be read (the run ends with exit code 2).
+pub struct Unread {
+    /// The reference as written on the command line.
+    pub reference: String,
+    /// The diagnostic's code, e.g. `memlint::size_mismatch`.
+    pub code: String,
+    pub message: String,
+}
+
+/// Writes the JUnit document of every report, and of every image that could not be read: a
+/// test suite of its own whose one test case, `read`, has an `<error>` saying what failed.
+pub fn write(
+    w: &mut dyn Write,
+    reports: &[LintReport],
+    unread: &[Unread],
+    fail_on: FailOn,
+) -> io::Result<()> {
+    let tests: usize = reports.iter().map(|r| r.results.len()).sum::<usize>() + unread.len();
+    let failures: usize = reports.iter().map(|r| failing_rules(r, fail_on)).sum();
+    writeln!(w, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
+    writeln!(
+        w,
+        r#"<testsuites name="memlint" tests="{tests}" failures="{failures}" errors="{}">"#,
+        unread.len()
+    )?;
+    for r in reports {
+        suite(w, r, fail_on)?;
+    }
+    for u in unread {
+        writeln!(
+            w,
+            r#"  <testsuite name="{}" tests="1" failures="0" errors="1" skipped="0">"#,
+            xml_attr(&format!("memlint {}", u.reference))
+        )?;
+        writeln!(
+            w,
+            r#"    <testcase name="read" classname="{}">"#,
+            xml_attr(&u.reference)
+        )?;
+        writeln!(
+            w,
+            r#"      <error type="{}" message="{}"/>"#,
+            xml_attr(&u.code),
+            xml_attr(&u.message)
+        )?;
+        writeln!(w, "    </testcase>")?;
+        writeln!(w, "  </testsuite>")?;
+    }
+    writeln!(w, "</testsuites>")
+}
+
+/// How many rules have a finding at or above `fail_on` on this image.
+fn failing_rules(r: &LintReport, fail_on: FailOn) -> usize {
+    r.results
+        .iter()
+        .filter(|res| {
+            r.findings
+                .iter()
+                .any(|f| f.rule == res.rule.id && fails(f, fail_on))
+        })
+        .count()
+}
+
+fn fails(f: &Finding, fail_on: FailOn) -> bool {
+    fail_on.threshold().is_some_and(|t| f.severity >= t)
+}
+
+fn suite(w: &mut dyn Write, r: &LintReport, fail_on: FailOn) -> io::Result<()> {
+    let image = format!("{} ({})", r.image.reference, r.image.platform);
+    writeln!(
+        w,
+        r#"  <testsuite name="{}" tests="{}" failures="{}" errors="0" skipped="0">"#,
+        xml_attr(&format!("memlint {image}")),
+        r.results.len(),
+        failing_rules(r, fail_on)
+    )?;
+    writeln!(w, "    <properties>")?;
+    let mut properties = vec![
+        ("image", r.image.reference.clone()),
+        ("platform", r.image.platform.to_string()),
+    ];
+    if let Some(d) = &r.image.manifest_digest {
+        properties.push(("manifest_digest", d.to_string()));
+    }
+    properties.push(("fail_on", fail_on.as_str().to_string()));
+    for (name, value) in properties {
+        writeln!(
+            w,
+            r#"      <property name="{name}" value="{}"/>"#,
+            xml_attr(&value)
+        )?;
+    }
+    writeln!(w, "    </properties>")?;
+    for res in &r.results {
+        let id = res.rule.id;
+        let found: Vec<&Finding> = r.findings.iter().filter(|f| f.rule == id).collect();
+        let (failing, below): (Vec<&Finding>, Vec<&Finding>) =
+            found.into_iter().partition(|f| fails(f, fail_on));
+        let ignored: Vec<&Finding> = r.ignored.iter().filter(|f| f.rule == id).collect();
+        let undecided = res.outcome.undecided.as_deref();
+        let open = format!(
+            r#"    <testcase name="{}" classname="{}""#,
+            xml_attr(id),
+            xml_attr(&image)
+        );
+        if failing.is_empty() && below.is_empty() && ignored.is_empty() && undecided.is_none() {
+            writeln!(w, "{open}/>")?;
+            continue;
+        }
+        writeln!(w, "{open}>")?;
+        if let Some(first) = failing.first() {
+            let worst = failing.iter().map(|f| f.severity).max().unwrap_or(first.severity);
+            let count: usize = failing.iter().map(|f| f.count()).sum();
+            let message = if count == 1 {
+                first.message.clone()
+            } else {
+                format!(
+                    "{count} findings at or above {fail_on}; the first: {}",
+                    first.message
+                )
+            };
+            let mut body = String::new();
+            for f in &failing {
+                describe(&mut body, f);
+            }
+            writeln!(
+                w,
+                r#"      <failure type="{}" message="{}">{}</failure>"#,
+                worst,
+                xml_attr(&message),
+                xml_text(&body)
+            )?;
+        }
+        let mut out = String::new();
+        if !below.is_empty() {
+            out.push_str(&format!("Below --fail-on {fail_on}:\n"));
+            for f in &below {
+                describe(&mut out, f);
+            }
+        }
+        for f in &ignored {
+            let why = f
+                .suppression
+                .as_ref()
+                .map(|s| format!(" ({}: {})", s.origin, s.justification))
+                .unwrap_or_default();
+            out.push_str(&format!("Ignored{why}:\n"));
+            describe(&mut out, f);
+        }
+        if let Some(u) = undecided {
+            out.push_str(&format!("Could not decide: {u}\n"));
+        }
+        if !out.is_empty() {
+            writeln!(w, "      <system-out>{}</system-out>", xml_text(&out))?;
+        }
+        writeln!(w, "    </testcase>")?;
+    }
+    writeln!(w, "  </testsuite>")
+}
+
+/// A finding as the text report shows it: severity, message, place, evidence, fix.
+fn describe(out: &mut String, f: &Finding) {
+    out.push_str(&format!("{}: {}\n", f.severity, f.message));
+    if let Some(l) = &f.location {
+        out.push_str(&format!("  at {}:{}", l.path, l.line));
+        if let Some(i) = &l.instruction {
+            out.push_str(&format!(": {i}"));
+        }
+        out.push('\n');
+    }
+    if !f.evidence.is_empty() {
+        out.push_str("  evidence:\n");
+        for e in &f.evidence {
+            out.push_str(&format!("    - {}\n", e.text()));
+        }
+    }
+    if !f.fix.is_empty() {
+        out.push_str("  fix:\n");
+        for l in f.fix.lines() {
+            out.push_str(&format!("    {l}\n"));
+        }
+    }
+}

@@ -1,0 +1,137 @@
+use super::{Outcome, Rule};
+use crate::facts::dotnet::gc::GcEnvVar;
+use crate::facts::Facts;
+use crate::finding::{Anchor, Evidence, Finding, Severity};
+
+/// Every variable name the rule reads, for the Dockerfile `ENV` line that sets one.
+const VARIABLES: &[&str] = &[
+    "DOTNET_GCHeapHardLimit",
+    "COMPlus_GCHeapHardLimit",
+    "DOTNET_GCHeapHardLimitPercent",
+    "COMPlus_GCHeapHardLimitPercent",
+    "DOTNET_GCHeapHardLimitSOH",
+    "COMPlus_GCHeapHardLimitSOH",
+    "DOTNET_GCHeapHardLimitLOH",
+    "COMPlus_GCHeapHardLimitLOH",
+    "DOTNET_GCHeapHardLimitPOH",
+    "COMPlus_GCHeapHardLimitPOH",
+    "DOTNET_GCHeapCount",
+    "COMPlus_GCHeapCount",
+    "DOTNET_GCHeapAffinitizeMask",
+    "COMPlus_GCHeapAffinitizeMask",
+    "DOTNET_GCgen0size",
+    "COMPlus_GCgen0size",
+];
+
+pub(crate) const RULE: Rule = Rule {
+    id: "dotnet-gc-env-decimal",
+    severity: Severity::Warning,
+    title: "A .NET GC environment variable is written in decimal but read as hexadecimal",
+    doc: include_str!("../../rules/dotnet-gc-env-decimal.md"),
+    tags: &["memory", "configuration", "dotnet"],
+    check,
+    anchor: Anchor::Env(VARIABLES),
+};
+
+fn check(f: &Facts) -> Outcome {
+    let findings: Vec<Finding> = f
+        .dotnet
+        .gc
+        .env
+        .iter()
+        .filter_map(|var| Some(finding(f, var, var.decimal_reading?, var.read_as?)))
+        .collect();
+    findings.into()
+}
+
+fn finding(f: &Facts, var: &GcEnvVar, decimal: u64, hex: u64) -> Finding {
+    let (meant, read) = match var.setting.as_str() {
+        "GCHeapHardLimitPercent" => (
+            format!("{decimal} %"),
+            if hex >= 100 {
+                format!("{hex} %, which the runtime ignores (only 1 to 99 counts): no hard limit is configured, and in a container the default of 75 % of the memory limit applies")
+            } else {
+                format!("{hex} % of the memory limit")
+            },
+        ),
+        "GCHeapCount" => (format!("{decimal} heaps"), format!("{hex} heaps")),
+        "GCHeapAffinitizeMask" => (
+            format!("the mask {decimal:#b}"),
+            format!("the mask {hex:#b} ({} processors)", hex.count_ones()),
+        ),
+        _ => (bytes(decimal), bytes(hex)),
+    };
+    let message = format!(
+        "{} is read as hexadecimal: 0x{} is {read}, not {meant}",
+        var.entry(),
+        var.value
+    );
+    let mut finding = RULE
+        .finding(message)
+        .evidence(Evidence::plain(format!(
+            "{} from the {}: the runtime reads 0x{} = {hex}; as decimal it would be {decimal}",
+            var.entry(),
+            var.source,
+            var.value
+        )));
+    if let Some(app) = f.dotnet.apps.first() {
+        let path = app.runtimeconfig.as_deref().unwrap_or(&app.dir);
+        finding = finding.evidence(Evidence::naming(
+            format!(".NET app {} ({path})", app.name),
+            [path],
+        ));
+    }
+    let property = crate::facts::dotnet::gc::SETTINGS
+        .iter()
+        .find(|(s, _)| *s == var.setting)
+        .and_then(|(_, p)| *p);
+    let mut fix = format!(
+        "ENV {}=0x{decimal:X}\n# 0x{decimal:X} = {decimal}",
+        var.variable
+    );
+    if let Some(p) = property {
+        fix.push_str(&format!(
+            "; or in the app's runtimeconfig.json, where values are decimal: \"{p}\": {decimal}"
+        ));
+    }
+    finding.fix(fix)
+}
+
+/// `4294967296 bytes (4 GiB)`.
+fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut unit = "";
+    let mut v = n as f64;
+    for u in UNITS {
+        if v < 1024.0 {
+            break;
+        }
+        v /= 1024.0;
+        unit = u;
+    }
+    if unit.is_empty() {
+        return format!("{n} bytes");
+    }
+    let shown = format!("{v:.1}");
+    let shown = shown.strip_suffix(".0").unwrap_or(&shown);
+    // A round number of decimal megabytes or gigabytes is likely what was meant: say it too.
+    let decimal = match n {
+        _ if n % 1_000_000_000 == 0 => format!("{} GB, ", n / 1_000_000_000),
+        _ if n % 1_000_000 == 0 => format!("{} MB, ", n / 1_000_000),
+        _ => String::new(),
+    };
+    format!("{n} bytes ({decimal}{shown} {unit})")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_for_people() {
+        assert_eq!(bytes(0x1_0000_0000), "4294967296 bytes (4 GiB)");
+        assert_eq!(bytes(100_000_000), "100000000 bytes (100 MB, 95.4 MiB)");
+        assert_eq!(bytes(104_857_600), "104857600 bytes (100 MiB)");
+        assert_eq!(bytes(512), "512 bytes");
+    }
+}

@@ -1,0 +1,379 @@
+use super::{Outcome, Rule};
+use crate::facts::env::{Origin, Value};
+use crate::facts::go::{read_gomemlimit, reads_gomemlimit, GoBinary, MemLimit};
+use crate::facts::Facts;
+use crate::finding::{Anchor, Evidence, Severity};
+
+const KEY: &str = "GOMEMLIMIT";
+
+pub(crate) const RULE: Rule = Rule {
+    id: "gomemlimit-malformed",
+    severity: Severity::Error,
+    title: "GOMEMLIMIT is not in the syntax the Go runtime accepts: Go programs stop at start",
+    doc: include_str!("../../rules/gomemlimit-malformed.md"),
+    tags: &["memory", "configuration", "go"],
+    check,
+    anchor: Anchor::Env(&[KEY]),
+};
+
+/// Where the value the program gets comes from.
+enum Source {
+    /// The config's `Env`.
+    Image,
+    /// An entrypoint script's export (or its `exec env NAME=VALUE`).
+    Script { script: String, line: u32 },
+    /// `env GOMEMLIMIT=… prog` in the image's Entrypoint/Cmd.
+    Command { argv: String },
+}
+
+/// The value the program gets, or why memlint cannot tell.
+enum Setting {
+    Known(String, Source),
+    Undecided(String),
+}
+
+fn check(f: &Facts) -> Outcome {
+    let mut readers: Vec<&GoBinary> = f
+        .go
+        .binaries
+        .iter()
+        .filter(|b| reads_gomemlimit(b.go_version.as_deref()))
+        .collect();
+    // The programs the entrypoint runs first.
+    readers.sort_by_key(|b| !b.on_entrypoint);
+    if readers.is_empty() {
+        return Outcome::none();
+    }
+    let (value, source) = match setting(f) {
+        None => return Outcome::none(),
+        Some(Setting::Undecided(why)) => {
+            return Outcome::undecided(format!(
+                "{why}; a Go program that reads it is in the image ({})",
+                readers[0].path
+            ))
+        }
+        Some(Setting::Known(v, s)) => (v, s),
+    };
+    if read_gomemlimit(&value) != MemLimit::Malformed {
+        return Outcome::none();
+    }
+    let origin = match &source {
+        Source::Image => "set by the image's ENV".to_string(),
+        Source::Script { script, line } => format!("exported by {script} line {line}"),
+        Source::Command { argv } => format!("passed by the image's command `{argv}`"),
+    };
+    let programs: Vec<String> = readers
+        .iter()
+        .take(3)
+        .map(|b| format!("{} ({})", b.path, b.go_version.as_deref().unwrap_or("go")))
+        .collect();
+    let more = match readers.len() {
+        n if n > 3 => format!(" and {} more", n - 3),
+        _ => String::new(),
+    };
+    let who = if readers[0].on_entrypoint {
+        format!("the entrypoint's Go program {}", programs[0])
+    } else {
+        format!("the Go programs in the image ({}{more})", programs.join(", "))
+    };
+    let found = readings(&value);
+    let mut message = format!(
+        "{KEY}={value} ({origin}) is not a size the Go runtime accepts: {who} stops at start with `fatal error: malformed GOMEMLIMIT`"
+    );
+    if let Some(said) = say_readings(&value, &found) {
+        message.push_str(&format!("; {said}"));
+    }
+    let mut finding = RULE.finding(message);
+    finding = match (&source, f.env.evidence(KEY)) {
+        (Source::Command { argv }, _) => finding.evidence(Evidence::plain(format!(
+            "{KEY}={value} passed by the image's command `{argv}`"
+        ))),
+        (_, Some(e)) => finding.evidence(e),
+        (_, None) => finding,
+    };
+    for b in readers.iter().take(3) {
+        finding = finding.evidence(Evidence::naming(
+            format!(
+                "{} is a Go program built by {}{}, which reads {KEY} at start",
+                b.path,
+                b.go_version.as_deref().unwrap_or("Go"),
+                if b.on_entrypoint {
+                    " that the entrypoint runs"
+                } else {
+                    ""
+                }
+            ),
+            [b.path.clone()],
+        ));
+    }
+    finding = finding.evidence(Evidence::plain(
+        "the Go runtime accepts a whole number of bytes with an optional B, KiB, MiB, GiB or TiB suffix, or off (runtime parseByteCount)",
+    ));
+    if matches!(source, Source::Script { .. } | Source::Command { .. }) {
+        finding = finding.anchor(Anchor::Command);
+    }
+    Outcome::one(finding.fix(fix(&source, &value, &found)))
+}
+
+/// The `GOMEMLIMIT` the entrypoint's program starts with: the environment (image `ENV`,
+/// overlaid with what scripts export), unless an `env NAME=VALUE` step of the image's command
+/// sets it after the script that exported it.
+fn setting(f: &Facts) -> Option<Setting> {
+    let steps = &f.entrypoint.steps;
+    let by_command = steps.iter().enumerate().rev().find_map(|(i, s)| {
+        let env_step = s.how == "env runs its argument";
+        let value = s
+            .argv
+            .iter()
+            .skip(1)
+            .skip_while(|a| a.starts_with('-'))
+            .take_while(|a| a.contains('='))
+            .filter_map(|a| a.strip_prefix("GOMEMLIMIT="))
+            .last();
+        env_step
+            .then_some(value)
+            .flatten()
+            .map(|v| (i, v.to_string(), s.argv.join(" ")))
+    });
+    let var = f.env.var(KEY);
+    let script_step = var.and_then(|v| v.script()).and_then(|(script, _)| {
+        steps
+            .iter()
+            .rposition(|s| s.path.as_deref() == Some(script) && s.how == "exec in shell script")
+    });
+    if let Some((i, value, argv)) = by_command {
+        if script_step.is_none_or(|j| j < i) {
+            return Some(Setting::Known(value, Source::Command { argv }));
+        }
+    }
+    let var = var?;
+    match &var.value {
+        Value::Set(v) => Some(Setting::Known(
+            v.clone(),
+            match &var.origin {
+                Origin::Image => Source::Image,
+                Origin::Script { script, line } => Source::Script {
+                    script: script.clone(),
+                    line: *line,
+                },
+            },
+        )),
+        Value::Undecided { .. } => Some(Setting::Undecided(
+            f.env.entry(KEY).unwrap_or_else(|| format!("{KEY} is undecided")),
+        )),
+        Value::Unset => None,
+    }
+}
+
+/// A value the user may have meant, in the runtime's syntax, and how it reads.
+#[derive(Debug, PartialEq, Eq)]
+struct Reading {
+    /// In the runtime's syntax (`512MiB`, `1000000000`).
+    value: String,
+    /// `400 MiB as Docker and the JVM read 400m`.
+    meaning: String,
+}
+
+const BINARY: [&str; 5] = ["", "KiB", "MiB", "GiB", "TiB"];
+
+/// The values `value` may have meant: one when that is unambiguous (`512Mi` is 512 MiB, a
+/// Kubernetes quantity; ` 512MiB` has a blank too many), two when it depends on who reads it
+/// (`1G` is 1 GiB to Docker and the JVM, 10⁹ bytes to Kubernetes), none when nothing sensible
+/// reads it (`-1`, `lots`, past 8 EiB).
+fn readings(value: &str) -> Vec<Reading> {
+    let trimmed = value
+        .trim()
+        .trim_matches(|c| c == '"' || c == '\'')
+        .trim();
+    if trimmed != value && read_gomemlimit(trimmed) != MemLimit::Malformed {
+        return vec![Reading {
+            value: trimmed.to_string(),
+            meaning: format!("{trimmed} without the blanks or quotes around it"),
+        }];
+    }
+    let split = trimmed
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(trimmed.len());
+    let (number, unit) = (&trimmed[..split], trimmed[split..].trim());
+    let Some((mantissa, scale)) = decimal(number) else {
+        return Vec::new();
+    };
+    let lower = unit.to_ascii_lowercase();
+    let binary_power = |u: &str| -> Option<u32> {
+        Some(match u {
+            "" | "b" => 0,
+            "k" | "kb" | "ki" | "kib" => 1,
+            "m" | "mb" | "mi" | "mib" => 2,
+            "g" | "gb" | "gi" | "gib" => 3,
+            "t" | "tb" | "ti" | "tib" => 4,
+            _ => return None,
+        })
+    };
+    let Some(power) = binary_power(&lower) else {
+        return Vec::new();
+    };
+    let binary = sized(mantissa, scale, 1024u128.pow(power), number, Some(BINARY[power as usize]));
+    let unambiguous = power == 0 || lower.ends_with('i') || lower.ends_with("ib");
+    if unambiguous {
+        return binary
+            .map(|v| Reading {
+                meaning: format!("{v}, as {value} is meant"),
+                value: v,
+            })
+            .into_iter()
+            .collect();
+    }
+    let mut out: Vec<Reading> = binary
+        .map(|v| Reading {
+            meaning: format!(
+                "{} {} as Docker (`--memory {trimmed}`) and the JVM (`-Xmx{trimmed}`) read {trimmed}",
+                number,
+                BINARY[power as usize]
+            ),
+            value: v,
+        })
+        .into_iter()
+        .collect();
+    // Kubernetes reads `m` as milli and `k`, `M`, `G`, `T` as powers of 1000.
+    if unit != "m" {
+        if let Some(v) = sized(mantissa, scale, 1000u128.pow(power), number, None) {
+            out.push(Reading {
+                meaning: format!("{v} bytes as a Kubernetes quantity or an SI size reads {trimmed}"),
+                value: v,
+            });
+        }
+    }
+    out
+}
+
+/// `1.5` → (15, 10).
+fn decimal(number: &str) -> Option<(u128, u128)> {
+    let (whole, frac) = number.split_once('.').unwrap_or((number, ""));
+    if whole.is_empty() && frac.is_empty() || frac.contains('.') || frac.len() > 9 || whole.len() > 20 {
+        return None;
+    }
+    let digits = format!("{whole}{frac}");
+    Some((digits.parse().ok()?, 10u128.pow(frac.len() as u32)))
+}
+
+/// `mantissa / scale × unit` in the runtime's syntax: with `suffix` when the number was whole
+/// (`512MiB`), else in the largest binary unit that holds it whole (`1.5GiB` → `1536MiB`),
+/// else in bytes; with no suffix (a decimal reading) always in bytes; `None` past the runtime's range or below one byte.
+fn sized(mantissa: u128, scale: u128, unit: u128, number: &str, suffix: Option<&str>) -> Option<String> {
+    let bytes = mantissa.checked_mul(unit)? / scale;
+    if bytes == 0 && mantissa != 0 || bytes > i64::MAX as u128 {
+        return None;
+    }
+    let out = if let Some(suffix) = suffix.filter(|s| scale == 1 && !s.is_empty()) {
+        format!("{number}{suffix}")
+    } else if suffix.is_none() {
+        bytes.to_string()
+    } else {
+        (1..=4u32)
+            .rev()
+            .find(|p| bytes % 1024u128.pow(*p) == 0 && bytes > 0)
+            .map(|p| format!("{}{}", bytes / 1024u128.pow(p), BINARY[p as usize]))
+            .unwrap_or_else(|| bytes.to_string())
+    };
+    (read_gomemlimit(&out) != MemLimit::Malformed).then_some(out)
+}
+
+/// The readings in words, when the value reads more than one way.
+fn say_readings(value: &str, found: &[Reading]) -> Option<String> {
+    let unit_m = value.trim().ends_with('m') && !value.trim().ends_with("im");
+    match found {
+        [one] if unit_m => Some(format!(
+            "{value} is {} (as a Kubernetes quantity it would be thousandths of a byte)",
+            one.meaning
+        )),
+        [a, b] => Some(format!("{value} is {}, or {}", a.meaning, b.meaning)),
+        _ => None,
+    }
+}
+
+/// The line to write, where the value came from.
+fn fix(source: &Source, value: &str, found: &[Reading]) -> String {
+    let line = |v: &str| match source {
+        Source::Image => format!("ENV {KEY}={v}"),
+        Source::Script { script, line } => {
+            format!("# in {script} line {line}:\nexport {KEY}={v}")
+        }
+        Source::Command { argv } => format!("# in the image's command `{argv}`:\n{KEY}={v}"),
+    };
+    match found {
+        [] => format!(
+            "{}\n# {value} has no reading memlint can convert: GOMEMLIMIT takes a whole number of bytes with an optional B, KiB, MiB, GiB or TiB suffix (about 90 % of the container's memory limit), or off",
+            line("512MiB")
+        ),
+        [one] => line(&one.value),
+        [first, rest @ ..] => {
+            let mut out = format!("{}\n# if {value} meant {}", line(&first.value), first.meaning);
+            for r in rest {
+                out.push_str(&format!(
+                    "; or, if it meant {}:\n{}",
+                    r.meaning,
+                    line(&r.value)
+                ));
+            }
+            out
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(v: &str) -> Vec<String> {
+        readings(v).into_iter().map(|r| r.value).collect()
+    }
+
+    #[test]
+    fn what_a_malformed_value_meant() {
+        assert_eq!(values("512Mi"), ["512MiB"]);
+        assert_eq!(values("1Gi"), ["1GiB"]);
+        assert_eq!(values("512mib"), ["512MiB"]);
+        assert_eq!(values(" 512MiB"), ["512MiB"]);
+        assert_eq!(values("\"512MiB\""), ["512MiB"]);
+        assert_eq!(values("512 MiB"), ["512MiB"]);
+        assert_eq!(values("1.5GiB"), ["1536MiB"]);
+        assert_eq!(values("1.5Gi"), ["1536MiB"]);
+        assert_eq!(values("400m"), ["400MiB"]);
+        assert_eq!(values("1G"), ["1GiB", "1000000000"]);
+        assert_eq!(values("512MB"), ["512MiB", "512000000"]);
+        assert_eq!(values("2k"), ["2KiB", "2000"]);
+        assert!(values("-1").is_empty());
+        assert!(values("lots").is_empty());
+        assert!(values("8388608Ti").is_empty());
+        assert!(values("1PiB").is_empty());
+        // Every proposed value is one the runtime accepts.
+        for v in ["512Mi", "400m", "1G", "1.5GiB", "0.3GiB", "2k", " 1 Gi "] {
+            for r in readings(v) {
+                assert!(
+                    matches!(read_gomemlimit(&r.value), MemLimit::Bytes(_)),
+                    "{v} → {}",
+                    r.value
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn fixes_name_the_source() {
+        let image = fix(&Source::Image, "512Mi", &readings("512Mi"));
+        assert_eq!(image, "ENV GOMEMLIMIT=512MiB");
+        let script = Source::Script {
+            script: "/start".into(),
+            line: 2,
+        };
+        let s = fix(&script, "400m", &readings("400m"));
+        assert_eq!(s, "# in /start line 2:\nexport GOMEMLIMIT=400MiB");
+        let both = fix(&Source::Image, "1G", &readings("1G"));
+        assert!(both.starts_with("ENV GOMEMLIMIT=1GiB\n# if 1G meant 1 GiB"), "{both}");
+        assert!(both.ends_with("\nENV GOMEMLIMIT=1000000000"), "{both}");
+        let said = say_readings("400m", &readings("400m")).unwrap();
+        assert!(said.contains("400 MiB as Docker"), "{said}");
+        assert!(said.contains("Kubernetes"), "{said}");
+        assert!(fix(&Source::Image, "-1", &[]).starts_with("ENV GOMEMLIMIT=512MiB\n# -1 has no reading"));
+    }
+}

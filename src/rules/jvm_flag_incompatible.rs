@@ -1,0 +1,135 @@
+use super::java::{anchor_of, jvm_evidence, option_evidence, rewrite};
+use super::{Outcome, Rule};
+use crate::facts::java::{flag_support, FlagSupport, JavaFacts, JavaOption, JavaVersion, Jvm};
+use crate::facts::Facts;
+use crate::finding::{Anchor, Evidence, Finding, Severity};
+
+pub(crate) const RULE: Rule = Rule {
+    id: "jvm-flag-incompatible",
+    severity: Severity::Error,
+    title: "A JVM option makes this JDK refuse to start",
+    doc: include_str!("../../rules/jvm-flag-incompatible.md"),
+    tags: &["memory", "java", "startup"],
+    check,
+    // Each finding names the ENV or command that set its option.
+    anchor: Anchor::Env(&["JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS"]),
+};
+
+/// Why HotSpot refuses an option, as it says it.
+enum Refusal {
+    Unrecognized,
+    Experimental,
+    ImproperlySpecified,
+}
+
+fn check(f: &Facts) -> Outcome {
+    let Some(j) = &f.java else {
+        return Outcome::none();
+    };
+    if j.jvm == Some(Jvm::OpenJ9) {
+        return Outcome::undecided("the JVM is OpenJ9, which takes other options than HotSpot");
+    }
+    let Some(v) = j.parsed_version() else {
+        return Outcome::undecided("a JVM is present but its version is unknown");
+    };
+    let ignore = j.ignores_unrecognized();
+    let mut findings = Vec::new();
+    for (i, o) in j.options.iter().enumerate().filter(|(_, o)| o.ignored.is_none()) {
+        let Some(name) = o.xx_name() else { continue };
+        let Some(support) = flag_support(v, name) else { continue };
+        let refusal = match support {
+            FlagSupport::Absent => Refusal::Unrecognized,
+            FlagSupport::Experimental if !j.unlocked_before(i) => Refusal::Experimental,
+            FlagSupport::Experimental => continue,
+            FlagSupport::Product => {
+                // JDK 8 reads the *RAMPercentage flags as doubles only: `75` is refused.
+                let integer = o.xx_value().is_some_and(|x| !x.is_empty() && x.bytes().all(|b| b.is_ascii_digit()));
+                if v.feature == 8 && name.ends_with("RAMPercentage") && integer {
+                    Refusal::ImproperlySpecified
+                } else {
+                    continue;
+                }
+            }
+        };
+        // JDK 8 accepts whatever fails to parse under IgnoreUnrecognizedVMOptions; JDK 9 and
+        // later only what they do not know.
+        let silenced = ignore.is_some() && (v.feature == 8 || matches!(refusal, Refusal::Unrecognized));
+        if silenced {
+            continue;
+        }
+        findings.push(finding(f, j, v, o, name, refusal));
+    }
+    findings.into()
+}
+
+fn finding(f: &Facts, j: &JavaFacts, v: JavaVersion, o: &JavaOption, name: &str, refusal: Refusal) -> Finding {
+    let version = j.version.as_deref().unwrap_or("");
+    // HotSpot names the option without `-XX:` and its `+`/`-`.
+    let written = o.option.trim_start_matches("-XX:").trim_start_matches(['+', '-']);
+    let said = match refusal {
+        Refusal::Unrecognized => format!("Unrecognized VM option '{written}'"),
+        Refusal::Experimental => format!(
+            "VM option '{name}' is experimental and must be enabled via -XX:+UnlockExperimentalVMOptions"
+        ),
+        Refusal::ImproperlySpecified => format!("Improperly specified VM option '{written}'"),
+    };
+    let message = format!(
+        "{} (from {}) stops Java {version} from starting: \"{said}\"",
+        o.option,
+        o.origin()
+    );
+    let mut ev = vec![option_evidence(o), jvm_evidence(j)];
+    if matches!(refusal, Refusal::Experimental) && j.ignores_unrecognized().is_some() {
+        ev.push(Evidence::plain(
+            "-XX:+IgnoreUnrecognizedVMOptions does not cover a locked experimental flag (JDK 9 and later)",
+        ));
+    }
+    let fix = match (name, refusal) {
+        ("UseCGroupMemoryLimitForHeap", Refusal::Unrecognized) if v.feature >= 11 => format!(
+            "{}\n# JDK {} reads the container's memory limit by itself (UseContainerSupport is on by default); size the heap with -XX:MaxRAMPercentage=75.0 if you need to",
+            rewrite(f, j, o, None),
+            v.feature
+        ),
+        (_, Refusal::ImproperlySpecified) => {
+            let value = o.xx_value().unwrap_or("");
+            let fixed = format!("-XX:{name}={value}.0");
+            format!("{}\n# JDK 8 reads {name} as a double: write {value}.0", rewrite(f, j, o, Some(&fixed)))
+        }
+        ("TrimNativeHeapInterval", Refusal::Experimental) => format!(
+            "{}\n# or move to {} or later, where TrimNativeHeapInterval is a product flag (JDK-8325496)",
+            unlock_fix(f, j, o),
+            product_trim(v)
+        ),
+        ("TrimNativeHeapInterval", _) => format!(
+            "{}\n# TrimNativeHeapInterval exists from 17.0.9 and 21.0.1 (experimental) and is a product flag from 17.0.12, 21.0.4 and 23: move to {} or later to use it",
+            rewrite(f, j, o, None),
+            product_trim(v)
+        ),
+        (_, Refusal::Experimental) => unlock_fix(f, j, o),
+        _ if v.feature == 8 => format!(
+            "{}\n# or move to 8u191 or later of the same vendor{}, which has {name} (container support, JDK-8146115)",
+            rewrite(f, j, o, None),
+            j.vendor.as_deref().map(|v| format!(" ({v})")).unwrap_or_default()
+        ),
+        _ => rewrite(f, j, o, None),
+    };
+    RULE.finding(message)
+        .anchor(anchor_of(o))
+        .evidence_all(ev)
+        .fix(fix)
+}
+
+/// The same source with `-XX:+UnlockExperimentalVMOptions` put before the option.
+fn unlock_fix(f: &Facts, j: &JavaFacts, o: &JavaOption) -> String {
+    let both = format!("-XX:+UnlockExperimentalVMOptions {}", o.option);
+    rewrite(f, j, o, Some(&both))
+}
+
+/// The first update of this feature release with TrimNativeHeapInterval as a product flag.
+fn product_trim(v: JavaVersion) -> &'static str {
+    match v.feature {
+        ..=17 => "17.0.12",
+        18..=21 => "21.0.4",
+        _ => "23",
+    }
+}

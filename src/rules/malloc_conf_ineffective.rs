@@ -1,0 +1,190 @@
+use super::{fixes, Outcome, Rule};
+use crate::facts::allocator::Allocator;
+use crate::facts::libc::LibcFamily;
+use crate::facts::Facts;
+use crate::finding::{Anchor, Evidence, Finding, Severity};
+
+pub(crate) const RULE: Rule = Rule {
+    id: "malloc-conf-ineffective",
+    severity: Severity::Note,
+    title: "An allocator setting does nothing in this image",
+    doc: include_str!("../../rules/malloc-conf-ineffective.md"),
+    tags: &["memory", "allocator", "configuration"],
+    check,
+    // Each finding names the variable it is about.
+    anchor: Anchor::Env(&["MALLOC_CONF", "JE_MALLOC_CONF", "MALLOC_ARENA_MAX", "GLIBC_TUNABLES"]),
+};
+
+/// The option names jemalloc 5.3 takes in `MALLOC_CONF`: those Debian's libjemalloc2 5.3.0-1
+/// accepts (every other name makes it print `<jemalloc>: Invalid conf pair`, checked by running
+/// it with each name in the library's strings), and those jemalloc(3) documents as `opt.*` for
+/// builds with other configure options (`cache_oblivious`, `utrace`, `xmalloc`).
+pub const JEMALLOC_OPTIONS: &[&str] = &[
+    "abort", "abort_conf", "background_thread", "bin_shards", "cache_oblivious", "confirm_conf",
+    "dirty_decay_ms", "dss", "experimental_infallible_new", "hpa", "hpa_dirty_mult",
+    "hpa_hugification_threshold", "hpa_hugification_threshold_ratio", "hpa_hugify_delay_ms",
+    "hpa_min_purge_interval_ms", "hpa_sec_batch_fill_extra", "hpa_sec_bytes_after_flush",
+    "hpa_sec_max_alloc", "hpa_sec_max_bytes", "hpa_sec_nshards", "hpa_slab_max_alloc", "junk",
+    "lg_extent_max_active_fit", "lg_prof_interval", "lg_prof_sample", "lg_tcache_flush_large_div",
+    "lg_tcache_flush_small_div", "lg_tcache_max", "lg_tcache_nslots_mul", "max_background_threads",
+    "metadata_thp", "mutex_max_spin", "muzzy_decay_ms", "narenas", "narenas_ratio",
+    "oversize_threshold", "percpu_arena", "prof", "prof_accum", "prof_active", "prof_final",
+    "prof_gdump", "prof_leak", "prof_leak_error", "prof_log", "prof_prefix", "prof_recent_alloc_max",
+    "prof_stats", "prof_sys_thread_name", "prof_thread_active_init", "prof_time_resolution",
+    "prof_unbias", "retain", "san_guard_large", "san_guard_small", "slab_sizes", "stats_interval",
+    "stats_interval_opts", "stats_print", "stats_print_opts", "tcache", "tcache_gc_delay_bytes",
+    "tcache_gc_incr_bytes", "tcache_max", "tcache_nslots_large", "tcache_nslots_small_max",
+    "tcache_nslots_small_min", "thp", "trust_madvise", "utrace", "xmalloc", "zero", "zero_realloc",
+];
+
+/// Where a finding about `key` belongs: its `ENV`, or the ENTRYPOINT when a script exports it.
+fn anchor_for(f: &Facts, key: &'static str) -> Anchor {
+    if f.env.from_script(key) {
+        return Anchor::Command;
+    }
+    match key {
+        "MALLOC_CONF" => Anchor::Env(&["MALLOC_CONF"]),
+        "JE_MALLOC_CONF" => Anchor::Env(&["JE_MALLOC_CONF"]),
+        "MALLOC_ARENA_MAX" => Anchor::Env(&["MALLOC_ARENA_MAX"]),
+        _ => Anchor::Env(&["GLIBC_TUNABLES"]),
+    }
+}
+
+/// How to drop a setting: its `ENV`, or the script line that exports it.
+fn drop_fix(f: &Facts, key: &str) -> String {
+    match f.env.var(key).and_then(|v| v.script()) {
+        Some((script, line)) => format!("# in {script} line {line}, drop the export of {key}"),
+        None => format!("remove `ENV {key}`"),
+    }
+}
+
+/// How to drop glibc's malloc settings: `MALLOC_ARENA_MAX` whole; from `GLIBC_TUNABLES` only
+/// the `glibc.malloc.*` entries, keeping the others (they still apply).
+fn tunables_fix(f: &Facts, key: &str) -> String {
+    if key != "GLIBC_TUNABLES" {
+        return drop_fix(f, key);
+    }
+    let others: Vec<&str> = f
+        .env
+        .get(key)
+        .unwrap_or("")
+        .split(':')
+        .filter(|kv| !kv.trim().is_empty() && !kv.trim_start().starts_with("glibc.malloc."))
+        .collect();
+    match (others.is_empty(), f.env.var(key).and_then(|v| v.script())) {
+        (true, _) => drop_fix(f, key),
+        (false, None) => format!("ENV GLIBC_TUNABLES={}", others.join(":")),
+        (false, Some((script, line))) => format!(
+            "# in {script} line {line}, export GLIBC_TUNABLES={} instead",
+            others.join(":")
+        ),
+    }
+}
+
+fn check(f: &Facts) -> Outcome {
+    let jemalloc = f.allocator.name == Allocator::Jemalloc || f.ruby.as_ref().is_some_and(|r| r.jemalloc_linked);
+    let replacement = f.allocator.is_replacement() || jemalloc;
+    let mut findings: Vec<Finding> = Vec::new();
+    let mut undecided = None;
+    let possibly = f.allocator.undecided_reason();
+    for key in ["MALLOC_CONF", "JE_MALLOC_CONF"] {
+        let Some(value) = f.env.non_empty(key) else { continue };
+        let evidence = f.env.evidence(key).unwrap_or_else(|| Evidence::plain(format!("{key}={value}")));
+        if !jemalloc {
+            if let Some(why) = &possibly {
+                undecided = Some(why.clone());
+                continue;
+            }
+            findings.push(
+                RULE.finding(format!("{key} is set but no jemalloc is in effect: nothing reads it"))
+                    .anchor(anchor_for(f, key))
+                    .evidence(evidence)
+                    .evidence_all(f.allocator.evidence.iter().take(1).cloned())
+                    .fix(format!("{}\n# or put jemalloc in effect so that it applies:\n# {}", drop_fix(f, key), fixes::jemalloc_fix(f).replace('\n', "\n# "))),
+            );
+            continue;
+        }
+        let unknown: Vec<&str> = value
+            .split(',')
+            .filter_map(|pair| pair.split(':').next())
+            .map(str::trim)
+            .filter(|k| !k.is_empty() && !JEMALLOC_OPTIONS.contains(k))
+            .collect();
+        if unknown.is_empty() {
+            continue;
+        }
+        let mut finding = RULE
+            .finding(format!(
+                "{key} names {} jemalloc does not know: it prints `<jemalloc>: Invalid conf pair` and ignores {}",
+                unknown.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", "),
+                if unknown.len() == 1 { "it" } else { "them" }
+            ))
+            .anchor(anchor_for(f, key))
+            .evidence(evidence);
+        for k in &unknown {
+            let near = JEMALLOC_OPTIONS
+                .iter()
+                .map(|o| (strsim::levenshtein(k, o), *o))
+                .min()
+                .filter(|(d, _)| *d <= k.len() / 3 + 1);
+            if let Some((_, o)) = near {
+                finding = finding.evidence(Evidence::plain(format!("`{k}` is close to jemalloc's `{o}`")));
+            }
+        }
+        let kept: Vec<&str> = value
+            .split(',')
+            .filter(|pair| pair.split(':').next().is_some_and(|k| JEMALLOC_OPTIONS.contains(&k.trim())))
+            .collect();
+        let fix = if kept.is_empty() {
+            drop_fix(f, key)
+        } else {
+            format!("ENV {key}={}", kept.join(","))
+        };
+        findings.push(finding.fix(format!("{fix}\n# jemalloc's options: `man 3 jemalloc` (libjemalloc-dev), section TUNING")));
+    }
+    let musl = f.libc.family == LibcFamily::Musl;
+    let glibc_settings: Vec<(&'static str, String)> = [
+        ("MALLOC_ARENA_MAX", f.env.non_empty("MALLOC_ARENA_MAX").map(str::to_string)),
+        (
+            "GLIBC_TUNABLES",
+            f.env.non_empty("GLIBC_TUNABLES").and_then(|t| {
+                let malloc: Vec<&str> = t.split(':').filter(|kv| kv.trim_start().starts_with("glibc.malloc.")).collect();
+                (!malloc.is_empty()).then(|| malloc.join(":"))
+            }),
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(k, v)| v.map(|v| (k, v)))
+    .collect();
+    for (key, value) in glibc_settings {
+        let why = if musl {
+            "musl's malloc has no arenas and reads no glibc setting".to_string()
+        } else if replacement {
+            let name = if jemalloc { Allocator::Jemalloc } else { f.allocator.name };
+            format!("{name} replaces glibc's malloc, so glibc's arena settings do not apply")
+        } else {
+            continue;
+        };
+        let evidence = f.env.evidence(key).unwrap_or_else(|| Evidence::plain(format!("{key}={value}")));
+        let tip = if jemalloc && !musl {
+            "\n# jemalloc's own arena count: MALLOC_CONF=narenas:2"
+        } else {
+            ""
+        };
+        let shown = if key == "GLIBC_TUNABLES" { format!("{key} ({value})") } else { key.to_string() };
+        findings.push(
+            RULE.finding(format!("{shown} does nothing here: {why}"))
+                .anchor(anchor_for(f, key))
+                .evidence(evidence)
+                // What is in effect (the first line); not the arena cap it reports on.
+                .evidence_all(f.allocator.evidence.iter().take(1).cloned())
+                .fix(format!("{}{tip}", tunables_fix(f, key))),
+        );
+    }
+    if findings.is_empty() {
+        if let Some(why) = undecided {
+            return Outcome::undecided(why);
+        }
+    }
+    findings.into()
+}

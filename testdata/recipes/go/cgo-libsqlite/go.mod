@@ -1,0 +1,3 @@
+module example.com/memlint/libsqlite
+
+go 1.19

@@ -1,0 +1,3 @@
+module example.com/memlint/nocgo
+
+go 1.19

@@ -1,0 +1,3 @@
+module example.com/memlint/gomem
+
+go 1.19

@@ -440,6 +440,7 @@ fn workflows_pin_actions_and_the_release_workflow_ships_what_the_action_reads() 
     for needle in [
         "tags: [\"v[0-9]+.[0-9]+.[0-9]+*\"]",
         "--profile dist",
+        "--features zlib-ng",
         "memlint-$VERSION-$TARGET",
         "x86_64-unknown-linux-gnu",
         "aarch64-unknown-linux-gnu",

@@ -9,7 +9,7 @@
 //! side tables), the bytes its path shares with the previous path, the rest of the path, mode,
 //! uid, gid, size, and for links the target.
 
-use super::layer::{EntryKind, LayerEntry};
+use super::entry::{EntryKind, LayerEntry};
 use super::Content;
 use crate::elf::ElfInfo;
 

@@ -12,6 +12,7 @@
 
 pub mod build;
 pub mod entries;
+pub mod entry;
 pub mod interest;
 pub mod layer;
 pub mod limits;

@@ -128,6 +128,21 @@ fn node_versions_around_20_3() {
     assert_eq!(facts("node-20-3")["node"]["version"], "20.3.0");
 }
 
+/// NODE_OPTIONS exported by an entrypoint script from a file read at run time: memlint does
+/// not know whether it holds a heap flag, so the rule stays silent and `-v` names the line.
+#[test]
+fn node_options_a_script_computes_leave_it_undecided() {
+    let (v, code) = lint("node-18-script-options");
+    assert!(rule(&v, "node-cgroup-v2-unaware").is_empty(), "{v:#}");
+    assert_eq!(code, Some(0), "{:#}", v["findings"]);
+    let out = memlint(&["lint", "-v", &build_image("node-18-script-options")]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("node-cgroup-v2-unaware: NODE_OPTIONS is set by `export NODE_OPTIONS=\"$(cat /etc/node-options)\"` (exported by /usr/local/bin/start line 3)"),
+        "{text}"
+    );
+}
+
 #[test]
 fn debian_nodejs_version_comes_from_dpkg() {
     let f = facts("node-debian");

@@ -26,6 +26,17 @@ recipe_node_18_heap_flag() {
     --config.workingdir=/app --config.cmd=node --config.cmd=server.js
 }
 
+# Node 18 started by an entrypoint script that builds NODE_OPTIONS at run time (from a file
+# memlint cannot read): node-cgroup-v2-unaware stays undecided and -v names the line.
+recipe_node_18_script_options() {
+  ARCH=amd64
+  settings_node 18.20.8
+  repo_files "COPY start /usr/local/bin/start" \
+    testdata/recipes/settings/start-node-options=usr/local/bin/start
+  config --config.workingdir=/app --config.entrypoint=/usr/local/bin/start \
+    --config.cmd=node --config.cmd=server.js
+}
+
 # The other fix: Node 20.3.0, the first release that reads cgroup v2 limits.
 recipe_node_20_3() {
   ARCH=amd64

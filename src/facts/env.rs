@@ -197,6 +197,15 @@ impl Env {
             .filter(|v| matches!(v.value, Value::Undecided { .. }))
     }
 
+    /// The first of `keys` a script sets in a way memlint cannot work out, as [`Env::entry`]
+    /// says it: a rule that reads those variables stays undecided rather than judge a value it
+    /// does not know.
+    pub fn first_undecided(&self, keys: &[&str]) -> Option<String> {
+        keys.iter()
+            .find(|k| self.undecided(k).is_some())
+            .and_then(|k| self.entry(k))
+    }
+
     /// Whether `key` was set by a script (decided or not) rather than the config.
     pub fn from_script(&self, key: &str) -> bool {
         self.var(key).is_some_and(|v| v.script().is_some())

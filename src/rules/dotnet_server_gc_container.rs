@@ -22,10 +22,30 @@ pub(crate) const RULE: Rule = Rule {
     ]),
 };
 
+/// The GC settings that decide this rule, as their environment variables spell them after
+/// the `DOTNET_`/`COMPlus_` prefix.
+const GC_BOUNDS: &[&str] = &[
+    "gcServer",
+    "GCDynamicAdaptationMode",
+    "GCHeapCount",
+    "GCHeapAffinitizeMask",
+    "GCHeapHardLimit",
+    "GCHeapHardLimitPercent",
+];
+
 fn check(f: &Facts) -> Outcome {
     let apps: Vec<&AppGc> = f.dotnet.gc.apps.iter().filter(|a| a.aspnetcore).collect();
     if apps.is_empty() {
         return Outcome::none();
+    }
+    // A heap count, hard limit or DATAS setting may be in a variable a script sets in a way
+    // memlint cannot work out.
+    let undecided = GC_BOUNDS.iter().find_map(|setting| {
+        f.env
+            .first_undecided(&[&format!("DOTNET_{setting}"), &format!("COMPlus_{setting}")])
+    });
+    if let Some(why) = undecided {
+        return Outcome::undecided(why);
     }
     let findings: Vec<Finding> = apps
         .into_iter()

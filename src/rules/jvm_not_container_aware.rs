@@ -43,6 +43,9 @@ fn upgrade(v: JavaVersion) -> &'static str {
     }
 }
 
+/// The variables the JVM, its launcher and the usual start scripts take options from.
+const JVM_OPTION_VARIABLES: &[&str] = &["JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS", "JAVA_OPTS"];
+
 fn check(f: &Facts) -> Outcome {
     let Some(j) = &f.java else {
         return Outcome::none();
@@ -55,6 +58,11 @@ fn check(f: &Facts) -> Outcome {
     }
     if j.heap_bound().is_some() {
         return Outcome::none();
+    }
+    // A heap bound may be in a JVM options variable a script sets in a way memlint cannot
+    // work out.
+    if let Some(why) = f.env.first_undecided(JVM_OPTION_VARIABLES) {
+        return Outcome::undecided(why);
     }
     if let Some((false, o)) = j.xx_bool("UseContainerSupport") {
         return Outcome::one(

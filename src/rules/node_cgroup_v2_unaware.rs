@@ -48,6 +48,10 @@ fn check(f: &Facts) -> Outcome {
     if in_effect.is_some() {
         return Outcome::none();
     }
+    // A heap flag may be in a NODE_OPTIONS a script sets in a way memlint cannot work out.
+    if let Some(why) = f.env.first_undecided(&["NODE_OPTIONS"]) {
+        return Outcome::undecided(why);
+    }
     let v = node.version.as_deref().unwrap_or_default();
     let mut finding = RULE.finding(format!(
         "Node {v} does not read cgroup v2 memory limits (its libuv is older than 1.45) and runs with no --max-old-space-size: on a cgroup v2 node the heap limit is sized from the node's memory, and the kernel kills the container before V8 collects"

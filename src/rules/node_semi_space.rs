@@ -27,6 +27,10 @@ fn check(f: &Facts) -> Outcome {
     if node.max_semi_space_size.is_some() {
         return Outcome::none();
     }
+    // The flag may be in a NODE_OPTIONS a script sets in a way memlint cannot work out.
+    if let Some(why) = f.env.first_undecided(&["NODE_OPTIONS"]) {
+        return Outcome::undecided(why);
+    }
     let version = node.version.as_deref().and_then(Version::parse);
     // libuv 1.45 (Node 20.3.0) is the first to read cgroup v2 memory limits.
     let message = match &version {

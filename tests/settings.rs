@@ -195,3 +195,17 @@ fn findings_land_on_the_line_that_set_them() {
     );
     assert_eq!(at["line"], 4, "{at}");
 }
+
+/// A heap flag node refuses (`--max-old-space-size 384`, no `=`) sizes nothing: node-semi-space
+/// does not talk about the young generation then, and `-v` says why.
+#[test]
+fn a_refused_heap_flag_is_not_a_semi_space_finding() {
+    let (v, _) = lint("node-20-2-bad-flag");
+    assert!(rule(&v, "node-semi-space").is_empty(), "{:#}", v["findings"]);
+    let out = memlint(&["lint", "-v", &build_image("node-20-2-bad-flag")]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("node-semi-space: --max-old-space-size from command line is not in effect"),
+        "{text}"
+    );
+}

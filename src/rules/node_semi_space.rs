@@ -24,6 +24,14 @@ fn check(f: &Facts) -> Outcome {
             "Node runs without --max-old-space-size, which would hint at a small memory limit",
         );
     };
+    // A heap flag node refuses or ignores sizes nothing: the young generation is not what
+    // goes wrong then.
+    if let Some(problem) = &old.problem {
+        return Outcome::undecided(format!(
+            "--max-old-space-size from {} is not in effect: {problem}",
+            old.source
+        ));
+    }
     if node.max_semi_space_size.is_some() {
         return Outcome::none();
     }

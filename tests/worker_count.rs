@@ -91,8 +91,14 @@ fn gunicorn_workers(config: &Path, env: &[(&str, &str)]) -> u64 {
         .unwrap_or_else(|| panic!("no workers line: {text}"))
 }
 
+/// The CPUs Python counts (`os.cpu_count()`, what gunicorn configs call): not Rust's
+/// available_parallelism, which honours a CPU quota and affinity.
 fn cpus() -> u64 {
-    std::thread::available_parallelism().unwrap().get() as u64
+    let out = Command::new("python3")
+        .args(["-c", "import os; print(os.cpu_count())"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
 }
 
 #[test]

@@ -150,8 +150,11 @@ const CELERY_SETTINGS: [&str; 4] = [
     "**/settings.py",
     "**/settings/*.py",
 ];
-/// Bytes kept of each config or settings file.
+/// Bytes kept of each gunicorn config.
 const CONFIG_CAP: u64 = 64 * 1024;
+/// Bytes kept of each Celery or Django settings file: matches in installed packages are kept
+/// too (a pattern cannot leave them out) and only thrown away when read.
+const SETTINGS_CAP: u64 = 16 * 1024;
 
 /// What [`derive`] reads: the head of each distribution's metadata, gunicorn configs and
 /// Celery settings.
@@ -164,7 +167,7 @@ pub fn interests() -> Interests {
     let i = GUNICORN_CONFIGS
         .iter()
         .fold(i, |i, n| i.keep(&format!("**/{n}"), CONFIG_CAP));
-    CELERY_SETTINGS.iter().fold(i, |i, p| i.keep(p, CONFIG_CAP))
+    CELERY_SETTINGS.iter().fold(i, |i, p| i.keep(p, SETTINGS_CAP))
 }
 
 /// What the config adds: the file a `gunicorn -c FILE` in its command names.
@@ -180,9 +183,20 @@ pub fn interests_for(config: &ImageConfiguration) -> Interests {
         .cloned()
         .collect();
     let working_dir = c.working_dir().as_deref().unwrap_or("/");
-    match gunicorn_config_path(&argv, working_dir) {
-        Some(path) => Interests::default().keep(&path, CONFIG_CAP),
-        None => Interests::default(),
+    // Only gunicorn's own arguments: `sh -c …`, `python -c …` and `celery … -c 4` name no file.
+    let Some(at) = argv.iter().position(|w| base(w) == "gunicorn") else {
+        return Interests::default();
+    };
+    match gunicorn_config_path(&argv[at + 1..], working_dir) {
+        // The path becomes a keep pattern: a value from the image that would read as a glob
+        // (or climb out of a folder) is not followed.
+        Some(path)
+            if !path.contains(['*', '?', '[', ']', '{', '}', '\\'])
+                && !path.split('/').any(|c| c == "..") =>
+        {
+            Interests::default().keep(&path, CONFIG_CAP)
+        }
+        _ => Interests::default(),
     }
 }
 
@@ -215,6 +229,8 @@ struct EnvInputs<'a> {
     gunicorn_cmd_args: Option<&'a str>,
     web_concurrency: Option<&'a str>,
     celery_worker_concurrency: Option<&'a str>,
+    celery_worker_pool: Option<&'a str>,
+    celery_worker_autoscale: Option<&'a str>,
 }
 
 fn env_inputs(env: &Env) -> EnvInputs<'_> {
@@ -225,7 +241,10 @@ fn env_inputs(env: &Env) -> EnvInputs<'_> {
         pythonmalloc: env.non_empty("PYTHONMALLOC"),
         gunicorn_cmd_args: env.non_empty("GUNICORN_CMD_ARGS"),
         web_concurrency: env.non_empty("WEB_CONCURRENCY"),
-        celery_worker_concurrency: env.non_empty(CELERY_CONCURRENCY_VAR),
+        // 0 is Celery's "one per CPU", as if unset.
+        celery_worker_concurrency: env.non_empty(CELERY_CONCURRENCY_VAR).filter(|v| v.trim() != "0"),
+        celery_worker_pool: env.non_empty("CELERY_WORKER_POOL"),
+        celery_worker_autoscale: env.non_empty("CELERY_WORKER_AUTOSCALE"),
     }
 }
 
@@ -286,6 +305,19 @@ pub fn derive(tree: &FileTree, env: &Env, os: &OsFacts, entry: &Entrypoint) -> O
     }
     (f.version, f.version_source) = version(&inputs, os, &minors, libpython.as_ref());
     f.servers = servers(&inputs, tree, entry);
+    // Celery 4 reads no `CELERY_WORKER_*` variables (its CLI took click's env prefix in 5.0).
+    let celery_4 = f
+        .package("celery")
+        .and_then(|p| p.version.as_deref())
+        .and_then(|v| v.split('.').next()?.parse::<u32>().ok())
+        .is_some_and(|major| major < 5);
+    if celery_4 {
+        for s in f.servers.iter_mut().filter(|s| s.name == "celery") {
+            if let Some(w) = &mut s.workers_from_cpus {
+                w.overridden_by.clear();
+            }
+        }
+    }
     Some(f)
 }
 
@@ -682,26 +714,22 @@ struct ConfigLine {
     overridden_by: Vec<String>,
 }
 
-/// Calls that count the CPUs the process sees: on a container with a CPU limit, the node's
-/// (`os.cpu_count()`, `multiprocessing.cpu_count()`, `psutil.cpu_count()`, `nproc`; affinity
-/// only shrinks it under a cpuset).
-const CPU_COUNTS: [&str; 4] = ["cpu_count(", "process_cpu_count(", "sched_getaffinity(", "nproc"];
-
-/// Reads a gunicorn config: a file that assigns `workers` with anything but a plain number and
-/// counts CPUs somewhere computes its workers from them (the usual `workers =
-/// multiprocessing.cpu_count() * 2 + 1`, or a `cores` variable used later). The variables it
-/// reads that may give the count instead are those read on a `workers` line and those whose
-/// name says worker count (`WEB_CONCURRENCY`, `MAX_WORKERS`, `GUNICORN_WORKERS`), but not a
-/// multiplier (`WORKERS_PER_CORE`).
+/// Reads a gunicorn config: it computes its workers from the CPU count when the right-hand side
+/// of its (last) `workers` assignment counts CPUs, or uses a name assigned from something that
+/// does, however many assignments away (the usual `workers = multiprocessing.cpu_count() * 2 +
+/// 1`, or the uvicorn-gunicorn images' `cores` → `default_web_concurrency` →
+/// `web_concurrency` → `workers`). The variables that may give the count instead are those
+/// whose name says worker count (`WEB_CONCURRENCY`, `MAX_WORKERS`, `GUNICORN_WORKERS`; not a
+/// multiplier such as `WORKERS_PER_CORE`), and one the `workers` line reads whole
+/// (`workers = int(os.getenv("X", …))`).
 fn read_gunicorn_config(text: &str) -> GunicornConfig {
     let mut out = GunicornConfig::default();
-    let mut counts_cpus = false;
+    // (line, trimmed text, right-hand side) of each `workers` assignment; every assignment.
     let mut workers_lines: Vec<(u32, &str, &str)> = Vec::new();
+    let mut assignments: Vec<(&str, &str)> = Vec::new();
     let mut reads: Vec<String> = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let code = python_code(raw);
-        counts_cpus |= CPU_COUNTS.iter().any(|c| code.contains(c));
-        let read_here = env_reads(code);
         for setting in ["workers", "threads", "worker_class"] {
             if let Some(rhs) = assigned(code, setting) {
                 if !out.assigns.contains(&setting) {
@@ -709,17 +737,48 @@ fn read_gunicorn_config(text: &str) -> GunicornConfig {
                 }
                 if setting == "workers" {
                     workers_lines.push((i as u32 + 1, raw.trim(), rhs));
-                    reads.extend(read_here.iter().cloned());
+                    // `workers = int(os.getenv("X", …))`: X gives the count whole.
+                    let whole = rhs.trim_start();
+                    let whole = whole.strip_prefix("int(").unwrap_or(whole).trim_start();
+                    if [
+                        "os.getenv(",
+                        "os.environ.get(",
+                        "os.environ[",
+                        "getenv(",
+                        "environ.get(",
+                    ]
+                    .iter()
+                    .any(|c| whole.starts_with(c))
+                    {
+                        reads.extend(env_reads(whole).into_iter().take(1));
+                    }
                 }
             }
         }
-        reads.extend(read_here.into_iter().filter(|v| count_variable(v)));
+        if let Some((name, rhs)) = simple_assignment(code) {
+            assignments.push((name, rhs));
+        }
+        reads.extend(env_reads(code).into_iter().filter(|v| count_variable(v)));
     }
-    let plain = workers_lines
-        .iter()
-        .all(|(_, _, rhs)| rhs.trim().parse::<u64>().is_ok());
-    if counts_cpus && !plain {
-        if let Some((line, text, _)) = workers_lines.last() {
+    // Names whose value follows the CPU count, to a fixed point. Bounded against a hostile
+    // config: the first assignments only, and chains of a few steps (real configs have tens of
+    // assignments and chains of three or four).
+    assignments.truncate(MAX_ASSIGNMENTS);
+    let mut tainted: Vec<&str> = Vec::new();
+    let follows = |rhs: &str, tainted: &[&str]| counts_cpus(rhs) || tainted.iter().any(|t| has_word(rhs, t));
+    for _ in 0..MAX_CHAIN {
+        let before = tainted.len();
+        for (name, rhs) in &assignments {
+            if !tainted.contains(name) && follows(rhs, &tainted) {
+                tainted.push(name);
+            }
+        }
+        if tainted.len() == before {
+            break;
+        }
+    }
+    if let Some((line, text, rhs)) = workers_lines.last() {
+        if follows(rhs, &tainted) {
             let mut overridden_by: Vec<String> = Vec::new();
             for r in reads {
                 if !overridden_by.contains(&r) && !is_multiplier(&r) {
@@ -734,6 +793,40 @@ fn read_gunicorn_config(text: &str) -> GunicornConfig {
         }
     }
     out
+}
+
+/// Assignments of a gunicorn config followed, and steps of a chain of them.
+const MAX_ASSIGNMENTS: usize = 512;
+const MAX_CHAIN: usize = 16;
+
+/// Whether Python code counts the CPUs it runs on.
+fn counts_cpus(code: &str) -> bool {
+    ["cpu_count(", "sched_getaffinity("]
+        .iter()
+        .any(|c| code.contains(c))
+        || has_word(code, "nproc")
+}
+
+/// Whether `word` appears in `code` as a whole identifier.
+fn has_word(code: &str, word: &str) -> bool {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    code.match_indices(word).any(|(at, _)| {
+        !code[..at].chars().next_back().is_some_and(ident)
+            && !code[at + word.len()..].chars().next().is_some_and(ident)
+    })
+}
+
+/// `name = rhs` at any indentation, for a plain identifier (not `a.b = …`, `a[0] = …`, `==`).
+fn simple_assignment(code: &str) -> Option<(&str, &str)> {
+    let trimmed = code.trim_start();
+    let end = trimmed
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(trimmed.len());
+    let name = &trimmed[..end];
+    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    Some((name, assigned(trimmed, name)?))
 }
 
 fn count_variable(name: &str) -> bool {
@@ -804,10 +897,16 @@ fn env_reads(code: &str) -> Vec<String> {
 /// `--concurrency`/`-c`, `--autoscale` or `CELERY_WORKER_CONCURRENCY` say otherwise; other
 /// celery commands (beat, flower) are not workers.
 fn celery(args: &[String], shown: &str, inputs: &EnvInputs, tree: &FileTree) -> PythonServer {
-    let worker = args.iter().any(|a| a == "worker");
-    let pool = flag_value(args, &["-P", "--pool"]).unwrap_or_else(|| "prefork".into());
-    let flag = flag_value(args, &["-c", "--concurrency"]);
-    let autoscale = flag_value(args, &["--autoscale"]);
+    let worker = celery_subcommand(args) == Some("worker");
+    // Celery 5 reads each worker option from `CELERY_WORKER_<OPTION>` too (click's
+    // auto_envvar_prefix); the command line wins.
+    let pool = flag_value(args, &["-P", "--pool"])
+        .or_else(|| inputs.celery_worker_pool.map(str::to_string))
+        .unwrap_or_else(|| "prefork".into());
+    // `-c 0` is Celery's "one per CPU", as if it were not given.
+    let flag = flag_value(args, &["-c", "--concurrency"]).filter(|v| v.trim() != "0");
+    let autoscale =
+        flag_value(args, &["--autoscale"]).or_else(|| inputs.celery_worker_autoscale.map(str::to_string));
     let concurrency_n = number(flag.as_deref()).or(if flag.is_none() {
         number(inputs.celery_worker_concurrency)
     } else {
@@ -850,6 +949,30 @@ fn celery(args: &[String], shown: &str, inputs: &EnvInputs, tree: &FileTree) -> 
         evidence: format!("{shown}: {why}"),
         workers_from_cpus,
     }
+}
+
+/// The celery command a line runs (`worker`, `beat`, …): the first word that is not a global
+/// option or its value (`celery -A worker beat` runs beat for an app module named `worker`).
+fn celery_subcommand(args: &[String]) -> Option<&str> {
+    const WITH_VALUE: [&str; 8] = [
+        "-A",
+        "--app",
+        "-b",
+        "--broker",
+        "--result-backend",
+        "--loader",
+        "--config",
+        "--workdir",
+    ];
+    let mut words = args.iter();
+    while let Some(w) = words.next() {
+        if WITH_VALUE.contains(&w.as_str()) {
+            words.next();
+        } else if !w.starts_with('-') {
+            return Some(w.as_str());
+        }
+    }
+    None
 }
 
 /// `PATH line N` for each line of a Celery or Django settings file outside the installed
@@ -1010,8 +1133,56 @@ workers = web_concurrency
         );
         assert_eq!(cpu("# workers = os.cpu_count()\nbind = '0.0.0.0:80'\n"), None);
         assert_eq!(cpu("max_workers = os.cpu_count()\nif workers == 2: pass\n"), None);
+        // CPUs counted for something else; a default the config gives; a longer name.
+        assert_eq!(
+            cpu("import os, multiprocessing\nworkers = int(os.getenv('GUNICORN_WORKERS', '4'))\nthreads = multiprocessing.cpu_count()\n"),
+            None
+        );
+        assert_eq!(cpu("nprocs = 4\nworkers = nprocs * 2\n"), None);
+        // A multiplier read on the workers line does not settle it.
+        let c =
+            cpu("import os\nworkers = os.cpu_count() * int(os.getenv('WORKER_FACTOR', '2')) + 1\n").unwrap();
+        assert!(c.overridden_by.is_empty(), "{:?}", c.overridden_by);
+        // A hostile chain stays bounded (and past the bound is not followed).
+        let mut chain = String::from("v0 = os.cpu_count()\n");
+        for i in 1..5000 {
+            chain.push_str(&format!("v{i} = v{}\n", i - 1));
+        }
+        chain.push_str("workers = v4999\n");
+        assert_eq!(cpu(&chain), None);
         assert_eq!(python_code("x = '#not' # yes"), "x = '#not' ");
         assert_eq!(env_reads("a = os.environ['A'] or os.getenv( \"B\")"), ["B", "A"]);
+    }
+
+    #[test]
+    fn the_config_file_a_command_names() {
+        let kept = |cmd: &[&str]| {
+            let config = serde_json::json!({
+                "architecture": "amd64", "os": "linux",
+                "config": {"Cmd": cmd, "WorkingDir": "/app"},
+                "rootfs": {"type": "layers", "diff_ids": []}
+            });
+            let config: ImageConfiguration = serde_json::from_value(config).unwrap();
+            let i = interests_for(&config);
+            ["/app/conf/g.py", "/etc/gunicorn.py", "/x", "/app/a/b/c/x"]
+                .into_iter()
+                .filter(|p| i.covers(p))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            kept(&["gunicorn", "-c", "conf/g.py", "app:app"]),
+            ["/app/conf/g.py"]
+        );
+        assert_eq!(
+            kept(&["gunicorn", "--config=/etc/gunicorn.py", "app:app"]),
+            ["/etc/gunicorn.py"]
+        );
+        // Not gunicorn's: a shell's or celery's -c.
+        assert!(kept(&["sh", "-c", "/x"]).is_empty());
+        assert!(kept(&["celery", "-A", "p", "worker", "-c", "/x"]).is_empty());
+        // Text from the image that would read as a glob, or climb, is not followed.
+        assert!(kept(&["gunicorn", "-c", "/**/x", "app:app"]).is_empty());
+        assert!(kept(&["gunicorn", "-c", "../x", "app:app"]).is_empty());
     }
 
     #[test]
@@ -1074,6 +1245,33 @@ workers = web_concurrency
         }
         let s = run("celery -A proj worker", &["CELERY_WORKER_CONCURRENCY=1"], vec![]);
         assert_eq!(s[0].concurrency, Concurrency::Single);
+        // 0 is "one per CPU"; the pool and autoscale from the environment count.
+        assert!(run("celery -A proj worker -c 0", &[], vec![])[0]
+            .workers_from_cpus
+            .is_some());
+        assert!(
+            run("celery -A proj worker", &["CELERY_WORKER_CONCURRENCY=0"], vec![])[0]
+                .workers_from_cpus
+                .is_some()
+        );
+        assert!(
+            run("celery -A proj worker", &["CELERY_WORKER_POOL=solo"], vec![])[0]
+                .workers_from_cpus
+                .is_none()
+        );
+        assert!(
+            run("celery -A proj worker", &["CELERY_WORKER_AUTOSCALE=10,3"], vec![])[0]
+                .workers_from_cpus
+                .is_none()
+        );
+        // An app module named `worker` running beat is not a worker.
+        assert!(run("celery -A worker beat", &[], vec![])[0]
+            .workers_from_cpus
+            .is_none());
+        assert_eq!(
+            celery_subcommand(&argv("--app=proj -b redis:// worker -l INFO")),
+            Some("worker")
+        );
         // Settings that may set it, outside the installed packages only.
         let files = vec![
             LayerEntry::new("app/proj/settings.py", EntryKind::File)

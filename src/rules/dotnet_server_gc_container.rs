@@ -31,6 +31,9 @@ const GC_BOUNDS: &[&str] = &[
     "GCHeapAffinitizeMask",
     "GCHeapHardLimit",
     "GCHeapHardLimitPercent",
+    "GCHeapHardLimitSOH",
+    "GCHeapHardLimitLOH",
+    "GCHeapHardLimitPOH",
 ];
 
 fn check(f: &Facts) -> Outcome {
@@ -40,9 +43,13 @@ fn check(f: &Facts) -> Outcome {
     }
     // A heap count, hard limit or DATAS setting may be in a variable a script sets in a way
     // memlint cannot work out.
+    // DOTNET_ wins over COMPlus_: a known DOTNET_ value settles the setting.
     let undecided = GC_BOUNDS.iter().find_map(|setting| {
-        f.env
-            .first_undecided(&[&format!("DOTNET_{setting}"), &format!("COMPlus_{setting}")])
+        let dotnet = format!("DOTNET_{setting}");
+        if f.env.get(&dotnet).is_some() {
+            return None;
+        }
+        f.env.first_undecided(&[&dotnet, &format!("COMPlus_{setting}")])
     });
     if let Some(why) = undecided {
         return Outcome::undecided(why);

@@ -115,38 +115,72 @@ fn check(f: &Facts) -> Outcome {
     Outcome::one(finding.fix(fix(&source, &value, &found)))
 }
 
-/// The `GOMEMLIMIT` the entrypoint's program starts with: the environment (image `ENV`,
-/// overlaid with what scripts export), unless an `env NAME=VALUE` step of the image's command
-/// sets it after the script that exported it.
-fn setting(f: &Facts) -> Option<Setting> {
-    let steps = &f.entrypoint.steps;
-    let by_command = steps.iter().enumerate().rev().find_map(|(i, s)| {
-        let env_step = s.how == "env runs its argument";
-        let value = s
-            .argv
-            .iter()
-            .skip(1)
-            .skip_while(|a| a.starts_with('-'))
-            .take_while(|a| a.contains('='))
-            .filter_map(|a| a.strip_prefix("GOMEMLIMIT="))
-            .last();
-        env_step
-            .then_some(value)
-            .flatten()
-            .map(|v| (i, v.to_string(), s.argv.join(" ")))
-    });
-    let var = f.env.var(KEY);
-    let script_step = var.and_then(|v| v.script()).and_then(|(script, _)| {
-        steps
-            .iter()
-            .rposition(|s| s.path.as_deref() == Some(script) && s.how == "exec in shell script")
-    });
-    if let Some((i, value, argv)) = by_command {
-        if script_step.is_none_or(|j| j < i) {
-            return Some(Setting::Known(value, Source::Command { argv }));
+/// What an `env` step of the command does to `GOMEMLIMIT`.
+enum EnvStep {
+    /// `env GOMEMLIMIT=VALUE …`.
+    Sets(String),
+    /// `env -i …`, `env - …`, `env -u GOMEMLIMIT …`: the program gets none.
+    Clears,
+}
+
+/// Reads `env [-i] [-u NAME] [NAME=VALUE]… prog` for `GOMEMLIMIT` (coreutils' options).
+fn env_step(argv: &[String]) -> Option<EnvStep> {
+    let mut out = None;
+    let mut words = argv.iter().skip(1).peekable();
+    while let Some(w) = words.next() {
+        match w.as_str() {
+            "-i" | "-" | "--ignore-environment" => out = Some(EnvStep::Clears),
+            "-u" | "--unset" => {
+                if words.next().is_some_and(|n| n == KEY) {
+                    out = Some(EnvStep::Clears);
+                }
+            }
+            o if o.starts_with("--unset=") => {
+                if o == format!("--unset={KEY}") {
+                    out = Some(EnvStep::Clears);
+                }
+            }
+            o if o.starts_with('-') => {}
+            a if a.contains('=') => {
+                if let Some(v) = a.strip_prefix("GOMEMLIMIT=") {
+                    out = Some(EnvStep::Sets(v.to_string()));
+                }
+            }
+            _ => break,
         }
     }
-    let var = var?;
+    out
+}
+
+/// The `GOMEMLIMIT` the entrypoint's program starts with: the environment (image `ENV`,
+/// overlaid with what scripts export), unless an `env` step of the image's own command (its
+/// exec form, or the `sh -c` of its shell form) sets or clears it. An `env` inside a script is
+/// one of the script's exports already, with its line.
+fn setting(f: &Facts) -> Option<Setting> {
+    let steps = &f.entrypoint.steps;
+    let first_script = steps
+        .iter()
+        .position(|s| s.how == "exec in shell script")
+        .unwrap_or(steps.len());
+    let by_command = steps[..first_script]
+        .iter()
+        .rev()
+        .filter(|s| s.how == "env runs its argument")
+        .find_map(|s| env_step(&s.argv).map(|e| (e, s.argv.join(" "))));
+    // A script on the way runs after the command's `env` and exports over it.
+    let from_script = f.env.var(KEY).is_some_and(|v| v.script().is_some());
+    match by_command.filter(|_| !from_script) {
+        Some((EnvStep::Clears, _)) => return None,
+        // Words of a `sh -c` string memlint has not expanded.
+        Some((EnvStep::Sets(v), argv)) if v.contains(['$', '`']) => {
+            return Some(Setting::Undecided(format!(
+                "{KEY} is set by the image's command `{argv}`, which memlint cannot work out"
+            )))
+        }
+        Some((EnvStep::Sets(v), argv)) => return Some(Setting::Known(v, Source::Command { argv })),
+        None => {}
+    }
+    let var = f.env.var(KEY)?;
     match &var.value {
         Value::Set(v) => Some(Setting::Known(
             v.clone(),
@@ -223,10 +257,17 @@ fn readings(value: &str) -> Vec<Reading> {
             .into_iter()
             .collect();
     }
+    // Docker's `--memory` takes `512m`, `512MB`, `512mib` alike; the JVM's `-Xmx` only one
+    // letter.
+    let jvm = if unit.len() == 1 {
+        format!(" and the JVM (`-Xmx{trimmed}`)")
+    } else {
+        String::new()
+    };
     let mut out: Vec<Reading> = binary
         .map(|v| Reading {
             meaning: format!(
-                "{} {} as Docker (`--memory {trimmed}`) and the JVM (`-Xmx{trimmed}`) read {trimmed}",
+                "{} {} as Docker (`--memory {trimmed}`){jvm} read {trimmed}",
                 number,
                 BINARY[power as usize]
             ),
@@ -234,11 +275,17 @@ fn readings(value: &str) -> Vec<Reading> {
         })
         .into_iter()
         .collect();
-    // Kubernetes reads `m` as milli and `k`, `M`, `G`, `T` as powers of 1000.
+    // Powers of 1000: a Kubernetes quantity for `k`, `M`, `G`, `T` (where `m` is milli and
+    // `g`, `MB` are not quantities at all), an SI size otherwise.
     if unit != "m" {
         if let Some(v) = sized(mantissa, scale, 1000u128.pow(power), number, None) {
+            let reader = if matches!(unit, "k" | "M" | "G" | "T") {
+                "a Kubernetes quantity"
+            } else {
+                "an SI size (powers of 1000)"
+            };
             out.push(Reading {
-                meaning: format!("{v} bytes as a Kubernetes quantity or an SI size reads {trimmed}"),
+                meaning: format!("{v} bytes as {reader} reads {trimmed}"),
                 value: v,
             });
         }
@@ -356,6 +403,18 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn env_steps_set_or_clear() {
+        let argv = |s: &str| s.split(' ').map(str::to_string).collect::<Vec<_>>();
+        assert!(matches!(env_step(&argv("env GOMEMLIMIT=1G /app/server")), Some(EnvStep::Sets(v)) if v == "1G"));
+        assert!(matches!(env_step(&argv("env -i PATH=/bin /app/server")), Some(EnvStep::Clears)));
+        assert!(matches!(env_step(&argv("env -u GOMEMLIMIT /app/server")), Some(EnvStep::Clears)));
+        assert!(matches!(env_step(&argv("env --unset=GOMEMLIMIT /app/server")), Some(EnvStep::Clears)));
+        assert!(env_step(&argv("env -u OTHER A=1 /app/server")).is_none());
+        // After the program's name, words are its own.
+        assert!(env_step(&argv("env /app/server GOMEMLIMIT=1G")).is_none());
     }
 
     #[test]

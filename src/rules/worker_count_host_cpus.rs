@@ -32,6 +32,14 @@ fn check(f: &Facts) -> Outcome {
         if cpu.overridden_by.iter().any(|v| f.env.non_empty(v).is_some()) {
             continue;
         }
+        // GUNICORN_CMD_ARGS overrides a config's workers: one a script computes may.
+        let undecided_args = (server.name == "gunicorn")
+            .then(|| f.env.first_undecided(&["GUNICORN_CMD_ARGS"]))
+            .flatten();
+        if let Some(why) = undecided_args {
+            undecided.push(format!("gunicorn: {why}"));
+            continue;
+        }
         if let Some(v) = cpu.overridden_by.iter().find(|v| f.env.undecided(v).is_some()) {
             undecided.push(format!(
                 "{}: {}",
@@ -96,8 +104,9 @@ fn finding(f: &Facts, server: &PythonServer, cpu: &CpuSizedWorkers) -> Finding {
                             e.text()
                         )));
                     }
+                    // Keep what the image already passes there, quoted for a Dockerfile line.
                     let args = match f.env.non_empty("GUNICORN_CMD_ARGS") {
-                        Some(a) => format!("{a} --workers={COUNT}"),
+                        Some(a) => format!("{} --workers={COUNT}", a.replace('\\', "\\\\").replace('"', "\\\"")),
                         None => format!("--workers={COUNT}"),
                     };
                     format!(
@@ -109,19 +118,27 @@ fn finding(f: &Facts, server: &PythonServer, cpu: &CpuSizedWorkers) -> Finding {
         }
         _ => {
             evidence.push(Evidence::plain(cpu.how.clone()));
-            evidence.push(Evidence::plain(format!(
-                "{} is not set",
-                cpu.overridden_by.join(", ")
-            )));
-            let var = cpu.overridden_by.first().map(String::as_str).unwrap_or_default();
+            let fix = match cpu.overridden_by.first() {
+                Some(var) => {
+                    evidence.push(Evidence::plain(format!(
+                        "{} is not set",
+                        cpu.overridden_by.join(", ")
+                    )));
+                    format!(
+                        "ENV {var}={COUNT}\n# or --concurrency={COUNT} on the worker's command; as many as the container's CPU limit and memory hold"
+                    )
+                }
+                // Celery 4: only the command line (or the app's settings) sets it.
+                None => format!(
+                    "# add --concurrency={COUNT} to the worker's command (Celery 4 reads no CELERY_WORKER_* variables); as many as the container's CPU limit and memory hold"
+                ),
+            };
             (
                 format!(
                     "{} starts one worker process per CPU of the node, not of the container (20 processes on a 20-core node), each a full copy of the app",
                     server.name
                 ),
-                format!(
-                    "ENV {var}={COUNT}\n# or --concurrency={COUNT} on the worker's command; as many as the container's CPU limit and memory hold"
-                ),
+                fix,
             )
         }
     };

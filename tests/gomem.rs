@@ -105,27 +105,12 @@ fn memlint_reads_gomemlimit_as_the_go_runtime_does() {
     }
 }
 
-fn lint(recipe: &str, extra: &[&str]) -> (Value, Option<i32>, String) {
-    let r = build_image(recipe);
-    let mut args = vec!["lint", "--format", "json"];
-    args.extend_from_slice(extra);
-    args.push(&r);
-    let out = memlint(&args);
-    (
-        serde_json::from_slice(&out.stdout).expect("lint prints JSON"),
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+fn lint(recipe: &str, extra: &[&str]) -> (Value, Option<i32>) {
+    lint_recipe(recipe, extra)
 }
 
-fn hits(v: &Value) -> Vec<Value> {
-    v["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["rule"] == "gomemlimit-malformed")
-        .cloned()
-        .collect()
+fn hits(v: &Value) -> Vec<&Value> {
+    findings_of(v, "gomemlimit-malformed")
 }
 
 /// The GOMEMLIMIT an image's config sets.
@@ -145,7 +130,7 @@ fn image_gomemlimit(recipe: &str) -> String {
 #[test]
 fn image_env_512mi_is_an_error_and_512mib_is_fine() {
     let probe = probe();
-    let (v, code, _) = lint("gomem-mi", &[]);
+    let (v, code) = lint("gomem-mi", &[]);
     assert_eq!(code, Some(1));
     let h = hits(&v);
     assert_eq!(h.len(), 1, "{h:#?}");
@@ -163,7 +148,7 @@ fn image_env_512mi_is_an_error_and_512mib_is_fine() {
         .contains("malformed GOMEMLIMIT"));
     assert_eq!(run_with(&probe, "512MiB"), Ok(512 << 20));
 
-    let (v, code, _) = lint("gomem-mib", &[]);
+    let (v, code) = lint("gomem-mib", &[]);
     assert!(hits(&v).is_empty(), "{v:#}");
     assert_eq!(code, Some(0));
     assert_eq!(run_with(&probe, &image_gomemlimit("gomem-mib")), Ok(512 << 20));
@@ -171,7 +156,7 @@ fn image_env_512mi_is_an_error_and_512mib_is_fine() {
 
 #[test]
 fn script_export_wins_over_the_image_env_and_is_named() {
-    let (v, _, _) = lint("gomem-script-400m", &["--fail-on", "never"]);
+    let (v, _) = lint("gomem-script-400m", &["--fail-on", "never"]);
     let h = hits(&v);
     assert_eq!(h.len(), 1, "{v:#}");
     let message = h[0]["message"].as_str().unwrap();
@@ -191,7 +176,7 @@ fn script_export_wins_over_the_image_env_and_is_named() {
 
 #[test]
 fn env_in_the_command_gives_both_readings_of_1g() {
-    let (v, _, _) = lint("gomem-command-1g", &["--fail-on", "never"]);
+    let (v, _) = lint("gomem-command-1g", &["--fail-on", "never"]);
     let h = hits(&v);
     assert_eq!(h.len(), 1, "{v:#}");
     let message = h[0]["message"].as_str().unwrap();
@@ -208,7 +193,7 @@ fn env_in_the_command_gives_both_readings_of_1g() {
 
 #[test]
 fn undecided_script_value_and_no_go_program_stay_silent() {
-    let (v, code, _) = lint("gomem-script-undecided", &[]);
+    let (v, code) = lint("gomem-script-undecided", &[]);
     assert!(hits(&v).is_empty());
     assert_eq!(code, Some(0));
     let out = memlint(&["lint", "-v", &build_image("gomem-script-undecided")]);
@@ -217,6 +202,6 @@ fn undecided_script_value_and_no_go_program_stay_silent() {
         text.contains("gomemlimit-malformed: GOMEMLIMIT is set by `export GOMEMLIMIT=\"$(cat /etc/gomemlimit)\"` (exported by /usr/local/bin/start line 3)"),
         "{text}"
     );
-    let (v, _, _) = lint("gomem-no-go", &["--fail-on", "never"]);
+    let (v, _) = lint("gomem-no-go", &["--fail-on", "never"]);
     assert!(hits(&v).is_empty(), "{v:#}");
 }

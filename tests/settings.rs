@@ -15,20 +15,11 @@ fn facts(recipe: &str) -> Value {
 }
 
 fn lint(recipe: &str) -> (Value, Option<i32>) {
-    let out = memlint(&["lint", "--format", "json", &build_image(recipe)]);
-    (
-        serde_json::from_slice(&out.stdout).expect("lint prints JSON"),
-        out.status.code(),
-    )
+    lint_recipe(recipe, &[])
 }
 
 fn rule<'a>(v: &'a Value, id: &str) -> Vec<&'a Value> {
-    v["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["rule"] == id)
-        .collect()
+    findings_of(v, id)
 }
 
 /// Done when: `DOTNET_GCHeapHardLimit=100000000` reports both readings.

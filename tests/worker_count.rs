@@ -11,25 +11,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn lint(recipe: &str, extra: &[&str]) -> (Value, Option<i32>) {
-    let r = build_image(recipe);
-    let mut args = vec!["lint", "--format", "json"];
-    args.extend_from_slice(extra);
-    args.push(&r);
-    let out = memlint(&args);
-    (
-        serde_json::from_slice(&out.stdout).expect("lint prints JSON"),
-        out.status.code(),
-    )
+    lint_recipe(recipe, extra)
 }
 
-fn hits(v: &Value) -> Vec<Value> {
-    v["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["rule"] == "worker-count-host-cpus")
-        .cloned()
-        .collect()
+fn hits(v: &Value) -> Vec<&Value> {
+    findings_of(v, "worker-count-host-cpus")
 }
 
 /// The wheels the python recipes unpacked, from the recipe cache (scripts/build-image.sh).

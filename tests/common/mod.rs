@@ -394,6 +394,31 @@ pub fn isolate_cache(cmd: &mut Command) -> tempfile::TempDir {
     dir
 }
 
+/// `memlint lint --format json EXTRA… IMAGE` on the image of a recipe of
+/// scripts/build-image.sh: the report and the exit code.
+#[allow(dead_code)]
+pub fn lint_recipe(recipe: &str, extra: &[&str]) -> (Value, Option<i32>) {
+    let image = build_image(recipe);
+    let mut args = vec!["lint", "--format", "json"];
+    args.extend_from_slice(extra);
+    args.push(&image);
+    let out = memlint(&args);
+    let report = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("lint prints JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+    (report, out.status.code())
+}
+
+/// The findings of rule `id` in a JSON lint report.
+#[allow(dead_code)]
+pub fn findings_of<'a>(report: &'a Value, id: &str) -> Vec<&'a Value> {
+    report["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["rule"] == id)
+        .collect()
+}
+
 /// Runs memlint and parses its JSON output, failing the test with stderr when it fails.
 pub fn inspect_json(args: &[&str]) -> Value {
     let mut all = vec!["inspect", "--format", "json"];

@@ -17,17 +17,6 @@ fn dockerfile(name: &str) -> String {
     format!("{ROOT}/testdata/dockerfiles/{name}.Dockerfile")
 }
 
-/// Runs memlint in `dir` (so that no ./Dockerfile or .memlint.toml of the repo is picked up).
-fn memlint_in(dir: &Path, args: &[&str]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_memlint"));
-    let _cache = isolate_cache(&mut cmd);
-    cmd.args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
-}
-
 /// Validates a SARIF file against the 2.1.0 schema and with the SARIF Multitool's GitHub rules.
 fn validate_sarif(path: &Path) {
     require_tool("check-jsonschema");

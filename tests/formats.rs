@@ -11,20 +11,9 @@ use common::*;
 use serde_json::Value;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-/// Runs memlint in `dir`, so that no ./Dockerfile or .memlint.toml of the repository is read.
-fn memlint_in(dir: &Path, args: &[&str]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_memlint"));
-    let _cache = isolate_cache(&mut cmd);
-    cmd.args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
-}
 
 fn validate_gitlab(path: &Path) -> Value {
     require_tool("check-jsonschema");

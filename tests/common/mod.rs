@@ -386,6 +386,19 @@ pub fn memlint_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     cmd.output().expect("memlint runs")
 }
 
+/// Runs the memlint binary in `dir` (so that no ./Dockerfile or .memlint.toml of the
+/// repository is read), with a fresh layer cache folder of its own.
+#[allow(dead_code)]
+pub fn memlint_in(dir: &Path, args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_memlint"));
+    let _cache = isolate_cache(&mut cmd);
+    cmd.args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("memlint runs")
+}
+
 /// Points a memlint command at a new, empty layer cache folder, removed when the returned
 /// guard drops: tests never touch ~/.cache, and never see each other's entries.
 pub fn isolate_cache(cmd: &mut Command) -> tempfile::TempDir {

@@ -36,6 +36,35 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print memlint's man page (roff), or write every page into a folder
     Man(ManArgs),
+    /// Join the JSON reports of `lint --k8s --shard` runs into one report
+    Merge(MergeArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct MergeArgs {
+    /// JSON reports written by `memlint lint --k8s --format json` (`-` for standard input)
+    #[arg(value_name = "REPORT.json", required = true)]
+    pub reports: Vec<PathBuf>,
+
+    /// Format of the merged report
+    #[arg(long, value_enum, default_value_t = MergeFormat::Json)]
+    pub format: MergeFormat,
+
+    /// Exit 1 when a merged finding is at or above this severity
+    #[arg(long, value_enum, value_name = "SEVERITY", default_value_t = FailOn::Warning)]
+    pub fail_on: FailOn,
+
+    /// Write the report to this file instead of standard output
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// Formats of `merge`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum MergeFormat {
+    Json,
+    Text,
+    Sarif,
 }
 
 #[derive(Debug, clap::Args)]
@@ -88,9 +117,32 @@ pub struct HookRunArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct LintArgs {
-    /// The images to lint, each in its own report section (see IMAGE references below)
-    #[arg(value_name = "IMAGE", required = true)]
+    /// The images to lint, each in its own report section (see IMAGE references below); with
+    /// --k8s, only the manifests' containers that run one of these
+    #[arg(value_name = "IMAGE", required_unless_present = "k8s")]
     pub images: Vec<String>,
+
+    /// Kubernetes manifests: a file, a folder (read recursively for *.yaml and *.yml) or `-`
+    /// for standard input (`helm template … | memlint lint --k8s -`); every image they
+    /// reference is linted once per container that runs it, with the container's env,
+    /// command and limits (repeatable)
+    #[arg(long, value_name = "PATH")]
+    pub k8s: Vec<PathBuf>,
+
+    /// With --k8s: read the manifests' image REF from SOURCE (any IMAGE reference), e.g.
+    /// `--image ghcr.io/o/app:1.2=oci-archive:app.tar` (repeatable)
+    #[arg(long = "image", value_name = "REF=SOURCE", value_parser = parse_image_map, requires = "k8s")]
+    pub image_map: Vec<(String, String)>,
+
+    /// With --k8s: images read at once [default: 2]
+    #[arg(long, value_name = "N", requires = "k8s")]
+    pub parallel: Option<usize>,
+
+    /// With --k8s: lint only shard I of N of the distinct images (I from 1 to N, or
+    /// `INDEX+1/N` with a 0-based index such as an Indexed Job's `$(JOB_COMPLETION_INDEX)`);
+    /// every image falls in exactly one shard, the same on every run
+    #[arg(long, value_name = "I/N", value_parser = Shard::parse, requires = "k8s")]
+    pub shard: Option<Shard>,
 
     /// Format of the report on standard output
     #[arg(long, value_enum, default_value_t = LintFormat::Text)]
@@ -243,6 +295,42 @@ fn parse_output(s: &str) -> Result<(LintFormat, PathBuf), String> {
 }
 
 pub use crate::finding::FailOn;
+
+fn parse_image_map(s: &str) -> Result<(String, String), String> {
+    // A reference holds no `=`; a SOURCE may (a path), so split at the first.
+    let (reference, source) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}` is not REF=SOURCE, e.g. ghcr.io/o/app:1.2=oci-archive:app.tar"))?;
+    if reference.is_empty() || source.is_empty() {
+        return Err(format!("`{s}` is not REF=SOURCE: both sides must be given"));
+    }
+    Ok((reference.to_string(), source.to_string()))
+}
+
+/// `--shard I/N`: shard I (from 1) of N.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    pub index: u32,
+    pub count: u32,
+}
+
+impl Shard {
+    pub fn parse(s: &str) -> Result<Shard, String> {
+        let bad = || format!("`{s}` is not I/N with 1 ≤ I ≤ N (e.g. 2/4), or INDEX+1/N with a 0-based INDEX");
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let count: u32 = n.trim().parse().map_err(|_| bad())?;
+        // `$(JOB_COMPLETION_INDEX)+1/4`: Kubernetes expands the variable but cannot add.
+        let index: u32 = match i.trim().split_once('+') {
+            Some((base, one)) if one.trim() == "1" => base.trim().parse::<u32>().map_err(|_| bad())?.checked_add(1).ok_or_else(bad)?,
+            Some(_) => return Err(bad()),
+            None => i.trim().parse().map_err(|_| bad())?,
+        };
+        if count == 0 || index == 0 || index > count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+}
 
 #[derive(Debug, clap::Args)]
 pub struct RulesArgs {

@@ -242,6 +242,10 @@ pub enum Error {
     #[diagnostic(transparent)]
     Config(Box<ConfigError>),
 
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Manifest(Box<ManifestError>),
+
     #[error("{what} is not valid")]
     #[diagnostic(code(memlint::argument), help("{help}"))]
     BadArgument { what: String, help: String },
@@ -324,6 +328,19 @@ impl Error {
             source,
         }
     }
+}
+
+/// A Kubernetes manifest that cannot be read (`lint --k8s`), pointing at the line.
+#[derive(Debug, thiserror::Error, Diagnostic)]
+#[error("{message}")]
+#[diagnostic(code(memlint::manifest), help("{help}"))]
+pub struct ManifestError {
+    pub message: String,
+    pub help: String,
+    #[source_code]
+    pub src: NamedSource<String>,
+    #[label("here")]
+    pub span: Option<SourceSpan>,
 }
 
 /// A mistake in the config file, pointing at the key.

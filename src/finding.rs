@@ -140,6 +140,12 @@ pub enum Anchor {
     Command,
     /// The target stage's `FROM`.
     From,
+    /// With `--k8s`: the container's `resources.limits.memory` line in the manifest (the
+    /// target stage's `FROM` in a Dockerfile).
+    MemoryLimit,
+    /// With `--k8s`: the container's `image:` line in the manifest (the target stage's `FROM`
+    /// in a Dockerfile).
+    Container,
 }
 
 /// One problem found in an image. JSON keys are a contract with users' scripts.
@@ -169,7 +175,7 @@ pub struct Finding {
 }
 
 /// A place in the repository: a Dockerfile and a line range.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Location {
     /// Repository-relative path, `/`-separated.
     pub path: String,

@@ -17,6 +17,7 @@ pub mod error;
 pub mod facts;
 pub mod finding;
 pub mod image;
+pub mod k8s;
 pub mod locate;
 pub mod platform;
 pub mod reference;

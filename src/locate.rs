@@ -59,7 +59,7 @@ impl<'a> DockerfileContext<'a> {
                     && words.iter().any(|w| i.args.contains(w))
             }),
             Anchor::Command => self.last(|i| i.keyword == "CMD" || i.keyword == "ENTRYPOINT"),
-            Anchor::From => None,
+            Anchor::From | Anchor::MemoryLimit | Anchor::Container => None,
         };
         found.or_else(|| self.from())
     }

@@ -31,6 +31,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("platform", &["arch", "error"]),
     ("reference", &["digest", "error"]),
     ("dockerfile", &["shell"]),
+    // Kubernetes manifests: the containers they run, with lines.
+    ("k8s", &[]),
     // Reading: layers into one tree, what a layer contributes cached, the image as read.
     ("tree", &["digest", "elf", "error"]),
     ("image", &["digest", "platform", "tree"]),
@@ -56,10 +58,10 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "facts",
         &[
-            "arch", "elf", "finding", "image", "platform", "shell", "tree", "version",
+            "arch", "elf", "finding", "image", "k8s", "platform", "shell", "tree", "version",
         ],
     ),
-    ("rules", &["arch", "facts", "finding", "version"]),
+    ("rules", &["arch", "facts", "finding", "k8s", "version"]),
     // Reporting: ignores, findings placed on Dockerfile lines, output formats.
     ("settings", &["error", "finding", "rules", "tree", "user_file"]),
     ("locate", &["dockerfile", "finding", "image"]),
@@ -71,6 +73,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "facts",
             "finding",
             "image",
+            "k8s",
             "locate",
             "platform",
             "rules",

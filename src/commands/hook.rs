@@ -108,6 +108,10 @@ fn run_hook(a: HookRunArgs) -> Result<ExitCode> {
     }
     let args = LintArgs {
         images: settings.images.clone(),
+        k8s: Vec::new(),
+        image_map: Vec::new(),
+        parallel: None,
+        shard: None,
         format: LintFormat::Text,
         outputs: Vec::new(),
         fail_on: None::<FailOn>,

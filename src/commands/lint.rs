@@ -67,7 +67,8 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
         None => None,
     };
     let fail_on = args.fail_on.or(settings.fail_on).unwrap_or(FailOn::Warning);
-    let stdin_needed = args.images.iter().any(|i| i == "docker-archive:-");
+    let stdin_needed = args.images.iter().any(|i| i == "docker-archive:-")
+        || args.k8s.iter().any(|p| p.as_os_str() == "-");
     let mut options = super::source_options(
         &args.source,
         &settings.limits,
@@ -85,6 +86,9 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
         && !args.no_color
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
         && std::io::stdout().is_terminal();
+    if !args.k8s.is_empty() {
+        return super::fleet::run(&args, &settings, df_ctx.as_ref(), fail_on, options, color);
+    }
 
     // Read every image first; one that cannot be read is reported and the others go on.
     let mut loaded: Vec<(Image, Facts)> = Vec::new();
@@ -207,7 +211,12 @@ fn read_dockerfile(given: Option<&Path>) -> Result<Option<(String, Dockerfile)>>
 }
 
 /// The path relative to the git work tree (or the current folder), `/`-separated.
-fn repo_relative(path: &Path) -> String {
+pub(crate) fn repo_relative(path: &Path) -> String {
+    repo_relative_or(path, "Dockerfile")
+}
+
+/// [`repo_relative`], or `fallback` when the path cannot be a SARIF artifact.
+pub(crate) fn repo_relative_or(path: &Path, fallback: &str) -> String {
     let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let root = abs
         .ancestors()
@@ -224,7 +233,7 @@ fn repo_relative(path: &Path) -> String {
     if sarif::valid_artifact_uri(&s) {
         s
     } else {
-        "Dockerfile".to_string()
+        fallback.to_string()
     }
 }
 
@@ -248,7 +257,7 @@ fn platforms_absent(reports: &[LintReport], r: &LintReport) -> Vec<String> {
 
 /// With `--platform all` the shape is always `{"reports": [...], "differences": [...]}`, and
 /// each report says which listed platforms are absent (`platforms_absent`).
-fn json(
+pub(crate) fn json(
     w: &mut dyn Write,
     reports: &[LintReport],
     fail_on: FailOn,

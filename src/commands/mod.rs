@@ -2,10 +2,12 @@
 
 mod completions;
 mod explain;
+mod fleet;
 mod hook;
 pub mod inspect;
 pub(crate) mod lint;
 mod man;
+mod merge;
 mod rules;
 
 use crate::cache::{LayerCache, DEFAULT_MAX_BYTES};
@@ -28,6 +30,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Hook(cmd) => hook::run(cmd),
         Command::Completions(args) => completions::run(args),
         Command::Man(args) => man::run(args),
+        Command::Merge(args) => merge::run(args),
     }
 }
 
@@ -205,7 +208,7 @@ pub(crate) fn source_options(
     use std::io::IsTerminal;
     let mut options = Options {
         interests: crate::facts::interests(),
-        config_interests: Some(crate::facts::interests_for),
+        config_interests: Some(crate::sources::ConfigInterests(std::sync::Arc::new(crate::facts::interests_for))),
         ..Options::default()
     };
     if let Some(j) = jobs {

@@ -27,6 +27,8 @@ pub enum Origin {
     Image,
     /// An entrypoint script, at a line (from 1).
     Script { script: String, line: u32 },
+    /// The Kubernetes manifest's `env` of the container, at a line of its file (`lint --k8s`).
+    Manifest { line: u32 },
 }
 
 /// What a variable holds for the program.
@@ -60,7 +62,7 @@ impl Var {
     pub fn script(&self) -> Option<(&str, u32)> {
         match &self.origin {
             Origin::Script { script, line } => Some((script.as_str(), *line)),
-            Origin::Image => None,
+            Origin::Image | Origin::Manifest { .. } => None,
         }
     }
 
@@ -69,6 +71,7 @@ impl Var {
         match &self.origin {
             Origin::Image => "set by the image's ENV".to_string(),
             Origin::Script { script, line } => format!("exported by {script} line {line}"),
+            Origin::Manifest { line } => format!("set by the manifest's env at line {line}"),
         }
     }
 }
@@ -101,6 +104,11 @@ impl Serialize for Var {
             Origin::Script { script, line } => {
                 m.serialize_entry("source", "script")?;
                 m.serialize_entry("script", script)?;
+                m.serialize_entry("line", line)?;
+                m.serialize_entry("text", &self.text)?;
+            }
+            Origin::Manifest { line } => {
+                m.serialize_entry("source", "manifest")?;
                 m.serialize_entry("line", line)?;
                 m.serialize_entry("text", &self.text)?;
             }
@@ -255,7 +263,12 @@ impl Env {
 
     /// What scripts set and the program still gets, in order.
     pub fn exports(&self) -> impl Iterator<Item = &Var> {
-        self.current().filter(|v| v.origin != Origin::Image)
+        self.current().filter(|v| matches!(v.origin, Origin::Script { .. }))
+    }
+
+    /// Whether the Kubernetes manifest's env set `key` (decided or not).
+    pub fn from_manifest(&self, key: &str) -> bool {
+        self.var(key).is_some_and(|v| matches!(v.origin, Origin::Manifest { .. }))
     }
 }
 

@@ -3,6 +3,7 @@
 //! entrypoint, runtimes and packages. Pure: no I/O, no tar, no network. Rules read only these.
 
 pub mod allocator;
+pub mod container;
 pub mod dotnet;
 pub mod entrypoint;
 pub mod env;
@@ -106,16 +107,34 @@ pub struct Facts {
     pub ruby: Option<ruby::RubyFacts>,
     pub python: Option<python::PythonFacts>,
     pub go: go::GoFacts,
+    /// The Kubernetes container the image runs in (`lint --k8s`): its resources, env and
+    /// mounts as the manifest declares them. Absent for an image linted alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub container: Option<crate::k8s::Container>,
 }
 
 /// Derives the facts of an image.
 pub fn derive(image: &Image) -> Facts {
+    derive_in(image, None)
+}
+
+/// Derives the facts of an image as a Kubernetes container runs it: with the container's
+/// command, args, working folder and env in place of the image's (see [`container`]).
+pub fn derive_in(image: &Image, in_container: Option<&crate::k8s::Container>) -> Facts {
+    let applied = in_container.map(|c| container::config_for(image.config.as_ref(), c));
+    let config = match &applied {
+        Some(c) => Some(c),
+        None => image.config.as_ref(),
+    };
     let tree = &image.tree;
     let os = os::derive(tree);
     let platform = platform::derive(tree, &image.platform);
     let arch = crate::arch::Arch::from_oci(&platform.declared.architecture);
-    let config_env = Env::from_config(image.config.as_ref());
-    let entrypoint = entrypoint::derive(tree, image.config.as_ref(), &config_env, arch);
+    let mut config_env = Env::from_config(config);
+    if let Some(c) = in_container {
+        config_env = config_env.overlay(&container::env_vars(c));
+    }
+    let entrypoint = entrypoint::derive(tree, config, &config_env, arch);
     // The one environment every fact and rule reads: the config's Env overlaid with what the
     // entrypoint scripts export (each variable knows which).
     let env = config_env.overlay(&entrypoint.exports);
@@ -144,7 +163,7 @@ pub fn derive(image: &Image) -> Facts {
     let sharp = sharp::derive(&loader, &libc);
     let next = next::derive(tree);
     let dotnet = dotnet::derive(&loader, &env);
-    let java = java::derive(tree, &env, &entrypoint, &os, &libc, image.config.as_ref());
+    let java = java::derive(tree, &env, &entrypoint, &os, &libc, config);
     let ruby = ruby::derive(&loader, &env, &os, &entrypoint);
     let python = python::derive(tree, &env, &os, &entrypoint);
     let go = go::derive(tree, &env, &entrypoint);
@@ -165,6 +184,7 @@ pub fn derive(image: &Image) -> Facts {
         ruby,
         python,
         go,
+        container: in_container.cloned(),
     }
 }
 

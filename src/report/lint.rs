@@ -1,7 +1,8 @@
 //! The result of linting one image, shared by every output format.
 
 use crate::facts::Facts;
-use crate::finding::{Evidence, Finding, Severity, Suppression};
+use crate::finding::{Anchor, Evidence, Finding, Location, Severity, Suppression};
+use crate::k8s::Container;
 use crate::image::Image;
 use crate::locate::{self, DockerfileContext};
 use crate::report::inspect::InspectReport;
@@ -21,6 +22,8 @@ pub struct LintReport<'a> {
     /// Things the reader should know about the run itself (ignores that matched nothing,
     /// findings placed on a nominal line).
     pub notes: Vec<String>,
+    /// With `--k8s`: the container this report lints the image as.
+    pub k8s: Option<&'a Container>,
 }
 
 /// What shapes a report besides the image: settings and the Dockerfile.
@@ -89,7 +92,54 @@ impl<'a> LintReport<'a> {
             findings,
             ignored,
             notes,
+            k8s: None,
         }
+    }
+
+    /// This report as the report of a Kubernetes container: findings that the manifest's
+    /// context decides (a limit, an env entry, the command it gives) go on that line of the
+    /// manifest at `manifest_path` (repository-relative); the others keep their Dockerfile line
+    /// when a Dockerfile was given, else go on the container's `image:` line.
+    pub fn in_container(mut self, c: &'a Container, manifest_path: &str, dockerfile_given: bool) -> Self {
+        let place = |f: &mut Finding| {
+            let image_line = (c.workload.line, format!("image: {}", c.image));
+            let join = match f.anchor {
+                Anchor::MemoryLimit => c
+                    .limits_memory
+                    .as_ref()
+                    .map(|l| (l.line, format!("limits.memory: {}", l.value.text)))
+                    .or(Some(image_line.clone())),
+                Anchor::Container => Some(image_line.clone()),
+                Anchor::Env(keys) => keys
+                    .iter()
+                    .find_map(|k| c.env.iter().rev().find(|e| e.name == *k))
+                    .map(|e| (e.line, format!("env: {}", e.name))),
+                Anchor::Command => c
+                    .args
+                    .as_ref()
+                    .map(|a| (a.line, "args".to_string()))
+                    .or(c.command.as_ref().map(|a| (a.line, "command".to_string()))),
+                Anchor::Installs(_) | Anchor::From => None,
+            };
+            let spot = match join {
+                Some(j) => Some(j),
+                None if dockerfile_given && f.location.is_some() => None,
+                None => Some(image_line),
+            };
+            if let Some((line, instruction)) = spot {
+                f.location = Some(Location {
+                    path: manifest_path.to_string(),
+                    line,
+                    end_line: line,
+                    instruction: Some(instruction),
+                });
+            }
+        };
+        self.findings.iter_mut().for_each(place);
+        self.ignored.iter_mut().for_each(place);
+        self.notes.retain(|n| !n.starts_with("no Dockerfile was given"));
+        self.k8s = Some(c);
+        self
     }
 
     /// Findings of severity `s`, those past the cap included.
@@ -128,6 +178,12 @@ impl<'a> LintReport<'a> {
             notes: usize,
             ignored: usize,
         }
+        #[derive(Serialize)]
+        struct WithK8s<'b> {
+            k8s: &'b crate::k8s::Workload,
+            #[serde(flatten)]
+            doc: Doc<'b>,
+        }
         let doc = Doc {
             inspect: InspectReport::new(self.image, self.facts),
             findings: &self.findings,
@@ -139,7 +195,10 @@ impl<'a> LintReport<'a> {
                 ignored: self.ignored_count(),
             },
         };
-        serde_json::to_value(&doc).unwrap_or_default()
+        match self.k8s {
+            Some(c) => serde_json::to_value(WithK8s { k8s: &c.workload, doc }).unwrap_or_default(),
+            None => serde_json::to_value(&doc).unwrap_or_default(),
+        }
     }
 }
 

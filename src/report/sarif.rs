@@ -57,6 +57,23 @@ fn run(r: &LintReport, o: &SarifOptions, several: bool) -> Value {
 /// `app-1/linux-amd64` from the image name (or the reference, when the name is only a tag)
 /// and platform, in the characters a category may hold.
 fn derived_category(r: &LintReport) -> String {
+    if let Some(c) = r.k8s {
+        // One run per container: a category per workload and container, as code scanning
+        // wants one per run.
+        let w = &c.workload;
+        let clean = |s: &str| -> String {
+            s.chars()
+                .map(|ch| if ch.is_ascii_alphanumeric() || ch == '.' || ch == '_' || ch == '-' { ch } else { '-' })
+                .collect()
+        };
+        return format!(
+            "k8s/{}/{}/{}/{}",
+            clean(w.namespace.as_deref().unwrap_or("default")),
+            clean(&w.kind.to_ascii_lowercase()),
+            clean(&w.name),
+            clean(&w.container)
+        );
+    }
     let reference = r.image.reference.as_str();
     let name = match r.image.name.as_deref() {
         Some(n) if n.contains([':', '/']) => n.to_string(),
@@ -91,6 +108,75 @@ fn derived_category(r: &LintReport) -> String {
         clean(&name).trim_matches('-'),
         clean(&r.image.platform.to_string())
     )
+}
+
+/// SARIF of reports already in memlint's JSON (`memlint merge`): one run per report, the
+/// results as [`render`] makes them from the same findings.
+pub fn render_json_reports(reports: &[Value], o: &SarifOptions) -> Value {
+    let several = reports.len() > 1;
+    let runs: Vec<Value> = reports
+        .iter()
+        .filter(|r| r.get("findings").is_some())
+        .map(|r| {
+            let k8s = &r["k8s"];
+            let clean = |v: &Value| -> String {
+                v.as_str()
+                    .unwrap_or("")
+                    .chars()
+                    .map(|ch| if ch.is_ascii_alphanumeric() || ch == '.' || ch == '_' || ch == '-' { ch } else { '-' })
+                    .collect()
+            };
+            let derived = format!(
+                "k8s/{}/{}/{}/{}",
+                if k8s["namespace"].is_string() { clean(&k8s["namespace"]) } else { "default".to_string() },
+                clean(&k8s["kind"]).to_ascii_lowercase(),
+                clean(&k8s["name"]),
+                clean(&k8s["container"])
+            );
+            let category = match o.category {
+                Some(c) if several => format!("{}/{derived}", c.trim_end_matches('/')),
+                Some(c) => c.trim_end_matches('/').to_string(),
+                None => format!("memlint/{derived}"),
+            };
+            let findings = r["findings"].as_array().into_iter().flatten();
+            let ignored = r["ignored"].as_array().into_iter().flatten();
+            let results: Vec<Value> = findings.chain(ignored).filter_map(result_of_json).collect();
+            json!({
+                "tool": { "driver": driver() },
+                "automationDetails": { "id": format!("{category}/") },
+                "results": results,
+                "columnKind": "unicodeCodePoints",
+                "properties": {
+                    "image": r["image"]["reference"],
+                    "platform": r["image"]["platform"],
+                },
+            })
+        })
+        .collect();
+    json!({ "$schema": SCHEMA, "version": "2.1.0", "runs": runs })
+}
+
+/// A finding of memlint's JSON as a SARIF result; `None` for a rule this memlint does not know.
+fn result_of_json(f: &Value) -> Option<Value> {
+    let rule = ALL.iter().find(|r| Some(r.id) == f["rule"].as_str())?;
+    let severity = match f["severity"].as_str()? {
+        "error" => Severity::Error,
+        "warning" => Severity::Warning,
+        _ => Severity::Note,
+    };
+    let mut finding = rule.finding(f["message"].as_str().unwrap_or(""));
+    finding.severity = severity;
+    for e in f["evidence"].as_array().into_iter().flatten() {
+        finding = finding.evidence(crate::finding::Evidence::plain(e.as_str().unwrap_or("")));
+    }
+    finding.fix = f["fix"].as_str().unwrap_or("").to_string();
+    finding.location = serde_json::from_value(f["location"].clone()).ok();
+    finding.suppression = f["suppression"].as_object().map(|s| crate::finding::Suppression {
+        kind: if s.get("kind").and_then(Value::as_str) == Some("inSource") { "inSource" } else { "external" },
+        justification: s.get("justification").and_then(Value::as_str).unwrap_or("").to_string(),
+        origin: s.get("origin").and_then(Value::as_str).unwrap_or("").to_string(),
+    });
+    Some(result(&finding))
 }
 
 fn level(s: Severity) -> &'static str {

@@ -24,6 +24,8 @@ enum Source {
     Script { script: String, line: u32 },
     /// `env GOMEMLIMIT=… prog` in the image's Entrypoint/Cmd.
     Command { argv: String },
+    /// The Kubernetes manifest's `env` of the container (`lint --k8s`).
+    Manifest { line: u32 },
 }
 
 /// The value the program gets, or why memlint cannot tell.
@@ -61,6 +63,7 @@ fn check(f: &Facts) -> Outcome {
         Source::Image => "set by the image's ENV".to_string(),
         Source::Script { script, line } => format!("exported by {script} line {line}"),
         Source::Command { argv } => format!("passed by the image's command `{argv}`"),
+        Source::Manifest { line } => format!("set by the manifest's env at line {line}"),
     };
     let programs: Vec<String> = readers
         .iter()
@@ -186,6 +189,7 @@ fn setting(f: &Facts) -> Option<Setting> {
             v.clone(),
             match &var.origin {
                 Origin::Image => Source::Image,
+                Origin::Manifest { line } => Source::Manifest { line: *line },
                 Origin::Script { script, line } => Source::Script {
                     script: script.clone(),
                     line: *line,
@@ -346,6 +350,9 @@ fn fix(source: &Source, value: &str, found: &[Reading]) -> String {
             format!("# in {script} line {line}:\nexport {KEY}={v}")
         }
         Source::Command { argv } => format!("# in the image's command `{argv}`:\n{KEY}={v}"),
+        Source::Manifest { line } => {
+            format!("# in the manifest's env, line {line}:\n- name: {KEY}\n  value: \"{v}\"")
+        }
     };
     match found {
         [] => format!(

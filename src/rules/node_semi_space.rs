@@ -40,6 +40,25 @@ fn check(f: &Facts) -> Outcome {
         return Outcome::undecided(why);
     }
     let version = node.version.as_deref().and_then(Version::parse);
+    // With a Kubernetes manifest the limit is known: the semi-space Node will size from it
+    // (measured, ../shared/brief.md: Node 18–22 and Node 24).
+    let limit = f.container.as_ref().and_then(|c| c.limits_memory.as_ref());
+    if let Some(l) = limit {
+        let sees_limit = version.as_ref().is_none_or(|v| *v >= Version::new(20, 3, 0));
+        let (semi, default) = semi_space_mib(l.value.value, version.as_ref().is_some_and(|v| v.major >= 24));
+        if sees_limit && semi < default {
+            let message = format!(
+                "Node {} runs with --max-old-space-size={} and no --max-semi-space-size: under this container's limits.memory {} it sizes each semi-space to {semi} MiB instead of {default} MiB, so short-lived objects reach the old generation and scavenges run more often",
+                node.version.as_deref().unwrap_or("(version unknown)"),
+                old.value,
+                l.value.text
+            );
+            return Outcome::one(with_evidence(f, node, old, version.as_ref(), RULE.finding(message)));
+        }
+        if sees_limit {
+            return Outcome::none();
+        }
+    }
     // libuv 1.45 (Node 20.3.0) is the first to read cgroup v2 memory limits.
     let message = match &version {
         Some(v) if *v >= Version::new(20, 3, 0) => format!(
@@ -57,8 +76,34 @@ fn check(f: &Facts) -> Outcome {
             old.value
         ),
     };
-    let mut finding = RULE
-        .finding(message)
+    Outcome::one(with_evidence(f, node, old, version.as_ref(), RULE.finding(message)))
+}
+
+/// The semi-space Node sizes from a visible memory limit of `limit` bytes, and the one it
+/// uses without a limit, in MiB (measured: Node 18–22, and Node 24 with `newer`).
+fn semi_space_mib(limit: u64, newer: bool) -> (u64, u64) {
+    let mib = limit >> 20;
+    let (older, newest) = match mib {
+        0..=512 => (1, 1),
+        513..=1024 => (4, 16),
+        1025..=2048 => (8, 32),
+        _ => (16, 64),
+    };
+    if newer {
+        (newest, 64)
+    } else {
+        (older, 16)
+    }
+}
+
+fn with_evidence(
+    f: &Facts,
+    node: &crate::facts::node::NodeFacts,
+    old: &crate::facts::node::NodeFlag,
+    version: Option<&Version>,
+    finding: crate::finding::Finding,
+) -> crate::finding::Finding {
+    let mut finding = finding
         .anchor(match old.source {
             FlagSource::NodeOptions => Anchor::Env(&["NODE_OPTIONS"]),
             FlagSource::CommandLine => Anchor::Command,
@@ -77,7 +122,6 @@ fn check(f: &Facts) -> Outcome {
     }
     // --max-semi-space-size is allowed in NODE_OPTIONS from 18.13.0 and 19.2.0 (nodejs/node#44436).
     let in_options_ok = version
-        .as_ref()
         .is_none_or(|v| *v >= Version::new(19, 2, 0) || (v.major == 18 && *v >= Version::new(18, 13, 0)));
     let fix = if old.source == FlagSource::NodeOptions && in_options_ok {
         let current = node.node_options.clone().unwrap_or_default();
@@ -93,5 +137,5 @@ fn check(f: &Facts) -> Outcome {
             serde_json::to_string(&argv).unwrap_or_default()
         )
     };
-    Outcome::one(finding.fix(fix))
+    finding.fix(fix)
 }

@@ -56,8 +56,8 @@ pub(crate) fn read_layers(
     options: &Options,
 ) -> Result<Image> {
     let location = store.location();
-    let interests = Arc::new(match options.config_interests {
-        Some(for_config) => options.interests.clone().union(for_config(&chosen.config)),
+    let interests = Arc::new(match &options.config_interests {
+        Some(for_config) => options.interests.clone().union((for_config.0)(&chosen.config)),
         None => options.interests.clone(),
     });
     let count = chosen.layers.len();

@@ -34,6 +34,17 @@ use oci_spec::image::ImageConfiguration;
 use std::path::Path;
 use std::sync::Arc;
 
+/// What an image's config adds to the interests once it is known: a closure, so that
+/// `lint --k8s` can add what the commands its manifests give the image need.
+#[derive(Clone)]
+pub struct ConfigInterests(pub Arc<dyn Fn(&ImageConfiguration) -> Interests + Send + Sync>);
+
+impl std::fmt::Debug for ConfigInterests {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ConfigInterests")
+    }
+}
+
 /// How to read an image.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -45,7 +56,7 @@ pub struct Options {
     pub interests: Interests,
     /// What the image's config adds to `interests` once it is known (the commands pass
     /// `facts::interests_for`: the scripts the entrypoint may run); `None` adds nothing.
-    pub config_interests: Option<fn(&ImageConfiguration) -> Interests>,
+    pub config_interests: Option<ConfigInterests>,
     pub limits: Limits,
     /// Layers read at once.
     pub workers: usize,

@@ -1,0 +1,536 @@
+//! `memlint lint --k8s PATH`: the images a set of Kubernetes manifests runs, each read once
+//! (`--parallel` at a time, through the layer cache), linted once per container that runs it
+//! with that container's command, env and limits; `--shard I/N` takes a stable share of the
+//! distinct images.
+
+use crate::cli::{FailOn, LintArgs, LintFormat, Shard};
+use crate::error::{Error, ManifestError, Result};
+use crate::facts::{self, Facts};
+use crate::image::Image;
+use crate::k8s::{self, Container, Input};
+use crate::locate::DockerfileContext;
+use crate::reference::Reference;
+use crate::report::lint::{LintReport, ReportContext};
+use crate::report::sarif::{self, SarifOptions};
+use crate::report::text::{self, TextOptions};
+use crate::report::{github, gitlab, junit};
+use crate::rules;
+use crate::settings::{self, Settings};
+use crate::sources::{self, ConfigInterests, ProgressMode};
+use crate::untrusted::{line, Allow};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+/// Images read at once unless `--parallel` says otherwise.
+const DEFAULT_PARALLEL: usize = 2;
+
+/// A manifest file as read, with the path SARIF gives it.
+struct ManifestFile {
+    /// Repository-relative, `/`-separated (for SARIF and annotations).
+    artifact: String,
+}
+
+/// One distinct image of the manifests: how the manifests spell it, where it is read from,
+/// and the containers that run it.
+struct Wanted {
+    /// The manifests' reference, normalised (`docker.io/library/nginx:latest`).
+    key: String,
+    /// The reference memlint reads (`registry:nginx`, or an `--image` SOURCE).
+    source: String,
+    containers: Vec<usize>,
+}
+
+/// A container whose image could not be read.
+struct Unread {
+    container: usize,
+    source: String,
+    code: String,
+    message: String,
+}
+
+pub(crate) fn run(
+    args: &LintArgs,
+    settings: &Settings,
+    df_ctx: Option<&DockerfileContext>,
+    fail_on: FailOn,
+    mut options: sources::Options,
+    color: bool,
+) -> Result<ExitCode> {
+    let (inputs, files) = read_inputs(args)?;
+    let manifests = k8s::read(&inputs).map_err(|e| manifest_error(*e))?;
+    drop(inputs);
+    for w in &manifests.warnings {
+        super::eprint_line(&format!("memlint: warning: {}", line(w)));
+    }
+    if args.verbose {
+        for s in &manifests.skipped {
+            super::eprint_line(&line(&format!(
+                "memlint: {}:{}: {} `{}` skipped: not a workload memlint lints",
+                s.file, s.line, s.kind, s.name
+            )));
+        }
+    }
+    let wanted_refs: Vec<String> = args.images.iter().map(|i| normalise(i)).collect();
+    let containers: Vec<Container> = manifests
+        .containers
+        .into_iter()
+        .filter(|c| wanted_refs.is_empty() || wanted_refs.contains(&normalise(&c.image)))
+        .collect();
+    let mut by_key: BTreeMap<String, Wanted> = BTreeMap::new();
+    for (i, c) in containers.iter().enumerate() {
+        let key = normalise(&c.image);
+        let source = args
+            .image_map
+            .iter()
+            .find(|(r, _)| *r == c.image || normalise(r) == key)
+            .map(|(_, s)| s.clone())
+            .unwrap_or_else(|| format!("registry:{}", c.image));
+        by_key
+            .entry(key.clone())
+            .or_insert(Wanted {
+                key,
+                source,
+                containers: Vec::new(),
+            })
+            .containers
+            .push(i);
+    }
+    let mut wanted: Vec<Wanted> = by_key.into_values().collect();
+    if let Some(shard) = args.shard {
+        wanted.retain(|w| in_shard(&w.key, shard));
+    }
+    if containers.is_empty() {
+        super::eprint_line("memlint: the manifests run no containers (kinds memlint lints: Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, List)");
+    }
+    let parallel = args.parallel.unwrap_or(DEFAULT_PARALLEL).max(1).min(wanted.len().max(1));
+    // Layer progress bars of several images at once would tangle: one line per image instead.
+    let image_lines = !args.quiet;
+    if parallel > 1 || options.progress == ProgressMode::Lines {
+        options.progress = ProgressMode::Off;
+    }
+    let read = read_images(&wanted, &containers, &options, parallel, image_lines);
+
+    // Facts of every container whose image was read, in manifest order.
+    let mut derived: Vec<(usize, usize, Facts)> = Vec::new();
+    let mut unread: Vec<Unread> = Vec::new();
+    for (wi, w) in wanted.iter().enumerate() {
+        for &ci in &w.containers {
+            match &read[wi] {
+                Ok(image) => derived.push((ci, wi, facts::derive_in(image, Some(&containers[ci])))),
+                Err((code, message)) => unread.push(Unread {
+                    container: ci,
+                    source: w.source.clone(),
+                    code: code.clone(),
+                    message: message.clone(),
+                }),
+            }
+        }
+    }
+    let ctx = ReportContext {
+        settings,
+        dockerfile: df_ctx,
+        artifact: &args.sarif_artifact,
+        today: settings::today(),
+    };
+    let mut reports: Vec<LintReport> = derived
+        .iter()
+        .filter_map(|(ci, wi, f)| {
+            let image = read[*wi].as_ref().ok()?;
+            let c = &containers[*ci];
+            let artifact = files
+                .get(&c.workload.file)
+                .map(|m| m.artifact.as_str())
+                .unwrap_or(args.sarif_artifact.as_str());
+            Some(LintReport::new(image, f, rules::run(f), &ctx).in_container(c, artifact, df_ctx.is_some()))
+        })
+        .collect();
+    reports.sort_by(|a, b| order(a.k8s, b.k8s));
+    unread.sort_by(|a, b| order(Some(&containers[a.container]), Some(&containers[b.container])));
+
+    let text_options = TextOptions {
+        color,
+        quiet: args.quiet,
+        verbose: args.verbose,
+        show_ignored: args.show_ignored,
+    };
+    let render = |format: LintFormat, color: bool, w: &mut dyn Write| -> std::io::Result<()> {
+        match format {
+            LintFormat::Json => json(w, &reports, &unread, &containers, fail_on),
+            LintFormat::Text => text_all(
+                w,
+                &reports,
+                &unread,
+                &containers,
+                TextOptions {
+                    color,
+                    ..text_options
+                },
+            ),
+            LintFormat::Sarif => crate::untrusted::write_json(
+                w,
+                &sarif::render(
+                    &reports,
+                    &SarifOptions {
+                        category: args.category.as_deref(),
+                    },
+                ),
+            ),
+            LintFormat::Github => github::write(w, &reports),
+            LintFormat::Gitlab => crate::untrusted::write_json(w, &gitlab::render(&reports)),
+            LintFormat::Junit => {
+                let unread_junit: Vec<junit::Unread> = unread
+                    .iter()
+                    .map(|u| junit::Unread {
+                        reference: format!("{} ({})", u.source, describe(&containers[u.container])),
+                        code: u.code.clone(),
+                        message: u.message.clone(),
+                    })
+                    .collect();
+                junit::write(w, &reports, &unread_junit, fail_on)
+            }
+        }
+    };
+    let allow = |format: LintFormat, color: bool| Allow {
+        sgr: color && format == LintFormat::Text,
+        commands: format == LintFormat::Github,
+    };
+    super::emit_with(args.output.as_deref(), allow(args.format, color), |w| {
+        render(args.format, color, w)
+    })?;
+    for (format, path) in &args.outputs {
+        super::emit_with(Some(path), allow(*format, false), |w| render(*format, false, w))?;
+    }
+    if !unread.is_empty() {
+        let mut failed: Vec<&str> = unread.iter().map(|u| u.source.as_str()).collect();
+        failed.dedup();
+        super::eprint_line(&line(&format!(
+            "memlint: {} container(s) not linted: their image could not be read ({})",
+            unread.len(),
+            failed.join(", ")
+        )));
+        return Ok(ExitCode::from(2));
+    }
+    let worst = reports.iter().filter_map(LintReport::worst).max();
+    Ok(match (fail_on.threshold(), worst) {
+        (Some(t), Some(w)) if w >= t => ExitCode::from(1),
+        _ => ExitCode::SUCCESS,
+    })
+}
+
+/// Reports in manifest order: file, then line.
+fn order(a: Option<&Container>, b: Option<&Container>) -> std::cmp::Ordering {
+    let key = |c: Option<&Container>| c.map(|c| (c.workload.file.clone(), c.workload.line));
+    key(a).cmp(&key(b))
+}
+
+/// `Deployment shop/api, container app (deploy.yaml:19)`.
+fn describe(c: &Container) -> String {
+    let w = &c.workload;
+    let ns = w.namespace.as_deref().map(|n| format!("{n}/")).unwrap_or_default();
+    format!(
+        "{} {ns}{}, {}container {} ({}:{})",
+        w.kind,
+        w.name,
+        if w.init { "init " } else { "" },
+        w.container,
+        w.file,
+        w.line
+    )
+}
+
+/// The manifests' reference as a registry reads it: `nginx` is `docker.io/library/nginx:latest`.
+pub(crate) fn normalise(reference: &str) -> String {
+    let bare = reference.strip_prefix("registry:").unwrap_or(reference);
+    sources::registry::parse_reference(bare)
+        .map(|r| r.whole())
+        .unwrap_or_else(|_| bare.to_string())
+}
+
+/// Whether an image falls in `shard`: by a hash of its normalised reference, the same on every
+/// run and every machine.
+pub(crate) fn in_shard(key: &str, shard: Shard) -> bool {
+    let digest = crate::digest::Digest::of(key.as_bytes());
+    let hex = digest.hex();
+    let n = u64::from_str_radix(&hex[..16], 16).unwrap_or(0);
+    n % u64::from(shard.count) == u64::from(shard.index - 1)
+}
+
+/// The manifest texts of every `--k8s` argument, and each file's SARIF path.
+fn read_inputs(args: &LintArgs) -> Result<(Vec<Input>, BTreeMap<String, ManifestFile>)> {
+    let mut inputs = Vec::new();
+    let mut files = BTreeMap::new();
+    let mut stdin_read = false;
+    for given in &args.k8s {
+        let paths = k8s::expand(given).map_err(|e| Error::io(given.display(), e))?;
+        if paths.is_empty() {
+            return Err(Error::BadArgument {
+                what: format!("--k8s {}", given.display()),
+                help: "the folder holds no *.yaml or *.yml file".to_string(),
+            });
+        }
+        for p in paths {
+            let (file, text, artifact) = match p {
+                None => {
+                    if stdin_read {
+                        return Err(Error::BadArgument {
+                            what: "--k8s - given twice".to_string(),
+                            help: "standard input is read once: give `--k8s -` once".to_string(),
+                        });
+                    }
+                    stdin_read = true;
+                    let bytes = crate::user_file::read_stream(std::io::stdin().lock(), k8s::MAX_MANIFEST_BYTES)
+                        .map_err(|e| Error::user_file("standard input", e))?;
+                    let text = String::from_utf8(bytes).map_err(|_| Error::BadArgument {
+                        what: "--k8s - (standard input is not UTF-8 text)".to_string(),
+                        help: "pipe in the rendered YAML, e.g. `helm template RELEASE CHART | memlint lint --k8s -`".to_string(),
+                    })?;
+                    // SARIF needs a file: --sarif-artifact names the rendering.
+                    ("-".to_string(), text, args.sarif_artifact.clone())
+                }
+                Some(path) => {
+                    let text = crate::user_file::read_to_string(&path, k8s::MAX_MANIFEST_BYTES)
+                        .map_err(|e| Error::user_file(path.display(), e))?;
+                    let shown = path.to_string_lossy().replace('\\', "/");
+                    let artifact = super::lint::repo_relative_or(&path, &args.sarif_artifact);
+                    (shown, text, artifact)
+                }
+            };
+            files.insert(file.clone(), ManifestFile { artifact });
+            inputs.push(Input { file, text });
+        }
+    }
+    Ok((inputs, files))
+}
+
+fn manifest_error(e: k8s::ManifestError) -> Error {
+    let span = e.line.map(|l| {
+        let start: usize = e
+            .text
+            .split_inclusive('\n')
+            .take(l.saturating_sub(1) as usize)
+            .map(str::len)
+            .sum();
+        let rest = &e.text[start.min(e.text.len())..];
+        let len = rest.find('\n').unwrap_or(rest.len());
+        let col = e.column.map(|c| c.saturating_sub(1) as usize).unwrap_or(0).min(len);
+        miette::SourceSpan::from((start + col, len - col))
+    });
+    let name = if e.file == "-" { "standard input".to_string() } else { e.file.clone() };
+    let message = match e.line {
+        Some(l) => format!("{} (line {l})", e.message),
+        None => e.message,
+    };
+    Error::Manifest(Box::new(ManifestError {
+        message,
+        help: e.help,
+        src: miette::NamedSource::new(name, e.text),
+        span,
+    }))
+}
+
+/// Reads each wanted image once, `parallel` at a time; the result of each, in order.
+#[allow(clippy::type_complexity)]
+fn read_images(
+    wanted: &[Wanted],
+    containers: &[Container],
+    options: &sources::Options,
+    parallel: usize,
+    image_lines: bool,
+) -> Vec<std::result::Result<Image, (String, String)>> {
+    let next = Mutex::new(0usize);
+    let results: Vec<Mutex<Option<std::result::Result<Image, (String, String)>>>> =
+        wanted.iter().map(|_| Mutex::new(None)).collect();
+    let total = wanted.len();
+    std::thread::scope(|scope| {
+        for _ in 0..parallel {
+            scope.spawn(|| loop {
+                let i = {
+                    let Ok(mut n) = next.lock() else { return };
+                    let i = *n;
+                    *n += 1;
+                    i
+                };
+                let Some(w) = wanted.get(i) else { return };
+                let mine: Vec<Container> = w.containers.iter().map(|&c| containers[c].clone()).collect();
+                let mut opts = options.clone();
+                // What the image's own config needs, and what each container's command and env
+                // make its entrypoint read.
+                opts.config_interests = Some(ConfigInterests(Arc::new(move |config| {
+                    let mut all = facts::interests_for(config);
+                    for c in &mine {
+                        all = all.union(facts::interests_for(&facts::container::config_with_env(Some(config), c)));
+                    }
+                    all
+                })));
+                let read = Reference::parse(&w.source).and_then(|r| sources::open(&w.source, &r, &opts));
+                let outcome = read.map_err(|e| {
+                    let code = miette::Diagnostic::code(&e)
+                        .map(|c| c.to_string())
+                        .unwrap_or_else(|| "memlint::error".to_string());
+                    super::eprint_diagnostic(&e);
+                    (code, e.to_string())
+                });
+                if image_lines {
+                    let n = w.containers.len();
+                    let status = match &outcome {
+                        Ok(img) => format!("read ({}, {} layer(s))", img.platform, img.layers.len()),
+                        Err(_) => "could not be read".to_string(),
+                    };
+                    super::eprint_line(&line(&format!(
+                        "memlint: image {}/{total} {} {status}: {n} container(s)",
+                        i + 1,
+                        w.source
+                    )));
+                }
+                if let Some(slot) = results.get(i) {
+                    if let Ok(mut s) = slot.lock() {
+                        *s = Some(outcome);
+                    }
+                }
+            });
+        }
+    });
+    results
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| Err(("memlint::error".to_string(), "the image was not read".to_string())))
+        })
+        .collect()
+}
+
+/// `{"reports": [...], "fail_on": ...}`: each report with its `k8s` workload; a container whose
+/// image could not be read has its `error` instead of findings.
+fn json(
+    w: &mut dyn Write,
+    reports: &[LintReport],
+    unread: &[Unread],
+    containers: &[Container],
+    fail_on: FailOn,
+) -> std::io::Result<()> {
+    let mut each: Vec<(Option<&Container>, serde_json::Value)> =
+        reports.iter().map(|r| (r.k8s, r.json())).collect();
+    for u in unread {
+        let c = &containers[u.container];
+        each.push((
+            Some(c),
+            serde_json::json!({
+                "k8s": c.workload,
+                "image": {"reference": u.source, "manifest_reference": c.image},
+                "error": {"code": u.code, "message": u.message},
+            }),
+        ));
+    }
+    each.sort_by(|a, b| order(a.0, b.0));
+    let value = serde_json::json!({
+        "reports": each.into_iter().map(|(_, v)| v).collect::<Vec<_>>(),
+        "fail_on": fail_on.as_str(),
+    });
+    crate::untrusted::write_json(w, &value)
+}
+
+/// Findings grouped by workload and container, then a summary table.
+fn text_all(
+    w: &mut dyn Write,
+    reports: &[LintReport],
+    unread: &[Unread],
+    containers: &[Container],
+    o: TextOptions,
+) -> std::io::Result<()> {
+    for r in reports {
+        if let Some(c) = r.k8s {
+            writeln!(w, "== {}", line(&describe(c)))?;
+        }
+        text::write(w, r, o)?;
+        writeln!(w)?;
+    }
+    for u in unread {
+        let c = &containers[u.container];
+        writeln!(w, "== {}", line(&describe(c)))?;
+        writeln!(w, "error: the image {} could not be read: {}", line(&u.source), line(&u.message))?;
+        writeln!(w)?;
+    }
+    if o.quiet {
+        return Ok(());
+    }
+    let mut rows: Vec<[String; 6]> = Vec::new();
+    for r in reports {
+        let Some(c) = r.k8s else { continue };
+        rows.push([
+            format!("{} {}", c.workload.kind, c.workload.name),
+            c.workload.container.clone(),
+            c.image.clone(),
+            r.count(crate::finding::Severity::Error).to_string(),
+            r.count(crate::finding::Severity::Warning).to_string(),
+            r.count(crate::finding::Severity::Note).to_string(),
+        ]);
+    }
+    for u in unread {
+        let c = &containers[u.container];
+        rows.push([
+            format!("{} {}", c.workload.kind, c.workload.name),
+            c.workload.container.clone(),
+            c.image.clone(),
+            "unread".to_string(),
+            "-".to_string(),
+            "-".to_string(),
+        ]);
+    }
+    write_table(w, &rows)
+}
+
+/// The summary table: workload, container, image, findings by severity.
+pub(crate) fn write_table(w: &mut dyn Write, rows: &[[String; 6]]) -> std::io::Result<()> {
+    let head = ["WORKLOAD", "CONTAINER", "IMAGE", "ERRORS", "WARNINGS", "NOTES"];
+    let rows: Vec<[String; 6]> = rows.iter().map(|r| r.clone().map(|c| line(&c).into_owned())).collect();
+    let mut width = head.map(|h| h.chars().count());
+    for r in &rows {
+        for (i, c) in r.iter().enumerate() {
+            width[i] = width[i].max(c.chars().count());
+        }
+    }
+    let print = |w: &mut dyn Write, cells: [&str; 6]| -> std::io::Result<()> {
+        let mut out = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            let pad = width[i].saturating_sub(c.chars().count());
+            if i >= 3 {
+                out.push_str(&" ".repeat(pad));
+                out.push_str(c);
+            } else {
+                out.push_str(c);
+                out.push_str(&" ".repeat(pad));
+            }
+            if i < 5 {
+                out.push_str("  ");
+            }
+        }
+        writeln!(w, "{}", out.trim_end())
+    };
+    print(w, head)?;
+    for r in &rows {
+        print(w, [&r[0], &r[1], &r[2], &r[3], &r[4], &r[5]])?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_split_every_image_once() {
+        let keys: Vec<String> = (0..200).map(|i| format!("registry.local/app-{i}:1")).collect();
+        for n in 1..=5u32 {
+            for k in &keys {
+                let hits = (1..=n).filter(|i| in_shard(k, Shard { index: *i, count: n })).count();
+                assert_eq!(hits, 1, "{k} in {n} shards");
+            }
+        }
+        assert_eq!(normalise("nginx"), "docker.io/library/nginx:latest");
+        assert_eq!(normalise("registry:docker.io/library/nginx"), "docker.io/library/nginx:latest");
+    }
+}

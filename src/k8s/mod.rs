@@ -1,0 +1,798 @@
+//! Kubernetes manifests (`lint --k8s PATH`): the containers a set of manifests runs, each with
+//! its workload, image, command, env, resources and mounts, and the line of each in its file.
+//!
+//! A typed subset of the Kubernetes API of our own rather than `k8s-openapi`: memlint reads a
+//! dozen fields of six kinds, needs the line of each (k8s-openapi's types keep none), and
+//! k8s-openapi costs about a minute and 1 GB more per build here. The YAML is read by
+//! serde-saphyr into a tree with lines ([`yaml`]), which the walk below holds to Kubernetes'
+//! types for the workload kinds only: a CRD of another shape never fails the run.
+
+pub mod quantity;
+pub mod yaml;
+
+use quantity::Quantity;
+use serde::Serialize;
+use serde_saphyr::Spanned;
+use std::path::{Path, PathBuf};
+use yaml::{line_of, Node};
+
+/// The most a manifest file (or standard input) may hold: a whole cluster's rendering.
+pub const MAX_MANIFEST_BYTES: u64 = 32 << 20;
+
+/// Where a container is declared: the contract of the JSON `k8s` object.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Workload {
+    /// The file as given on the command line (`-` for standard input), `/`-separated.
+    pub file: String,
+    /// The line of the container's `image:`.
+    pub line: u32,
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub name: String,
+    pub container: String,
+    /// An init container.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub init: bool,
+}
+
+/// A value with the line it is written on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Lined<T> {
+    pub value: T,
+    pub line: u32,
+}
+
+/// Where an `env` entry's value comes from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "from", rename_all = "snake_case")]
+pub enum EnvValue {
+    /// `value:` (after `$(VAR)` expansion, as the kubelet does it).
+    Value { value: String },
+    /// `valueFrom.resourceFieldRef` of a resource of this container, resolved.
+    Resource { resource: String, value: Option<String> },
+    /// A secret, a config map, a field of the pod, or a resource that is not set: not known
+    /// from the manifest.
+    Unknown { why: String },
+}
+
+/// One `env` entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct EnvEntry {
+    pub name: String,
+    pub line: u32,
+    #[serde(flatten)]
+    pub value: EnvValue,
+}
+
+/// A volume mounted into the container, with what the pod says the volume is.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Mount {
+    pub path: String,
+    pub volume: String,
+    /// `emptyDir` with `medium: Memory` (a tmpfs counted against the memory limit).
+    pub memory_backed: bool,
+    /// `emptyDir` on disk.
+    pub disk_empty_dir: bool,
+    /// The `emptyDir`'s `sizeLimit`.
+    pub size_limit: Option<Quantity>,
+}
+
+/// A container as the manifest declares it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Container {
+    #[serde(skip)]
+    pub workload: Workload,
+    /// The image reference as the manifest spells it.
+    pub image: String,
+    /// `command` (replaces the image's Entrypoint, and its Cmd when `args` is absent).
+    pub command: Option<Lined<Vec<String>>>,
+    /// `args` (replaces the image's Cmd).
+    pub args: Option<Lined<Vec<String>>>,
+    pub env: Vec<EnvEntry>,
+    /// `envFrom` sources: every variable they hold is unknown.
+    pub env_from: Vec<String>,
+    pub limits_memory: Option<Lined<Quantity>>,
+    pub requests_memory: Option<Lined<Quantity>>,
+    pub limits_ephemeral_storage: Option<Lined<Quantity>>,
+    pub mounts: Vec<Mount>,
+    pub working_dir: Option<String>,
+}
+
+/// A document memlint does not lint, for `-v`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Skipped {
+    pub file: String,
+    pub line: u32,
+    pub kind: String,
+    pub name: String,
+}
+
+/// What a set of manifests runs.
+#[derive(Debug, Default)]
+pub struct Manifests {
+    pub containers: Vec<Container>,
+    pub skipped: Vec<Skipped>,
+    /// Memory quantities that are valid but strange (`500m`), in words with file and line.
+    pub warnings: Vec<String>,
+}
+
+/// A manifest that cannot be read: what, the file and its text, the line, what to do.
+#[derive(Debug)]
+pub struct ManifestError {
+    pub file: String,
+    pub text: String,
+    pub line: Option<u32>,
+    pub column: Option<u32>,
+    pub message: String,
+    pub help: String,
+}
+
+/// One input: its name as the user gave it and its text.
+pub struct Input {
+    pub file: String,
+    pub text: String,
+}
+
+/// The files a `--k8s` argument names: the file, or every `*.yaml`/`*.yml` under the folder
+/// (sorted, so that runs agree), or `-` for standard input (returned as `None`).
+pub fn expand(path: &Path) -> std::io::Result<Vec<Option<PathBuf>>> {
+    if path == Path::new("-") {
+        return Ok(vec![None]);
+    }
+    if !path.is_dir() {
+        return Ok(vec![Some(path.to_path_buf())]);
+    }
+    let mut out = Vec::new();
+    let mut stack = vec![path.to_path_buf()];
+    let mut seen = 0usize;
+    while let Some(dir) = stack.pop() {
+        let mut entries: Vec<_> = std::fs::read_dir(&dir)?.collect::<Result<_, _>>()?;
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            seen += 1;
+            // A folder of a whole cluster is thousands of files; a loop of links is not.
+            if seen > 1_000_000 {
+                return Err(std::io::Error::other("more than a million entries under the folder"));
+            }
+            let p = e.path();
+            let ft = e.file_type()?;
+            if ft.is_dir() {
+                // Hidden folders (.git) hold no manifests to lint.
+                if !e.file_name().to_string_lossy().starts_with('.') {
+                    stack.push(p);
+                }
+            } else if matches!(p.extension().and_then(|x| x.to_str()), Some("yaml" | "yml")) {
+                out.push(Some(p));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Reads the containers of every workload in `inputs`.
+pub fn read(inputs: &[Input]) -> Result<Manifests, Box<ManifestError>> {
+    let mut out = Manifests::default();
+    for input in inputs {
+        read_one(input, &mut out)?;
+    }
+    Ok(out)
+}
+
+fn read_one(input: &Input, out: &mut Manifests) -> Result<(), Box<ManifestError>> {
+    let fail = |line: Option<u32>, message: String, help: String| {
+        Box::new(ManifestError {
+            file: input.file.clone(),
+            text: input.text.clone(),
+            line,
+            column: None,
+            message,
+            help,
+        })
+    };
+    let docs = match yaml::documents(&input.text) {
+        Ok(d) => d,
+        Err(e) => {
+            let helm = helm_line(&input.text);
+            let mut err = fail(
+                e.line,
+                format!("{} is not valid YAML: {}", input.file, e.message),
+                "fix the YAML at this line; `kubectl apply --dry-run=client -f FILE` shows the same".to_string(),
+            );
+            err.column = e.column;
+            if let Some(l) = helm {
+                err.line = Some(l);
+                err.column = None;
+                err.message = format!("{} holds an unrendered Helm template (`{{{{ … }}}}`)", input.file);
+                err.help = "render it first with `helm template RELEASE CHART | memlint lint --k8s -`".to_string();
+            }
+            return Err(err);
+        }
+    };
+    let mut walk = Walk {
+        file: &input.file,
+        out,
+        fail: &fail,
+    };
+    for doc in &docs {
+        walk.document(doc, 0)?;
+    }
+    Ok(())
+}
+
+/// The first line with a template expression, when the text holds one.
+fn helm_line(text: &str) -> Option<u32> {
+    text.lines()
+        .position(|l| l.contains("{{") && l.contains("}}"))
+        .map(|i| u32::try_from(i + 1).unwrap_or(u32::MAX))
+}
+
+type Fail<'a> = &'a dyn Fn(Option<u32>, String, String) -> Box<ManifestError>;
+
+struct Walk<'a> {
+    file: &'a str,
+    out: &'a mut Manifests,
+    fail: Fail<'a>,
+}
+
+const KUBECTL_HELP: &str =
+    "Kubernetes refuses this too (`kubectl apply --dry-run=server -f FILE` shows it); fix the manifest";
+
+impl Walk<'_> {
+    fn wrong_type(&self, at: &Spanned<Node>, what: &str, expected: &str) -> Box<ManifestError> {
+        (self.fail)(
+            Some(line_of(at)),
+            format!("{what} in {} must be {expected}, not {}", self.file, at.value.describe()),
+            KUBECTL_HELP.to_string(),
+        )
+    }
+
+    fn map<'n>(&self, node: &'n Spanned<Node>, what: &str) -> Result<&'n Node, Box<ManifestError>> {
+        match &node.value {
+            Node::Map(_) => Ok(&node.value),
+            _ => Err(self.wrong_type(node, what, "a map")),
+        }
+    }
+
+    fn seq<'n>(&self, node: &'n Spanned<Node>, what: &str) -> Result<&'n [Spanned<Node>], Box<ManifestError>> {
+        match &node.value {
+            Node::Seq(items) => Ok(items),
+            Node::Null => Ok(&[]),
+            _ => Err(self.wrong_type(node, what, "a list")),
+        }
+    }
+
+    fn string(&self, node: &Spanned<Node>, what: &str) -> Result<String, Box<ManifestError>> {
+        match &node.value {
+            Node::Str(s) => {
+                if s.contains("{{") && s.contains("}}") {
+                    return Err((self.fail)(
+                        Some(line_of(node)),
+                        format!("{what} in {} is an unrendered Helm template (`{s}`)", self.file),
+                        "render it first with `helm template RELEASE CHART | memlint lint --k8s -`".to_string(),
+                    ));
+                }
+                Ok(s.clone())
+            }
+            _ => Err(self.wrong_type(node, what, "a string")),
+        }
+    }
+
+    fn opt_string(&self, parent: &Node, key: &str, what: &str) -> Result<Option<String>, Box<ManifestError>> {
+        match parent.get(key) {
+            None => Ok(None),
+            Some(n) if n.value == Node::Null => Ok(None),
+            Some(n) => self.string(n, what).map(Some),
+        }
+    }
+
+    fn document(&mut self, doc: &Spanned<Node>, depth: u32) -> Result<(), Box<ManifestError>> {
+        let Node::Map(_) = &doc.value else {
+            if doc.value == Node::Null {
+                return Ok(());
+            }
+            return Err(self.wrong_type(doc, "a document", "a map (a Kubernetes object)"));
+        };
+        let node = &doc.value;
+        let kind = match node.get("kind") {
+            Some(k) => self.string(k, "`kind`")?,
+            None => String::new(),
+        };
+        let line = node.key_line("kind").unwrap_or_else(|| line_of(doc));
+        let meta = match node.get("metadata") {
+            Some(m) if m.value != Node::Null => Some(self.map(m, "`metadata`")?),
+            _ => None,
+        };
+        let name = match meta {
+            Some(m) => self
+                .opt_string(m, "name", "`metadata.name`")?
+                .or(self.opt_string(m, "generateName", "`metadata.generateName`")?)
+                .unwrap_or_default(),
+            None => String::new(),
+        };
+        let namespace = match meta {
+            Some(m) => self.opt_string(m, "namespace", "`metadata.namespace`")?,
+            None => None,
+        };
+        let pod_spec_path: &[&str] = match kind.as_str() {
+            "List" if depth < 4 => {
+                if let Some(items) = node.get("items") {
+                    for item in self.seq(items, "`items` of a List")? {
+                        self.document(item, depth + 1)?;
+                    }
+                }
+                return Ok(());
+            }
+            "Pod" => &["spec"],
+            "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" | "Job" => &["spec", "template", "spec"],
+            "CronJob" => &["spec", "jobTemplate", "spec", "template", "spec"],
+            _ => {
+                self.out.skipped.push(Skipped {
+                    file: self.file.to_string(),
+                    line,
+                    kind: if kind.is_empty() { "(no kind)".to_string() } else { kind },
+                    name,
+                });
+                return Ok(());
+            }
+        };
+        let mut at: &Spanned<Node> = doc;
+        let mut path = String::new();
+        for key in pod_spec_path {
+            let parent = self.map(at, if path.is_empty() { "the document" } else { &path })?;
+            path = if path.is_empty() {
+                format!("`{key}`")
+            } else {
+                format!("{}.{key}`", path.trim_end_matches('`'))
+            };
+            match parent.get(key) {
+                Some(n) => at = n,
+                None => {
+                    return Err((self.fail)(
+                        Some(line),
+                        format!("the {kind} `{name}` in {} has no {path}", self.file),
+                        KUBECTL_HELP.to_string(),
+                    ))
+                }
+            }
+        }
+        let pod = self.map(at, &path)?;
+        let base = Workload {
+            file: self.file.to_string(),
+            line,
+            kind: kind.clone(),
+            namespace,
+            name,
+            container: String::new(),
+            init: false,
+        };
+        let volumes = self.volumes(pod)?;
+        for (key, init) in [("initContainers", true), ("containers", false)] {
+            let Some(list) = pod.get(key) else { continue };
+            for c in self.seq(list, &format!("`{key}`"))? {
+                let container = self.container(c, &base, init, &volumes)?;
+                self.out.containers.push(container);
+            }
+        }
+        Ok(())
+    }
+
+    fn volumes(&self, pod: &Node) -> Result<Vec<(String, Mount)>, Box<ManifestError>> {
+        let mut out = Vec::new();
+        let Some(list) = pod.get("volumes") else { return Ok(out) };
+        for v in self.seq(list, "`volumes`")? {
+            let m = self.map(v, "a volume")?;
+            let name = self.opt_string(m, "name", "a volume's `name`")?.unwrap_or_default();
+            let mut mount = Mount {
+                path: String::new(),
+                volume: name.clone(),
+                memory_backed: false,
+                disk_empty_dir: false,
+                size_limit: None,
+            };
+            if let Some(ed) = m.get("emptyDir") {
+                let ed_map = match &ed.value {
+                    Node::Null => None,
+                    _ => Some(self.map(ed, "`emptyDir`")?),
+                };
+                let medium = match ed_map {
+                    Some(e) => self.opt_string(e, "medium", "`emptyDir.medium`")?,
+                    None => None,
+                };
+                mount.memory_backed = medium.as_deref() == Some("Memory");
+                mount.disk_empty_dir = !mount.memory_backed;
+                if let Some(sl) = ed_map.and_then(|e| e.get("sizeLimit")) {
+                    mount.size_limit = Some(self.quantity(sl, "`emptyDir.sizeLimit`")?.value);
+                }
+            }
+            out.push((name, mount));
+        }
+        Ok(out)
+    }
+
+    fn quantity(&self, node: &Spanned<Node>, what: &str) -> Result<Lined<Quantity>, Box<ManifestError>> {
+        let text = match &node.value {
+            Node::Str(_) => self.string(node, what)?,
+            n @ (Node::Int(_) | Node::Float(_)) => n.scalar_text().unwrap_or_default(),
+            _ => return Err(self.wrong_type(node, what, "a quantity such as 512Mi")),
+        };
+        let q = quantity::parse(&text).map_err(|why| {
+            (self.fail)(
+                Some(line_of(node)),
+                format!("{what} `{text}` in {} is not a Kubernetes quantity: {why}", self.file),
+                "write it as Kubernetes does: 512Mi, 2Gi, 1G, 500M (binary Ki/Mi/Gi, decimal k/M/G)".to_string(),
+            )
+        })?;
+        Ok(Lined {
+            value: q,
+            line: line_of(node),
+        })
+    }
+
+    fn strings(&self, node: &Spanned<Node>, what: &str) -> Result<Lined<Vec<String>>, Box<ManifestError>> {
+        let mut out = Vec::new();
+        for item in self.seq(node, what)? {
+            out.push(self.string(item, &format!("an item of {what}"))?);
+        }
+        Ok(Lined {
+            value: out,
+            line: line_of(node),
+        })
+    }
+
+    fn container(
+        &mut self,
+        node: &Spanned<Node>,
+        base: &Workload,
+        init: bool,
+        volumes: &[(String, Mount)],
+    ) -> Result<Container, Box<ManifestError>> {
+        let c = self.map(node, "a container")?;
+        let name = self.opt_string(c, "name", "a container's `name`")?.unwrap_or_default();
+        let image_node = c.get("image").ok_or_else(|| {
+            (self.fail)(
+                Some(line_of(node)),
+                format!("the container `{name}` of the {} `{}` in {} has no `image`", base.kind, base.name, self.file),
+                KUBECTL_HELP.to_string(),
+            )
+        })?;
+        let image = self.string(image_node, "`image`")?;
+        let workload = Workload {
+            container: name.clone(),
+            init,
+            line: line_of(image_node),
+            ..base.clone()
+        };
+        let command = match c.get("command") {
+            Some(n) if n.value != Node::Null => Some(self.strings(n, "`command`")?),
+            _ => None,
+        };
+        let args = match c.get("args") {
+            Some(n) if n.value != Node::Null => Some(self.strings(n, "`args`")?),
+            _ => None,
+        };
+        let working_dir = self.opt_string(c, "workingDir", "`workingDir`")?;
+        let (mut limits_memory, mut requests_memory, mut limits_ephemeral_storage) = (None, None, None);
+        if let Some(res) = c.get("resources").filter(|r| r.value != Node::Null) {
+            let res = self.map(res, "`resources`")?;
+            for (key, slot) in [("limits", 0), ("requests", 1)] {
+                let Some(table) = res.get(key).filter(|t| t.value != Node::Null) else { continue };
+                let table = self.map(table, &format!("`resources.{key}`"))?;
+                if let Some(m) = table.get("memory") {
+                    let q = self.quantity(m, &format!("`resources.{key}.memory`"))?;
+                    if q.value.fractional || q.value.text.ends_with('m') {
+                        self.out.warnings.push(format!(
+                            "{}:{}: `resources.{key}.memory: {}` is {} thousandths of a byte (Kubernetes reads `m` as milli): did you mean `{}Mi`?",
+                            self.file,
+                            q.line,
+                            q.value.text,
+                            q.value.text.trim_end_matches('m'),
+                            q.value.text.trim_end_matches('m'),
+                        ));
+                    }
+                    if slot == 0 {
+                        limits_memory = Some(q);
+                    } else {
+                        requests_memory = Some(q);
+                    }
+                }
+                if slot == 0 {
+                    if let Some(e) = table.get("ephemeral-storage") {
+                        limits_ephemeral_storage = Some(self.quantity(e, "`resources.limits.ephemeral-storage`")?);
+                    }
+                }
+            }
+        }
+        let mut env: Vec<EnvEntry> = Vec::new();
+        if let Some(list) = c.get("env") {
+            for e in self.seq(list, "`env`")? {
+                let m = self.map(e, "an `env` entry")?;
+                let var = m
+                    .get("name")
+                    .ok_or_else(|| (self.fail)(Some(line_of(e)), format!("an `env` entry in {} has no `name`", self.file), KUBECTL_HELP.to_string()))?;
+                let var = self.string(var, "an `env` name")?;
+                let value = if let Some(v) = m.get("value").filter(|v| v.value != Node::Null) {
+                    let raw = self.string(v, &format!("the value of `{var}`"))?;
+                    EnvValue::Value {
+                        value: expand_refs(&raw, &env),
+                    }
+                } else if let Some(from) = m.get("valueFrom") {
+                    let from = self.map(from, "`valueFrom`")?;
+                    self.value_from(from, limits_memory.as_ref(), requests_memory.as_ref(), limits_ephemeral_storage.as_ref())?
+                } else {
+                    EnvValue::Value { value: String::new() }
+                };
+                env.push(EnvEntry {
+                    name: var,
+                    line: line_of(e),
+                    value,
+                });
+            }
+        }
+        let mut env_from = Vec::new();
+        if let Some(list) = c.get("envFrom") {
+            for e in self.seq(list, "`envFrom`")? {
+                let m = self.map(e, "an `envFrom` entry")?;
+                let source = ["configMapRef", "secretRef"]
+                    .iter()
+                    .find_map(|k| {
+                        m.get(k).map(|r| {
+                            let n = r.value.get("name").and_then(|n| n.value.scalar_text()).unwrap_or_default();
+                            format!("{k} `{n}`")
+                        })
+                    })
+                    .unwrap_or_else(|| "an envFrom source".to_string());
+                env_from.push(source);
+            }
+        }
+        // `$(VAR)` in command and args is expanded by the kubelet from the container's env.
+        let expand = |l: Option<Lined<Vec<String>>>| {
+            l.map(|l| Lined {
+                value: l.value.iter().map(|s| expand_refs(s, &env)).collect(),
+                line: l.line,
+            })
+        };
+        let command = expand(command);
+        let args = expand(args);
+        let mut mounts = Vec::new();
+        if let Some(list) = c.get("volumeMounts") {
+            for m in self.seq(list, "`volumeMounts`")? {
+                let mm = self.map(m, "a volume mount")?;
+                let path = self.opt_string(mm, "mountPath", "`mountPath`")?.unwrap_or_default();
+                let volume = self.opt_string(mm, "name", "a volume mount's `name`")?.unwrap_or_default();
+                let mut mount = volumes
+                    .iter()
+                    .find(|(n, _)| *n == volume)
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or(Mount {
+                        path: String::new(),
+                        volume: volume.clone(),
+                        memory_backed: false,
+                        disk_empty_dir: false,
+                        size_limit: None,
+                    });
+                mount.path = path;
+                mounts.push(mount);
+            }
+        }
+        Ok(Container {
+            workload,
+            image,
+            command,
+            args,
+            env,
+            env_from,
+            limits_memory,
+            requests_memory,
+            limits_ephemeral_storage,
+            mounts,
+            working_dir,
+        })
+    }
+
+    fn value_from(
+        &self,
+        from: &Node,
+        limits_memory: Option<&Lined<Quantity>>,
+        requests_memory: Option<&Lined<Quantity>>,
+        limits_ephemeral: Option<&Lined<Quantity>>,
+    ) -> Result<EnvValue, Box<ManifestError>> {
+        if let Some(r) = from.get("resourceFieldRef") {
+            let r_map = self.map(r, "`resourceFieldRef`")?;
+            let resource = self.opt_string(r_map, "resource", "`resourceFieldRef.resource`")?.unwrap_or_default();
+            let divisor = match r_map.get("divisor") {
+                Some(d) => self.quantity(d, "`resourceFieldRef.divisor`")?.value.value.max(1),
+                None => 1,
+            };
+            let set = match resource.as_str() {
+                "limits.memory" => limits_memory,
+                "requests.memory" => requests_memory.or(limits_memory),
+                "limits.ephemeral-storage" => limits_ephemeral,
+                _ => None,
+            };
+            // The kubelet divides and rounds up (resource.ExtractContainerResourceValue).
+            let value = set.map(|q| q.value.value.div_ceil(divisor).to_string());
+            return Ok(match value {
+                Some(v) => EnvValue::Resource {
+                    resource,
+                    value: Some(v),
+                },
+                None => EnvValue::Unknown {
+                    why: format!(
+                        "`resourceFieldRef: {resource}` of a resource the container does not set (the kubelet gives the node's allocatable)"
+                    ),
+                },
+            });
+        }
+        let why = if let Some(s) = from.get("secretKeyRef") {
+            format!("from the secret `{}`", s.value.get("name").and_then(|n| n.value.scalar_text()).unwrap_or_default())
+        } else if let Some(s) = from.get("configMapKeyRef") {
+            format!("from the config map `{}`", s.value.get("name").and_then(|n| n.value.scalar_text()).unwrap_or_default())
+        } else if let Some(s) = from.get("fieldRef") {
+            format!("from the pod field `{}`", s.value.get("fieldPath").and_then(|n| n.value.scalar_text()).unwrap_or_default())
+        } else {
+            "from a source memlint does not read".to_string()
+        };
+        Ok(EnvValue::Unknown { why })
+    }
+}
+
+/// `$(VAR)` expanded from the entries before it, as the kubelet does (`$$` is a `$`; a
+/// reference to a variable not defined before stays as written).
+pub fn expand_refs(s: &str, env: &[EnvEntry]) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find('$') {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        if let Some(r) = after.strip_prefix('$') {
+            out.push('$');
+            rest = r;
+        } else if let Some(inner) = after.strip_prefix('(') {
+            match inner.find(')') {
+                Some(end) => {
+                    let name = &inner[..end];
+                    let known = env.iter().rev().find(|e| e.name == name).and_then(|e| match &e.value {
+                        EnvValue::Value { value } => Some(value.clone()),
+                        EnvValue::Resource { value: Some(v), .. } => Some(v.clone()),
+                        _ => None,
+                    });
+                    match known {
+                        Some(v) => out.push_str(&v),
+                        None => {
+                            out.push_str("$(");
+                            out.push_str(name);
+                            out.push(')');
+                        }
+                    }
+                    rest = &inner[end + 1..];
+                }
+                None => {
+                    out.push('$');
+                    rest = after;
+                }
+            }
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_text(text: &str) -> Result<Manifests, Box<ManifestError>> {
+        read(&[Input {
+            file: "m.yaml".to_string(),
+            text: text.to_string(),
+        }])
+    }
+
+    const DEPLOYMENT: &str = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: api
+  namespace: shop
+spec:
+  template:
+    spec:
+      volumes:
+        - name: cache
+          emptyDir:
+            medium: Memory
+            sizeLimit: 256Mi
+      initContainers:
+        - name: migrate
+          image: app:1
+      containers:
+        - name: app
+          image: registry.local/app:1
+          command: ["java"]
+          args: ["-Xmx$(HEAP)", "-jar", "app.jar", "$$(HOME)"]
+          env:
+            - name: HEAP
+              value: 2g
+            - name: LIMIT
+              valueFrom:
+                resourceFieldRef:
+                  resource: limits.memory
+                  divisor: 1Mi
+            - name: PASSWORD
+              valueFrom:
+                secretKeyRef: {name: db, key: password}
+          resources:
+            limits:
+              memory: 2Gi
+              ephemeral-storage: 1Gi
+          volumeMounts:
+            - name: cache
+              mountPath: /app/.next/cache
+---
+apiVersion: v1
+kind: Service
+metadata: {name: api}
+spec:
+  template: "not a pod"
+"#;
+
+    #[test]
+    fn a_deployment() {
+        let m = read_text(DEPLOYMENT).unwrap();
+        assert_eq!(m.containers.len(), 2);
+        let init = &m.containers[0];
+        assert!(init.workload.init);
+        let app = &m.containers[1];
+        assert_eq!(app.workload.kind, "Deployment");
+        assert_eq!(app.workload.namespace.as_deref(), Some("shop"));
+        assert_eq!((app.workload.name.as_str(), app.workload.container.as_str()), ("api", "app"));
+        assert_eq!(app.workload.line, 19);
+        assert_eq!(app.args.as_ref().unwrap().value, ["-Xmx2g", "-jar", "app.jar", "$(HOME)"]);
+        assert_eq!(app.limits_memory.as_ref().unwrap().value.value, 2 << 30);
+        assert_eq!(app.limits_memory.as_ref().unwrap().line, 35);
+        assert_eq!(
+            app.env[1].value,
+            EnvValue::Resource {
+                resource: "limits.memory".into(),
+                value: Some("2048".into())
+            }
+        );
+        assert!(matches!(app.env[2].value, EnvValue::Unknown { .. }));
+        assert!(app.mounts[0].memory_backed);
+        assert_eq!(app.mounts[0].size_limit.as_ref().unwrap().value, 256 << 20);
+        assert_eq!(m.skipped.len(), 1);
+        assert_eq!(m.skipped[0].kind, "Service");
+    }
+
+    #[test]
+    fn kinds_and_lists() {
+        let text = "kind: List\nitems:\n- kind: CronJob\n  metadata: {name: nightly}\n  spec:\n    jobTemplate:\n      spec:\n        template:\n          spec:\n            containers: [{name: job, image: busybox}]\n- kind: Pod\n  metadata: {name: p}\n  spec:\n    containers: [{name: c, image: alpine}]\n";
+        let m = read_text(text).unwrap();
+        let names: Vec<_> = m.containers.iter().map(|c| (c.workload.kind.as_str(), c.image.as_str())).collect();
+        assert_eq!(names, [("CronJob", "busybox"), ("Pod", "alpine")]);
+    }
+
+    #[test]
+    fn wrong_types_and_templates_name_the_line() {
+        let e = read_text("kind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    image: x\n    env:\n    - name: A\n      value: 1\n").unwrap_err();
+        assert_eq!(e.line, Some(9));
+        assert!(e.message.contains("must be a string"), "{}", e.message);
+        let e = read_text("kind: Pod\nspec:\n  containers:\n  - name: c\n    image: x\n    resources: {limits: {memory: 2GB}}\n").unwrap_err();
+        assert_eq!(e.line, Some(6));
+        let e = read_text("kind: Pod\nspec:\n  containers:\n{{- range .Values.c }}\n  - image: {{ .image }}\n{{- end }}\n").unwrap_err();
+        assert!(e.help.contains("helm template"), "{}", e.help);
+        let e = read_text("kind: Pod\nspec:\n  containers:\n  - image: \"{{ .Values.image }}\"\n").unwrap_err();
+        assert!(e.help.contains("helm template"), "{}", e.help);
+        assert_eq!(e.line, Some(4));
+    }
+
+    #[test]
+    fn milli_memory_is_reported() {
+        let m = read_text("kind: Pod\nspec:\n  containers:\n  - image: x\n    resources: {limits: {memory: 500m}}\n").unwrap();
+        assert_eq!(m.warnings.len(), 1);
+        assert!(m.warnings[0].contains("500Mi"), "{}", m.warnings[0]);
+    }
+}

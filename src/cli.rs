@@ -321,7 +321,12 @@ impl Shard {
         let count: u32 = n.trim().parse().map_err(|_| bad())?;
         // `$(JOB_COMPLETION_INDEX)+1/4`: Kubernetes expands the variable but cannot add.
         let index: u32 = match i.trim().split_once('+') {
-            Some((base, one)) if one.trim() == "1" => base.trim().parse::<u32>().map_err(|_| bad())?.checked_add(1).ok_or_else(bad)?,
+            Some((base, one)) if one.trim() == "1" => base
+                .trim()
+                .parse::<u32>()
+                .map_err(|_| bad())?
+                .checked_add(1)
+                .ok_or_else(bad)?,
             Some(_) => return Err(bad()),
             None => i.trim().parse().map_err(|_| bad())?,
         };

@@ -33,7 +33,9 @@ fn findings<'a>(v: &'a Value, rule: &str) -> Vec<&'a Value> {
         .collect()
 }
 
-/// (rule, broken recipe, fixed recipe, severity on the broken one, text the fix must hold)
+/// (rule, broken recipe, fixed recipe, severity on the broken one, text the fix must hold).
+/// A recipe written `RECIPE+k8s/FILE.yaml` is linted as the container of the manifest
+/// `testdata/k8s/FILE.yaml` that runs `registry.local/app:1`, read from RECIPE's image.
 const TABLE: &[(&str, &str, &str, &str, &str)] = &[
     (
         "ld-preload-missing",
@@ -322,12 +324,58 @@ const TABLE: &[(&str, &str, &str, &str, &str)] = &[
         "note",
         "ENV MALLOC_ARENA_MAX=2",
     ),
+    (
+        "heap-exceeds-limit",
+        "java17-options+k8s/heap-2gi.yaml",
+        "java17-options+k8s/heap-4gi.yaml",
+        "error",
+        "-XX:MaxRAMPercentage=75.0",
+    ),
+    (
+        "go-memlimit-missing",
+        "go-nocgo+k8s/go-limit.yaml",
+        "go-nocgo+k8s/go-limit-set.yaml",
+        "note",
+        "value: \"460MiB\"",
+    ),
+    (
+        "next-cache-exceeds-ephemeral",
+        "next-15+k8s/next-ephemeral.yaml",
+        "next-15+k8s/next-ephemeral-tmpfs.yaml",
+        "warning",
+        "maximumDiskCacheSize",
+    ),
 ];
+
+/// The JSON report of a TABLE recipe: the image's, or with `+k8s/FILE.yaml` the report of the
+/// manifest's container that runs it.
+fn lint_row(recipe: &str) -> Value {
+    match recipe.split_once("+k8s/") {
+        None => lint_json(&["--fail-on", "never", &build_image(recipe)]).0,
+        Some((image, manifest)) => {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("testdata/k8s")
+                .join(manifest);
+            let stand_in = format!("registry.local/app:1={}", build_image(image));
+            let (v, _) = lint_json(&[
+                "--fail-on",
+                "never",
+                "--k8s",
+                path.to_str().unwrap(),
+                "--image",
+                &stand_in,
+            ]);
+            let reports = v["reports"].as_array().expect("--k8s reports");
+            assert_eq!(reports.len(), 1, "{recipe}: one container");
+            reports[0].clone()
+        }
+    }
+}
 
 #[test]
 fn each_rule_fires_on_its_broken_image_and_not_on_the_fixed_twin() {
     for &(rule, broken, fixed, severity, fix) in TABLE {
-        let (v, _) = lint_json(&["--fail-on", "never", &build_image(broken)]);
+        let v = lint_row(broken);
         let hits = findings(&v, rule);
         assert!(
             !hits.is_empty(),
@@ -347,7 +395,7 @@ fn each_rule_fires_on_its_broken_image_and_not_on_the_fixed_twin() {
             "{rule} on {broken}: no fix with `{fix}`: {:#}",
             hits[0]["fix"]
         );
-        let (v, _) = lint_json(&["--fail-on", "never", &build_image(fixed)]);
+        let v = lint_row(fixed);
         assert!(
             findings(&v, rule).is_empty(),
             "{rule} fires on the fixed twin {fixed}: {:#}",

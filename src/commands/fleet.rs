@@ -104,7 +104,11 @@ pub(crate) fn run(
     if containers.is_empty() {
         super::eprint_line("memlint: the manifests run no containers (kinds memlint lints: Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, List)");
     }
-    let parallel = args.parallel.unwrap_or(DEFAULT_PARALLEL).max(1).min(wanted.len().max(1));
+    let parallel = args
+        .parallel
+        .unwrap_or(DEFAULT_PARALLEL)
+        .max(1)
+        .min(wanted.len().max(1));
     // Layer progress bars of several images at once would tangle: one line per image instead.
     let image_lines = !args.quiet;
     if parallel > 1 || options.progress == ProgressMode::Lines {
@@ -228,7 +232,11 @@ fn order(a: Option<&Container>, b: Option<&Container>) -> std::cmp::Ordering {
 /// `Deployment shop/api, container app (deploy.yaml:19)`.
 fn describe(c: &Container) -> String {
     let w = &c.workload;
-    let ns = w.namespace.as_deref().map(|n| format!("{n}/")).unwrap_or_default();
+    let ns = w
+        .namespace
+        .as_deref()
+        .map(|n| format!("{n}/"))
+        .unwrap_or_default();
     format!(
         "{} {ns}{}, {}container {} ({}:{})",
         w.kind,
@@ -280,8 +288,9 @@ fn read_inputs(args: &LintArgs) -> Result<(Vec<Input>, BTreeMap<String, Manifest
                         });
                     }
                     stdin_read = true;
-                    let bytes = crate::user_file::read_stream(std::io::stdin().lock(), k8s::MAX_MANIFEST_BYTES)
-                        .map_err(|e| Error::user_file("standard input", e))?;
+                    let bytes =
+                        crate::user_file::read_stream(std::io::stdin().lock(), k8s::MAX_MANIFEST_BYTES)
+                            .map_err(|e| Error::user_file("standard input", e))?;
                     let text = String::from_utf8(bytes).map_err(|_| Error::BadArgument {
                         what: "--k8s - (standard input is not UTF-8 text)".to_string(),
                         help: "pipe in the rendered YAML, e.g. `helm template RELEASE CHART | memlint lint --k8s -`".to_string(),
@@ -293,7 +302,12 @@ fn read_inputs(args: &LintArgs) -> Result<(Vec<Input>, BTreeMap<String, Manifest
                     let text = crate::user_file::read_to_string(&path, k8s::MAX_MANIFEST_BYTES)
                         .map_err(|e| Error::user_file(path.display(), e))?;
                     let shown = path.to_string_lossy().replace('\\', "/");
-                    let artifact = super::lint::repo_relative_or(&path, &args.sarif_artifact);
+                    // Outside the repository: the file's name, which SARIF can hold.
+                    let name = path
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_else(|| args.sarif_artifact.clone());
+                    let artifact = super::lint::repo_relative_or(&path, &name);
                     (shown, text, artifact)
                 }
             };
@@ -314,10 +328,18 @@ fn manifest_error(e: k8s::ManifestError) -> Error {
             .sum();
         let rest = &e.text[start.min(e.text.len())..];
         let len = rest.find('\n').unwrap_or(rest.len());
-        let col = e.column.map(|c| c.saturating_sub(1) as usize).unwrap_or(0).min(len);
+        let col = e
+            .column
+            .map(|c| c.saturating_sub(1) as usize)
+            .unwrap_or(0)
+            .min(len);
         miette::SourceSpan::from((start + col, len - col))
     });
-    let name = if e.file == "-" { "standard input".to_string() } else { e.file.clone() };
+    let name = if e.file == "-" {
+        "standard input".to_string()
+    } else {
+        e.file.clone()
+    };
     let message = match e.line {
         Some(l) => format!("{} (line {l})", e.message),
         None => e.message,
@@ -360,7 +382,10 @@ fn read_images(
                 opts.config_interests = Some(ConfigInterests(Arc::new(move |config| {
                     let mut all = facts::interests_for(config);
                     for c in &mine {
-                        all = all.union(facts::interests_for(&facts::container::config_with_env(Some(config), c)));
+                        all = all.union(facts::interests_for(&facts::container::config_with_env(
+                            Some(config),
+                            c,
+                        )));
                     }
                     all
                 })));
@@ -420,7 +445,8 @@ fn json(
             Some(c),
             serde_json::json!({
                 "k8s": c.workload,
-                "image": {"reference": u.source, "manifest_reference": c.image},
+                "reference": u.source,
+                "image": {"manifest_reference": c.image},
                 "error": {"code": u.code, "message": u.message},
             }),
         ));
@@ -451,7 +477,12 @@ fn text_all(
     for u in unread {
         let c = &containers[u.container];
         writeln!(w, "== {}", line(&describe(c)))?;
-        writeln!(w, "error: the image {} could not be read: {}", line(&u.source), line(&u.message))?;
+        writeln!(
+            w,
+            "error: the image {} could not be read: {}",
+            line(&u.source),
+            line(&u.message)
+        )?;
         writeln!(w)?;
     }
     if o.quiet {
@@ -486,7 +517,10 @@ fn text_all(
 /// The summary table: workload, container, image, findings by severity.
 pub(crate) fn write_table(w: &mut dyn Write, rows: &[[String; 6]]) -> std::io::Result<()> {
     let head = ["WORKLOAD", "CONTAINER", "IMAGE", "ERRORS", "WARNINGS", "NOTES"];
-    let rows: Vec<[String; 6]> = rows.iter().map(|r| r.clone().map(|c| line(&c).into_owned())).collect();
+    let rows: Vec<[String; 6]> = rows
+        .iter()
+        .map(|r| r.clone().map(|c| line(&c).into_owned()))
+        .collect();
     let mut width = head.map(|h| h.chars().count());
     for r in &rows {
         for (i, c) in r.iter().enumerate() {
@@ -526,11 +560,16 @@ mod tests {
         let keys: Vec<String> = (0..200).map(|i| format!("registry.local/app-{i}:1")).collect();
         for n in 1..=5u32 {
             for k in &keys {
-                let hits = (1..=n).filter(|i| in_shard(k, Shard { index: *i, count: n })).count();
+                let hits = (1..=n)
+                    .filter(|i| in_shard(k, Shard { index: *i, count: n }))
+                    .count();
                 assert_eq!(hits, 1, "{k} in {n} shards");
             }
         }
         assert_eq!(normalise("nginx"), "docker.io/library/nginx:latest");
-        assert_eq!(normalise("registry:docker.io/library/nginx"), "docker.io/library/nginx:latest");
+        assert_eq!(
+            normalise("registry:docker.io/library/nginx"),
+            "docker.io/library/nginx:latest"
+        );
     }
 }

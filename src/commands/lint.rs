@@ -67,8 +67,8 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
         None => None,
     };
     let fail_on = args.fail_on.or(settings.fail_on).unwrap_or(FailOn::Warning);
-    let stdin_needed = args.images.iter().any(|i| i == "docker-archive:-")
-        || args.k8s.iter().any(|p| p.as_os_str() == "-");
+    let stdin_needed =
+        args.images.iter().any(|i| i == "docker-archive:-") || args.k8s.iter().any(|p| p.as_os_str() == "-");
     let mut options = super::source_options(
         &args.source,
         &settings.limits,

@@ -29,7 +29,8 @@ pub fn run(args: MergeArgs) -> Result<ExitCode> {
                 .map_err(|e| Error::user_file("standard input", e))?;
             ("standard input".to_string(), b)
         } else {
-            let b = crate::user_file::read(path, MAX_REPORT_BYTES).map_err(|e| Error::user_file(path.display(), e))?;
+            let b = crate::user_file::read(path, MAX_REPORT_BYTES)
+                .map_err(|e| Error::user_file(path.display(), e))?;
             (path.display().to_string(), b)
         };
         let doc: Value = serde_json::from_slice(&bytes).map_err(|e| Error::BadJson {
@@ -46,7 +47,12 @@ pub fn run(args: MergeArgs) -> Result<ExitCode> {
         reports.extend(list.iter().cloned());
     }
     // Manifest order, as `lint --k8s` writes it: file, then line.
-    let key = |r: &Value| (r["k8s"]["file"].as_str().unwrap_or("").to_string(), r["k8s"]["line"].as_u64().unwrap_or(0));
+    let key = |r: &Value| {
+        (
+            r["k8s"]["file"].as_str().unwrap_or("").to_string(),
+            r["k8s"]["line"].as_u64().unwrap_or(0),
+        )
+    };
     reports.sort_by_key(key);
     let merged = serde_json::json!({
         "reports": reports,
@@ -54,7 +60,10 @@ pub fn run(args: MergeArgs) -> Result<ExitCode> {
     });
     super::emit_with(args.output.as_deref(), Allow::default(), |w| match args.format {
         MergeFormat::Json => crate::untrusted::write_json(w, &merged),
-        MergeFormat::Sarif => crate::untrusted::write_json(w, &sarif::render_json_reports(&reports, &SarifOptions { category: None })),
+        MergeFormat::Sarif => crate::untrusted::write_json(
+            w,
+            &sarif::render_json_reports(&reports, &SarifOptions { category: None }),
+        ),
         MergeFormat::Text => text(w, &reports),
     })?;
     if reports.iter().any(|r| r.get("error").is_some()) {
@@ -95,21 +104,51 @@ fn text(w: &mut dyn Write, reports: &[Value]) -> std::io::Result<()> {
             k["line"].as_u64().unwrap_or(0)
         )?;
         if let Some(e) = r.get("error") {
-            writeln!(w, "error: the image could not be read: {}", line(&s(&e["message"])))?;
+            writeln!(
+                w,
+                "error: the image could not be read: {}",
+                line(&s(&e["message"]))
+            )?;
         }
-        let count = |sev: &str| r["findings"].as_array().map_or(0, |f| f.iter().filter(|f| f["severity"] == sev).count());
+        let count = |sev: &str| {
+            r["findings"]
+                .as_array()
+                .map_or(0, |f| f.iter().filter(|f| f["severity"] == sev).count())
+        };
         for f in r["findings"].as_array().into_iter().flatten() {
-            writeln!(w, "{}[{}]: {}", line(&s(&f["severity"])), line(&s(&f["rule"])), line(&s(&f["message"])))?;
+            writeln!(
+                w,
+                "{}[{}]: {}",
+                line(&s(&f["severity"])),
+                line(&s(&f["rule"])),
+                line(&s(&f["message"]))
+            )?;
         }
         writeln!(w)?;
         let unread = r.get("error").is_some();
         rows.push([
             format!("{} {}", s(&k["kind"]), s(&k["name"])),
             s(&k["container"]),
-            r["image"]["manifest_reference"].as_str().or(r["image"]["reference"].as_str()).unwrap_or("").to_string(),
-            if unread { "unread".to_string() } else { count("error").to_string() },
-            if unread { "-".to_string() } else { count("warning").to_string() },
-            if unread { "-".to_string() } else { count("note").to_string() },
+            r["image"]["manifest_reference"]
+                .as_str()
+                .or(r["reference"].as_str())
+                .unwrap_or("")
+                .to_string(),
+            if unread {
+                "unread".to_string()
+            } else {
+                count("error").to_string()
+            },
+            if unread {
+                "-".to_string()
+            } else {
+                count("warning").to_string()
+            },
+            if unread {
+                "-".to_string()
+            } else {
+                count("note").to_string()
+            },
         ]);
     }
     super::fleet::write_table(w, &rows)

@@ -208,7 +208,9 @@ pub(crate) fn source_options(
     use std::io::IsTerminal;
     let mut options = Options {
         interests: crate::facts::interests(),
-        config_interests: Some(crate::sources::ConfigInterests(std::sync::Arc::new(crate::facts::interests_for))),
+        config_interests: Some(crate::sources::ConfigInterests(std::sync::Arc::new(
+            crate::facts::interests_for,
+        ))),
         ..Options::default()
     };
     if let Some(j) = jobs {

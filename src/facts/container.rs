@@ -37,7 +37,11 @@ pub fn config_with_env(image: Option<&ImageConfiguration>, c: &Container) -> Ima
     let mut run: Config = config.config().clone().unwrap_or_default();
     let mut env = run.env().clone().unwrap_or_default();
     for e in &c.env {
-        if let EnvValue::Value { value } | EnvValue::Resource { value: Some(value), .. } = &e.value {
+        if let EnvValue::Value { value }
+        | EnvValue::Resource {
+            value: Some(value), ..
+        } = &e.value
+        {
             env.push(format!("{}={value}", e.name));
         }
     }
@@ -58,10 +62,18 @@ pub fn env_vars(c: &Container) -> Vec<Var> {
                 EnvValue::Resource {
                     resource,
                     value: Some(v),
-                } => (Value::Set(v.clone()), format!("{}: resourceFieldRef {resource}", e.name)),
-                EnvValue::Resource { value: None, resource } => (
+                } => (
+                    Value::Set(v.clone()),
+                    format!("{}: resourceFieldRef {resource}", e.name),
+                ),
+                EnvValue::Resource {
+                    value: None,
+                    resource,
+                } => (
                     Value::Undecided {
-                        why: format!("`resourceFieldRef: {resource}` of a resource the container does not set"),
+                        why: format!(
+                            "`resourceFieldRef: {resource}` of a resource the container does not set"
+                        ),
                         if_set: None,
                     },
                     format!("{}: resourceFieldRef {resource}", e.name),
@@ -92,7 +104,9 @@ mod tests {
     fn container(yaml: &str) -> Container {
         let m = crate::k8s::read(&[Input {
             file: "m.yaml".into(),
-            text: format!("kind: Pod\nmetadata: {{name: p}}\nspec:\n  containers:\n  - name: c\n    image: x\n{yaml}"),
+            text: format!(
+                "kind: Pod\nmetadata: {{name: p}}\nspec:\n  containers:\n  - name: c\n    image: x\n{yaml}"
+            ),
         }])
         .unwrap();
         m.containers[0].clone()
@@ -117,15 +131,33 @@ mod tests {
     fn command_and_args_as_the_kubelet_applies_them() {
         let img = image(&["/ep"], &["--cmd"]);
         let s = |v: &[&str]| Some(v.iter().map(|x| x.to_string()).collect::<Vec<_>>());
-        assert_eq!(run(&config_for(Some(&img), &container(""))), (s(&["/ep"]), s(&["--cmd"])));
-        assert_eq!(run(&config_for(Some(&img), &container("    command: [/c]\n"))), (s(&["/c"]), None));
-        assert_eq!(run(&config_for(Some(&img), &container("    args: [--a]\n"))), (s(&["/ep"]), s(&["--a"])));
         assert_eq!(
-            run(&config_for(Some(&img), &container("    command: [/c]\n    args: [--a]\n"))),
+            run(&config_for(Some(&img), &container(""))),
+            (s(&["/ep"]), s(&["--cmd"]))
+        );
+        assert_eq!(
+            run(&config_for(Some(&img), &container("    command: [/c]\n"))),
+            (s(&["/c"]), None)
+        );
+        assert_eq!(
+            run(&config_for(Some(&img), &container("    args: [--a]\n"))),
+            (s(&["/ep"]), s(&["--a"]))
+        );
+        assert_eq!(
+            run(&config_for(
+                Some(&img),
+                &container("    command: [/c]\n    args: [--a]\n")
+            )),
             (s(&["/c"]), s(&["--a"]))
         );
         let c = container("    env:\n    - {name: B, value: three}\n    - name: S\n      valueFrom: {secretKeyRef: {name: s, key: k}}\n");
-        let env = config_with_env(Some(&img), &c).config().as_ref().unwrap().env().clone().unwrap();
+        let env = config_with_env(Some(&img), &c)
+            .config()
+            .as_ref()
+            .unwrap()
+            .env()
+            .clone()
+            .unwrap();
         assert_eq!(env, ["A=1", "B=2", "B=three"]);
         let vars = env_vars(&c);
         assert_eq!(vars[0].origin, Origin::Manifest { line: 8 });

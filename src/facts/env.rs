@@ -263,12 +263,14 @@ impl Env {
 
     /// What scripts set and the program still gets, in order.
     pub fn exports(&self) -> impl Iterator<Item = &Var> {
-        self.current().filter(|v| matches!(v.origin, Origin::Script { .. }))
+        self.current()
+            .filter(|v| matches!(v.origin, Origin::Script { .. }))
     }
 
     /// Whether the Kubernetes manifest's env set `key` (decided or not).
     pub fn from_manifest(&self, key: &str) -> bool {
-        self.var(key).is_some_and(|v| matches!(v.origin, Origin::Manifest { .. }))
+        self.var(key)
+            .is_some_and(|v| matches!(v.origin, Origin::Manifest { .. }))
     }
 }
 

@@ -152,7 +152,9 @@ pub fn expand(path: &Path) -> std::io::Result<Vec<Option<PathBuf>>> {
             seen += 1;
             // A folder of a whole cluster is thousands of files; a loop of links is not.
             if seen > 1_000_000 {
-                return Err(std::io::Error::other("more than a million entries under the folder"));
+                return Err(std::io::Error::other(
+                    "more than a million entries under the folder",
+                ));
             }
             let p = e.path();
             let ft = e.file_type()?;
@@ -197,14 +199,16 @@ fn read_one(input: &Input, out: &mut Manifests) -> Result<(), Box<ManifestError>
             let mut err = fail(
                 e.line,
                 format!("{} is not valid YAML: {}", input.file, e.message),
-                "fix the YAML at this line; `kubectl apply --dry-run=client -f FILE` shows the same".to_string(),
+                "fix the YAML at this line; `kubectl apply --dry-run=client -f FILE` shows the same"
+                    .to_string(),
             );
             err.column = e.column;
             if let Some(l) = helm {
                 err.line = Some(l);
                 err.column = None;
                 err.message = format!("{} holds an unrendered Helm template (`{{{{ … }}}}`)", input.file);
-                err.help = "render it first with `helm template RELEASE CHART | memlint lint --k8s -`".to_string();
+                err.help =
+                    "render it first with `helm template RELEASE CHART | memlint lint --k8s -`".to_string();
             }
             return Err(err);
         }
@@ -215,7 +219,18 @@ fn read_one(input: &Input, out: &mut Manifests) -> Result<(), Box<ManifestError>
         fail: &fail,
     };
     for doc in &docs {
-        walk.document(doc, 0)?;
+        walk.document(doc, 0).map_err(|mut e| {
+            // An unquoted `{{ … }}` is valid YAML (a flow map in a flow map) of the wrong type.
+            let source_line = e
+                .line
+                .and_then(|l| input.text.lines().nth(l.saturating_sub(1) as usize));
+            if source_line.is_some_and(|l| l.contains("{{") && l.contains("}}")) {
+                e.message = format!("{} holds an unrendered Helm template (`{{{{ … }}}}`)", input.file);
+                e.help =
+                    "render it first with `helm template RELEASE CHART | memlint lint --k8s -`".to_string();
+            }
+            e
+        })?;
     }
     Ok(())
 }
@@ -242,7 +257,11 @@ impl Walk<'_> {
     fn wrong_type(&self, at: &Spanned<Node>, what: &str, expected: &str) -> Box<ManifestError> {
         (self.fail)(
             Some(line_of(at)),
-            format!("{what} in {} must be {expected}, not {}", self.file, at.value.describe()),
+            format!(
+                "{what} in {} must be {expected}, not {}",
+                self.file,
+                at.value.describe()
+            ),
             KUBECTL_HELP.to_string(),
         )
     }
@@ -254,7 +273,11 @@ impl Walk<'_> {
         }
     }
 
-    fn seq<'n>(&self, node: &'n Spanned<Node>, what: &str) -> Result<&'n [Spanned<Node>], Box<ManifestError>> {
+    fn seq<'n>(
+        &self,
+        node: &'n Spanned<Node>,
+        what: &str,
+    ) -> Result<&'n [Spanned<Node>], Box<ManifestError>> {
         match &node.value {
             Node::Seq(items) => Ok(items),
             Node::Null => Ok(&[]),
@@ -269,7 +292,8 @@ impl Walk<'_> {
                     return Err((self.fail)(
                         Some(line_of(node)),
                         format!("{what} in {} is an unrendered Helm template (`{s}`)", self.file),
-                        "render it first with `helm template RELEASE CHART | memlint lint --k8s -`".to_string(),
+                        "render it first with `helm template RELEASE CHART | memlint lint --k8s -`"
+                            .to_string(),
                     ));
                 }
                 Ok(s.clone())
@@ -324,13 +348,19 @@ impl Walk<'_> {
                 return Ok(());
             }
             "Pod" => &["spec"],
-            "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" | "Job" => &["spec", "template", "spec"],
+            "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" | "Job" => {
+                &["spec", "template", "spec"]
+            }
             "CronJob" => &["spec", "jobTemplate", "spec", "template", "spec"],
             _ => {
                 self.out.skipped.push(Skipped {
                     file: self.file.to_string(),
                     line,
-                    kind: if kind.is_empty() { "(no kind)".to_string() } else { kind },
+                    kind: if kind.is_empty() {
+                        "(no kind)".to_string()
+                    } else {
+                        kind
+                    },
                     name,
                 });
                 return Ok(());
@@ -379,10 +409,14 @@ impl Walk<'_> {
 
     fn volumes(&self, pod: &Node) -> Result<Vec<(String, Mount)>, Box<ManifestError>> {
         let mut out = Vec::new();
-        let Some(list) = pod.get("volumes") else { return Ok(out) };
+        let Some(list) = pod.get("volumes") else {
+            return Ok(out);
+        };
         for v in self.seq(list, "`volumes`")? {
             let m = self.map(v, "a volume")?;
-            let name = self.opt_string(m, "name", "a volume's `name`")?.unwrap_or_default();
+            let name = self
+                .opt_string(m, "name", "a volume's `name`")?
+                .unwrap_or_default();
             let mut mount = Mount {
                 path: String::new(),
                 volume: name.clone(),
@@ -419,8 +453,12 @@ impl Walk<'_> {
         let q = quantity::parse(&text).map_err(|why| {
             (self.fail)(
                 Some(line_of(node)),
-                format!("{what} `{text}` in {} is not a Kubernetes quantity: {why}", self.file),
-                "write it as Kubernetes does: 512Mi, 2Gi, 1G, 500M (binary Ki/Mi/Gi, decimal k/M/G)".to_string(),
+                format!(
+                    "{what} `{text}` in {} is not a Kubernetes quantity: {why}",
+                    self.file
+                ),
+                "write it as Kubernetes does: 512Mi, 2Gi, 1G, 500M (binary Ki/Mi/Gi, decimal k/M/G)"
+                    .to_string(),
             )
         })?;
         Ok(Lined {
@@ -448,11 +486,16 @@ impl Walk<'_> {
         volumes: &[(String, Mount)],
     ) -> Result<Container, Box<ManifestError>> {
         let c = self.map(node, "a container")?;
-        let name = self.opt_string(c, "name", "a container's `name`")?.unwrap_or_default();
+        let name = self
+            .opt_string(c, "name", "a container's `name`")?
+            .unwrap_or_default();
         let image_node = c.get("image").ok_or_else(|| {
             (self.fail)(
                 Some(line_of(node)),
-                format!("the container `{name}` of the {} `{}` in {} has no `image`", base.kind, base.name, self.file),
+                format!(
+                    "the container `{name}` of the {} `{}` in {} has no `image`",
+                    base.kind, base.name, self.file
+                ),
                 KUBECTL_HELP.to_string(),
             )
         })?;
@@ -476,7 +519,9 @@ impl Walk<'_> {
         if let Some(res) = c.get("resources").filter(|r| r.value != Node::Null) {
             let res = self.map(res, "`resources`")?;
             for (key, slot) in [("limits", 0), ("requests", 1)] {
-                let Some(table) = res.get(key).filter(|t| t.value != Node::Null) else { continue };
+                let Some(table) = res.get(key).filter(|t| t.value != Node::Null) else {
+                    continue;
+                };
                 let table = self.map(table, &format!("`resources.{key}`"))?;
                 if let Some(m) = table.get("memory") {
                     let q = self.quantity(m, &format!("`resources.{key}.memory`"))?;
@@ -498,7 +543,8 @@ impl Walk<'_> {
                 }
                 if slot == 0 {
                     if let Some(e) = table.get("ephemeral-storage") {
-                        limits_ephemeral_storage = Some(self.quantity(e, "`resources.limits.ephemeral-storage`")?);
+                        limits_ephemeral_storage =
+                            Some(self.quantity(e, "`resources.limits.ephemeral-storage`")?);
                     }
                 }
             }
@@ -507,9 +553,13 @@ impl Walk<'_> {
         if let Some(list) = c.get("env") {
             for e in self.seq(list, "`env`")? {
                 let m = self.map(e, "an `env` entry")?;
-                let var = m
-                    .get("name")
-                    .ok_or_else(|| (self.fail)(Some(line_of(e)), format!("an `env` entry in {} has no `name`", self.file), KUBECTL_HELP.to_string()))?;
+                let var = m.get("name").ok_or_else(|| {
+                    (self.fail)(
+                        Some(line_of(e)),
+                        format!("an `env` entry in {} has no `name`", self.file),
+                        KUBECTL_HELP.to_string(),
+                    )
+                })?;
                 let var = self.string(var, "an `env` name")?;
                 let value = if let Some(v) = m.get("value").filter(|v| v.value != Node::Null) {
                     let raw = self.string(v, &format!("the value of `{var}`"))?;
@@ -518,7 +568,12 @@ impl Walk<'_> {
                     }
                 } else if let Some(from) = m.get("valueFrom") {
                     let from = self.map(from, "`valueFrom`")?;
-                    self.value_from(from, limits_memory.as_ref(), requests_memory.as_ref(), limits_ephemeral_storage.as_ref())?
+                    self.value_from(
+                        from,
+                        limits_memory.as_ref(),
+                        requests_memory.as_ref(),
+                        limits_ephemeral_storage.as_ref(),
+                    )?
                 } else {
                     EnvValue::Value { value: String::new() }
                 };
@@ -537,7 +592,11 @@ impl Walk<'_> {
                     .iter()
                     .find_map(|k| {
                         m.get(k).map(|r| {
-                            let n = r.value.get("name").and_then(|n| n.value.scalar_text()).unwrap_or_default();
+                            let n = r
+                                .value
+                                .get("name")
+                                .and_then(|n| n.value.scalar_text())
+                                .unwrap_or_default();
                             format!("{k} `{n}`")
                         })
                     })
@@ -558,8 +617,12 @@ impl Walk<'_> {
         if let Some(list) = c.get("volumeMounts") {
             for m in self.seq(list, "`volumeMounts`")? {
                 let mm = self.map(m, "a volume mount")?;
-                let path = self.opt_string(mm, "mountPath", "`mountPath`")?.unwrap_or_default();
-                let volume = self.opt_string(mm, "name", "a volume mount's `name`")?.unwrap_or_default();
+                let path = self
+                    .opt_string(mm, "mountPath", "`mountPath`")?
+                    .unwrap_or_default();
+                let volume = self
+                    .opt_string(mm, "name", "a volume mount's `name`")?
+                    .unwrap_or_default();
                 let mut mount = volumes
                     .iter()
                     .find(|(n, _)| *n == volume)
@@ -599,7 +662,9 @@ impl Walk<'_> {
     ) -> Result<EnvValue, Box<ManifestError>> {
         if let Some(r) = from.get("resourceFieldRef") {
             let r_map = self.map(r, "`resourceFieldRef`")?;
-            let resource = self.opt_string(r_map, "resource", "`resourceFieldRef.resource`")?.unwrap_or_default();
+            let resource = self
+                .opt_string(r_map, "resource", "`resourceFieldRef.resource`")?
+                .unwrap_or_default();
             let divisor = match r_map.get("divisor") {
                 Some(d) => self.quantity(d, "`resourceFieldRef.divisor`")?.value.value.max(1),
                 None => 1,
@@ -625,11 +690,29 @@ impl Walk<'_> {
             });
         }
         let why = if let Some(s) = from.get("secretKeyRef") {
-            format!("from the secret `{}`", s.value.get("name").and_then(|n| n.value.scalar_text()).unwrap_or_default())
+            format!(
+                "from the secret `{}`",
+                s.value
+                    .get("name")
+                    .and_then(|n| n.value.scalar_text())
+                    .unwrap_or_default()
+            )
         } else if let Some(s) = from.get("configMapKeyRef") {
-            format!("from the config map `{}`", s.value.get("name").and_then(|n| n.value.scalar_text()).unwrap_or_default())
+            format!(
+                "from the config map `{}`",
+                s.value
+                    .get("name")
+                    .and_then(|n| n.value.scalar_text())
+                    .unwrap_or_default()
+            )
         } else if let Some(s) = from.get("fieldRef") {
-            format!("from the pod field `{}`", s.value.get("fieldPath").and_then(|n| n.value.scalar_text()).unwrap_or_default())
+            format!(
+                "from the pod field `{}`",
+                s.value
+                    .get("fieldPath")
+                    .and_then(|n| n.value.scalar_text())
+                    .unwrap_or_default()
+            )
         } else {
             "from a source memlint does not read".to_string()
         };
@@ -652,11 +735,15 @@ pub fn expand_refs(s: &str, env: &[EnvEntry]) -> String {
             match inner.find(')') {
                 Some(end) => {
                     let name = &inner[..end];
-                    let known = env.iter().rev().find(|e| e.name == name).and_then(|e| match &e.value {
-                        EnvValue::Value { value } => Some(value.clone()),
-                        EnvValue::Resource { value: Some(v), .. } => Some(v.clone()),
-                        _ => None,
-                    });
+                    let known = env
+                        .iter()
+                        .rev()
+                        .find(|e| e.name == name)
+                        .and_then(|e| match &e.value {
+                            EnvValue::Value { value } => Some(value.clone()),
+                            EnvValue::Resource { value: Some(v), .. } => Some(v.clone()),
+                            _ => None,
+                        });
                     match known {
                         Some(v) => out.push_str(&v),
                         None => {
@@ -748,9 +835,15 @@ spec:
         let app = &m.containers[1];
         assert_eq!(app.workload.kind, "Deployment");
         assert_eq!(app.workload.namespace.as_deref(), Some("shop"));
-        assert_eq!((app.workload.name.as_str(), app.workload.container.as_str()), ("api", "app"));
+        assert_eq!(
+            (app.workload.name.as_str(), app.workload.container.as_str()),
+            ("api", "app")
+        );
         assert_eq!(app.workload.line, 19);
-        assert_eq!(app.args.as_ref().unwrap().value, ["-Xmx2g", "-jar", "app.jar", "$(HOME)"]);
+        assert_eq!(
+            app.args.as_ref().unwrap().value,
+            ["-Xmx2g", "-jar", "app.jar", "$(HOME)"]
+        );
         assert_eq!(app.limits_memory.as_ref().unwrap().value.value, 2 << 30);
         assert_eq!(app.limits_memory.as_ref().unwrap().line, 35);
         assert_eq!(
@@ -771,7 +864,11 @@ spec:
     fn kinds_and_lists() {
         let text = "kind: List\nitems:\n- kind: CronJob\n  metadata: {name: nightly}\n  spec:\n    jobTemplate:\n      spec:\n        template:\n          spec:\n            containers: [{name: job, image: busybox}]\n- kind: Pod\n  metadata: {name: p}\n  spec:\n    containers: [{name: c, image: alpine}]\n";
         let m = read_text(text).unwrap();
-        let names: Vec<_> = m.containers.iter().map(|c| (c.workload.kind.as_str(), c.image.as_str())).collect();
+        let names: Vec<_> = m
+            .containers
+            .iter()
+            .map(|c| (c.workload.kind.as_str(), c.image.as_str()))
+            .collect();
         assert_eq!(names, [("CronJob", "busybox"), ("Pod", "alpine")]);
     }
 
@@ -782,16 +879,23 @@ spec:
         assert!(e.message.contains("must be a string"), "{}", e.message);
         let e = read_text("kind: Pod\nspec:\n  containers:\n  - name: c\n    image: x\n    resources: {limits: {memory: 2GB}}\n").unwrap_err();
         assert_eq!(e.line, Some(6));
-        let e = read_text("kind: Pod\nspec:\n  containers:\n{{- range .Values.c }}\n  - image: {{ .image }}\n{{- end }}\n").unwrap_err();
+        let e = read_text(
+            "kind: Pod\nspec:\n  containers:\n{{- range .Values.c }}\n  - image: {{ .image }}\n{{- end }}\n",
+        )
+        .unwrap_err();
         assert!(e.help.contains("helm template"), "{}", e.help);
-        let e = read_text("kind: Pod\nspec:\n  containers:\n  - image: \"{{ .Values.image }}\"\n").unwrap_err();
+        let e =
+            read_text("kind: Pod\nspec:\n  containers:\n  - image: \"{{ .Values.image }}\"\n").unwrap_err();
         assert!(e.help.contains("helm template"), "{}", e.help);
         assert_eq!(e.line, Some(4));
     }
 
     #[test]
     fn milli_memory_is_reported() {
-        let m = read_text("kind: Pod\nspec:\n  containers:\n  - image: x\n    resources: {limits: {memory: 500m}}\n").unwrap();
+        let m = read_text(
+            "kind: Pod\nspec:\n  containers:\n  - image: x\n    resources: {limits: {memory: 500m}}\n",
+        )
+        .unwrap();
         assert_eq!(m.warnings.len(), 1);
         assert!(m.warnings[0].contains("500Mi"), "{}", m.warnings[0]);
     }

@@ -97,12 +97,19 @@ pub fn parse(text: &str) -> Result<Quantity, String> {
             if digits_only.is_empty() || !digits_only.bytes().all(|b| b.is_ascii_digit()) {
                 return Err(format!("`{s}` is not a suffix (Ki, Mi, Gi, Ti, Pi, Ei, m, k, M, G, T, P, E or an exponent such as e9)"));
             }
-            pow10(exp.parse::<i32>().map_err(|_| "the exponent is out of range".to_string())?)?
+            pow10(
+                exp.parse::<i32>()
+                    .map_err(|_| "the exponent is out of range".to_string())?,
+            )?
         }
         s => {
             let hint = match s.to_ascii_lowercase().as_str() {
-                "ki" | "mi" | "gi" | "ti" | "pi" | "ei" => format!(" (Kubernetes writes it `{}{}`)", s[..1].to_ascii_uppercase(), "i"),
-                "kb" | "mb" | "gb" | "kib" | "mib" | "gib" => " (Kubernetes writes Ki, Mi, Gi or k, M, G)".to_string(),
+                "ki" | "mi" | "gi" | "ti" | "pi" | "ei" => {
+                    format!(" (Kubernetes writes it `{}{}`)", s[..1].to_ascii_uppercase(), "i")
+                }
+                "kb" | "mb" | "gb" | "kib" | "mib" | "gib" => {
+                    " (Kubernetes writes Ki, Mi, Gi or k, M, G)".to_string()
+                }
                 "g" => " (Kubernetes writes G or Gi)".to_string(),
                 "k" => " (Kubernetes writes k for 1000, Ki for 1024)".to_string(),
                 _ => String::new(),
@@ -110,9 +117,15 @@ pub fn parse(text: &str) -> Result<Quantity, String> {
             return Err(format!("`{s}` is not a suffix Kubernetes knows{hint}"));
         }
     };
-    num = num.checked_mul(n).ok_or_else(|| "the value is too large".to_string())?;
-    den = den.checked_mul(d).ok_or_else(|| "the value is too small to hold".to_string())?;
-    let total = mantissa.checked_mul(num).ok_or_else(|| "the value is too large".to_string())?;
+    num = num
+        .checked_mul(n)
+        .ok_or_else(|| "the value is too large".to_string())?;
+    den = den
+        .checked_mul(d)
+        .ok_or_else(|| "the value is too small to hold".to_string())?;
+    let total = mantissa
+        .checked_mul(num)
+        .ok_or_else(|| "the value is too large".to_string())?;
     let whole = total / den;
     let fractional = total % den != 0;
     let rounded = whole + u128::from(fractional);
@@ -178,7 +191,10 @@ mod tests {
 
     #[test]
     fn refused_as_the_api_server_refuses_them() {
-        for bad in ["", "Mi", "1K", "1gi", "1GB", "1 Gi", "1Gi ", "1.2.3", "1e", "1e1.5", "-1Gi", "1MiB", "abc", "1ee3"] {
+        for bad in [
+            "", "Mi", "1K", "1gi", "1GB", "1 Gi", "1Gi ", "1.2.3", "1e", "1e1.5", "-1Gi", "1MiB", "abc",
+            "1ee3",
+        ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
         assert!(parse("1gi").unwrap_err().contains("Gi"));

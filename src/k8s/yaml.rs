@@ -120,10 +120,7 @@ impl<'de> Deserialize<'de> for Node {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
                 let mut entries = Vec::new();
                 while let Some((k, v)) = map.next_entry::<Spanned<KeyText>, Spanned<Node>>()? {
-                    entries.push((
-                        Spanned::new(k.value.0, k.referenced, k.defined),
-                        v,
-                    ));
+                    entries.push((Spanned::new(k.value.0, k.referenced, k.defined), v));
                 }
                 Ok(Node::Map(entries))
             }
@@ -178,8 +175,12 @@ pub fn documents(text: &str) -> Result<Vec<Spanned<Node>>, YamlError> {
             .map(|(_, rest)| rest.to_string())
             .unwrap_or(first);
         YamlError {
-            line: location.as_ref().map(|l| u32::try_from(l.line()).unwrap_or(u32::MAX)),
-            column: location.as_ref().map(|l| u32::try_from(l.column()).unwrap_or(u32::MAX)),
+            line: location
+                .as_ref()
+                .map(|l| u32::try_from(l.line()).unwrap_or(u32::MAX)),
+            column: location
+                .as_ref()
+                .map(|l| u32::try_from(l.column()).unwrap_or(u32::MAX)),
             message: short,
         }
     })
@@ -191,20 +192,29 @@ mod tests {
 
     #[test]
     fn lines_and_scalars() {
-        let docs = documents("# c\nkind: Pod\n---\n---\nkind: Job\nspec:\n  m: 1e9\n  q: 512Mi\n  8080: x\n").unwrap();
+        let docs = documents("# c\nkind: Pod\n---\n---\nkind: Job\nspec:\n  m: 1e9\n  q: 512Mi\n  8080: x\n")
+            .unwrap();
         assert_eq!(docs.len(), 2);
         assert_eq!(docs[1].value.key_line("kind"), Some(5));
         let spec = docs[1].value.get("spec").unwrap();
         assert_eq!(line_of(spec.value.get("q").unwrap()), 8);
-        let keys: Vec<&str> = match &spec.value { Node::Map(e) => e.iter().map(|(k, _)| k.value.as_str()).collect(), _ => vec![] };
+        let keys: Vec<&str> = match &spec.value {
+            Node::Map(e) => e.iter().map(|(k, _)| k.value.as_str()).collect(),
+            _ => vec![],
+        };
         assert_eq!(keys, ["m", "q", "8080"]);
-        assert_eq!(spec.value.get("m").unwrap().value.scalar_text().as_deref(), Some("1000000000"));
+        assert_eq!(
+            spec.value.get("m").unwrap().value.scalar_text().as_deref(),
+            Some("1000000000")
+        );
         assert!(spec.value.get("8080").is_some());
     }
 
     #[test]
     fn errors_have_lines() {
-        let Err(e) = documents("kind: Pod\nspec:\n  a: [1, 2\n") else { panic!() };
+        let Err(e) = documents("kind: Pod\nspec:\n  a: [1, 2\n") else {
+            panic!()
+        };
         assert_eq!(e.line, Some(3));
         assert!(e.message.contains("unclosed"), "{}", e.message);
     }
@@ -212,8 +222,14 @@ mod tests {
     #[test]
     fn alias_bombs_stop() {
         let mut text = String::from("a: &a [1,1,1,1,1,1,1,1,1]\n");
-        for (name, prev) in ["b", "c", "d", "e", "f", "g", "h", "i", "j"].iter().zip(["a", "b", "c", "d", "e", "f", "g", "h", "i"]) {
-            text.push_str(&format!("{name}: &{name} [{}]\n", vec![format!("*{prev}"); 9].join(",")));
+        for (name, prev) in ["b", "c", "d", "e", "f", "g", "h", "i", "j"]
+            .iter()
+            .zip(["a", "b", "c", "d", "e", "f", "g", "h", "i"])
+        {
+            text.push_str(&format!(
+                "{name}: &{name} [{}]\n",
+                vec![format!("*{prev}"); 9].join(",")
+            ));
         }
         assert!(documents(&text).is_err());
     }

@@ -2,8 +2,8 @@
 
 use crate::facts::Facts;
 use crate::finding::{Anchor, Evidence, Finding, Location, Severity, Suppression};
-use crate::k8s::Container;
 use crate::image::Image;
+use crate::k8s::Container;
 use crate::locate::{self, DockerfileContext};
 use crate::report::inspect::InspectReport;
 use crate::rules::{self, RuleResult};
@@ -196,7 +196,11 @@ impl<'a> LintReport<'a> {
             },
         };
         match self.k8s {
-            Some(c) => serde_json::to_value(WithK8s { k8s: &c.workload, doc }).unwrap_or_default(),
+            Some(c) => serde_json::to_value(WithK8s {
+                k8s: &c.workload,
+                doc,
+            })
+            .unwrap_or_default(),
             None => serde_json::to_value(&doc).unwrap_or_default(),
         }
     }

@@ -63,7 +63,13 @@ fn derived_category(r: &LintReport) -> String {
         let w = &c.workload;
         let clean = |s: &str| -> String {
             s.chars()
-                .map(|ch| if ch.is_ascii_alphanumeric() || ch == '.' || ch == '_' || ch == '-' { ch } else { '-' })
+                .map(|ch| {
+                    if ch.is_ascii_alphanumeric() || ch == '.' || ch == '_' || ch == '-' {
+                        ch
+                    } else {
+                        '-'
+                    }
+                })
                 .collect()
         };
         return format!(
@@ -123,12 +129,22 @@ pub fn render_json_reports(reports: &[Value], o: &SarifOptions) -> Value {
                 v.as_str()
                     .unwrap_or("")
                     .chars()
-                    .map(|ch| if ch.is_ascii_alphanumeric() || ch == '.' || ch == '_' || ch == '-' { ch } else { '-' })
+                    .map(|ch| {
+                        if ch.is_ascii_alphanumeric() || ch == '.' || ch == '_' || ch == '-' {
+                            ch
+                        } else {
+                            '-'
+                        }
+                    })
                     .collect()
             };
             let derived = format!(
                 "k8s/{}/{}/{}/{}",
-                if k8s["namespace"].is_string() { clean(&k8s["namespace"]) } else { "default".to_string() },
+                if k8s["namespace"].is_string() {
+                    clean(&k8s["namespace"])
+                } else {
+                    "default".to_string()
+                },
                 clean(&k8s["kind"]).to_ascii_lowercase(),
                 clean(&k8s["name"]),
                 clean(&k8s["container"])
@@ -147,7 +163,7 @@ pub fn render_json_reports(reports: &[Value], o: &SarifOptions) -> Value {
                 "results": results,
                 "columnKind": "unicodeCodePoints",
                 "properties": {
-                    "image": r["image"]["reference"],
+                    "image": r["reference"],
                     "platform": r["image"]["platform"],
                 },
             })
@@ -172,8 +188,16 @@ fn result_of_json(f: &Value) -> Option<Value> {
     finding.fix = f["fix"].as_str().unwrap_or("").to_string();
     finding.location = serde_json::from_value(f["location"].clone()).ok();
     finding.suppression = f["suppression"].as_object().map(|s| crate::finding::Suppression {
-        kind: if s.get("kind").and_then(Value::as_str) == Some("inSource") { "inSource" } else { "external" },
-        justification: s.get("justification").and_then(Value::as_str).unwrap_or("").to_string(),
+        kind: if s.get("kind").and_then(Value::as_str) == Some("inSource") {
+            "inSource"
+        } else {
+            "external"
+        },
+        justification: s
+            .get("justification")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
         origin: s.get("origin").and_then(Value::as_str).unwrap_or("").to_string(),
     });
     Some(result(&finding))

@@ -1,0 +1,520 @@
+//! `lint --k8s`: manifests as people write them (a Deployment, a StatefulSet, a CronJob, a
+//! `List`, multi-document files, a `helm template`-style rendering piped to standard input),
+//! their images pushed to Debian's docker-registry on 127.0.0.1 and read by reference, `--image`
+//! stand-ins, bad manifests, shards and `merge`, and the example Job of `examples/k8s/`.
+
+mod common;
+
+use common::registry::*;
+use common::*;
+use serde_json::Value;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+/// memlint with `stdin` piped in, in `dir`, with its own cache folder.
+fn memlint_stdin(dir: &Path, args: &[&str], stdin: &str) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_memlint"));
+    cmd.args(args)
+        .current_dir(dir)
+        .env("MEMLINT_CACHE_DIR", dir.join(".memlint-cache"))
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("memlint runs");
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn json_of(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn rules_of(report: &Value) -> Vec<String> {
+    report["findings"]
+        .as_array()
+        .map(|f| {
+            f.iter()
+                .map(|f| f["rule"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn oci_path(reference: &str) -> &str {
+    reference
+        .trim_start_matches("oci-dir:")
+        .trim_end_matches(":latest")
+}
+
+/// A `helm template` rendering of a small chart: the `# Source:` comments, a Service and a
+/// ConfigMap memlint skips, a Deployment, a StatefulSet and a CronJob.
+fn rendered_chart(host: &str, node_heap: &str, node_limit: &str) -> String {
+    format!(
+        r#"---
+# Source: shop/templates/service.yaml
+apiVersion: v1
+kind: Service
+metadata:
+  name: release-name-shop
+  labels:
+    helm.sh/chart: shop-0.1.0
+spec:
+  type: ClusterIP
+  ports:
+    - port: 80
+      targetPort: http
+---
+# Source: shop/templates/configmap.yaml
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: release-name-shop
+data:
+  alert.tmpl: |
+    {{{{ .Labels.alertname }}}} fired
+---
+# Source: shop/templates/deployment.yaml
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: release-name-shop-web
+  namespace: shop
+spec:
+  replicas: 2
+  selector:
+    matchLabels:
+      app.kubernetes.io/name: shop
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/name: shop
+    spec:
+      containers:
+        - name: web
+          image: "{host}/node:1"
+          imagePullPolicy: IfNotPresent
+          env:
+            - name: NODE_OPTIONS
+              value: "--max-old-space-size={node_heap}"
+          resources:
+            limits:
+              cpu: 500m
+              memory: {node_limit}
+---
+# Source: shop/templates/statefulset.yaml
+apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: release-name-shop-api
+  namespace: shop
+spec:
+  serviceName: api
+  selector:
+    matchLabels:
+      app: api
+  template:
+    metadata:
+      labels:
+        app: api
+    spec:
+      containers:
+        - name: api
+          image: {host}/java:1
+          env:
+            - name: HEAP
+              value: 2g
+            - name: JAVA_TOOL_OPTIONS
+              value: "-Xmx$(HEAP)"
+          resources:
+            limits:
+              memory: 4Gi
+---
+# Source: shop/templates/cronjob.yaml
+apiVersion: batch/v1
+kind: CronJob
+metadata:
+  name: release-name-shop-report
+  namespace: shop
+spec:
+  schedule: "0 3 * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: OnFailure
+          containers:
+            - name: report
+              image: {host}/java:1
+              args: ["-version"]
+              resources:
+                limits:
+                  memory: 256Mi
+"#
+    )
+}
+
+#[test]
+fn helm_template_piped_to_k8s_lints_every_image_with_its_container() {
+    let node = build_image("node-old-space");
+    let java = build_image("java17-options");
+    let registry = Registry::start(Setup::default());
+    registry.push(&format!("oci:{}", oci_path(&node)), "node:1", &[]);
+    registry.push(&format!("oci:{}", oci_path(&java)), "java:1", &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let host = registry.host();
+
+    // --max-old-space-size=2048 under 2Gi: heap-exceeds-limit, on the limits.memory line in SARIF.
+    let yaml = rendered_chart(&host, "2048", "2Gi");
+    let out = memlint_stdin(
+        dir.path(),
+        &["lint", "--k8s", "-", "--format", "json", "--fail-on", "never"],
+        &yaml,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json_of(&out);
+    let reports = v["reports"].as_array().unwrap();
+    let workloads: Vec<(String, String)> = reports
+        .iter()
+        .map(|r| {
+            (
+                r["k8s"]["kind"].as_str().unwrap().to_string(),
+                r["k8s"]["container"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        workloads,
+        [
+            ("Deployment".into(), "web".into()),
+            ("StatefulSet".into(), "api".into()),
+            ("CronJob".into(), "report".into())
+        ]
+    );
+    let web = &reports[0];
+    assert_eq!(web["k8s"]["namespace"], "shop");
+    assert_eq!(web["k8s"]["file"], "-");
+    assert!(
+        rules_of(web).contains(&"heap-exceeds-limit".to_string()),
+        "{:#}",
+        web["findings"]
+    );
+    // The StatefulSet's -Xmx$(HEAP) is expanded as the kubelet does: 2g under 4Gi is 50 %.
+    assert!(!rules_of(&reports[1]).contains(&"heap-exceeds-limit".to_string()));
+    let heap = web["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "heap-exceeds-limit")
+        .unwrap();
+    let limit_line = yaml.lines().position(|l| l.trim() == "memory: 2Gi").unwrap() + 1;
+    assert_eq!(heap["location"]["line"], limit_line);
+
+    let out = memlint_stdin(
+        dir.path(),
+        &[
+            "lint",
+            "--k8s",
+            "-",
+            "--format",
+            "sarif",
+            "--sarif-artifact",
+            "rendered/shop.yaml",
+            "--fail-on",
+            "never",
+        ],
+        &yaml,
+    );
+    let sarif = json_of(&out);
+    let result = sarif["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["ruleId"] == "heap-exceeds-limit")
+        .expect("a SARIF result");
+    let place = &result["locations"][0]["physicalLocation"];
+    assert_eq!(place["artifactLocation"]["uri"], "rendered/shop.yaml");
+    assert_eq!(place["region"]["startLine"], limit_line);
+    let categories: Vec<&str> = sarif["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["automationDetails"]["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(categories.len(), 3);
+    assert!(categories.windows(2).all(|w| w[0] != w[1]), "{categories:?}");
+
+    // The same image under 4Gi: no heap-exceeds-limit (1536 would be the guidance's 75 %).
+    let out = memlint_stdin(
+        dir.path(),
+        &["lint", "--k8s", "-", "--format", "json", "--fail-on", "never"],
+        &rendered_chart(&host, "2048", "4Gi"),
+    );
+    let v = json_of(&out);
+    assert!(!rules_of(&v["reports"][0]).contains(&"heap-exceeds-limit".to_string()));
+    // 1800 of 2Gi is more than 75 %: a warning of the same rule.
+    let out = memlint_stdin(
+        dir.path(),
+        &["lint", "--k8s", "-", "--format", "json", "--fail-on", "never"],
+        &rendered_chart(&host, "1800", "2Gi"),
+    );
+    let v = json_of(&out);
+    let heap: Vec<&Value> = v["reports"][0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "heap-exceeds-limit")
+        .collect();
+    assert_eq!(heap.len(), 1);
+    assert_eq!(heap[0]["severity"], "warning");
+
+    // Text: grouped by workload, with the summary table.
+    let out = memlint_stdin(dir.path(), &["lint", "--k8s", "-", "--fail-on", "error"], &yaml);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("== Deployment shop/release-name-shop-web, container web (-:"),
+        "{text}"
+    );
+    assert!(text.contains("WORKLOAD"), "{text}");
+    // Each image is read once, with one line each.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("memlint: image ").count(), 2, "{err}");
+}
+
+#[test]
+fn lists_folders_stand_ins_and_an_image_that_cannot_be_read() {
+    let node = build_image("node-old-space");
+    let dir = tempfile::tempdir().unwrap();
+    let manifests = dir.path().join("deploy");
+    std::fs::create_dir_all(manifests.join("nested")).unwrap();
+    std::fs::write(
+        manifests.join("list.yaml"),
+        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: one}\n  spec:\n    containers:\n    - name: app\n      image: ghcr.io/example/app:1.2\n      resources: {limits: {memory: 1Gi}}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        manifests.join("nested/missing.yml"),
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: two}\nspec:\n  containers:\n  - name: gone\n    image: 127.0.0.1:1/nothing:here\n",
+    )
+    .unwrap();
+    std::fs::write(manifests.join("README.md"), "not a manifest").unwrap();
+    let stand_in = format!("ghcr.io/example/app:1.2={node}");
+    let out = memlint_in(
+        dir.path(),
+        &[
+            "lint",
+            "--k8s",
+            "deploy",
+            "--image",
+            &stand_in,
+            "--format",
+            "json",
+            "--timeout",
+            "20s",
+        ],
+    );
+    // One image could not be read: exit 2, the other container still linted.
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json_of(&out);
+    let reports = v["reports"].as_array().unwrap();
+    assert_eq!(reports.len(), 2);
+    assert_eq!(reports[0]["k8s"]["name"], "one");
+    assert_eq!(reports[0]["k8s"]["file"], "deploy/list.yaml");
+    assert!(reports[0]["findings"].is_array());
+    assert_eq!(reports[1]["k8s"]["container"], "gone");
+    assert!(reports[1]["error"]["message"].is_string(), "{:#}", reports[1]);
+    assert!(reports[1].get("findings").is_none());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("1 container(s) not linted"), "{err}");
+}
+
+#[test]
+fn bad_manifests_exit_2_naming_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("broken.yaml", "kind: Pod\nspec:\n  containers: [\n", "broken.yaml", "line 3"),
+        (
+            "wrong.yaml",
+            "kind: Deployment\nmetadata: {name: d}\nspec:\n  template:\n    spec:\n      containers:\n      - name: c\n        image: x\n        env:\n        - name: PORT\n          value: 8080\n",
+            "must be a string",
+            "line 11",
+        ),
+        (
+            "chart.yaml",
+            "kind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\nspec:\n  template:\n    spec:\n      containers:\n      - image: {{ .Values.image }}\n",
+            "helm template",
+            "line 3",
+        ),
+        (
+            "quantity.yaml",
+            "kind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - image: x\n    resources: {limits: {memory: 2GB}}\n",
+            "not a Kubernetes quantity",
+            "line 6",
+        ),
+    ];
+    for (file, text, needle, line) in cases {
+        std::fs::write(dir.path().join(file), text).unwrap();
+        let out = memlint_in(dir.path(), &["lint", "--k8s", file]);
+        assert_eq!(out.status.code(), Some(2), "{file}");
+        let err = error_text(&out);
+        assert!(
+            err.contains(needle) && err.contains(line) && err.contains(file),
+            "{file}: {err}"
+        );
+    }
+}
+
+#[test]
+fn shards_cover_every_image_once_and_merge_gives_the_unsharded_report() {
+    let images = ["node-old-space", "java17-options", "next-15"].map(build_image);
+    let dir = tempfile::tempdir().unwrap();
+    let mut yaml = String::new();
+    let mut stand_ins = Vec::new();
+    for (i, image) in images.iter().enumerate() {
+        for replica in 0..2 {
+            yaml.push_str(&format!(
+                "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: app-{i}-{replica}}}\nspec:\n  template:\n    spec:\n      containers:\n      - name: main\n        image: registry.local/app-{i}:1\n        resources: {{limits: {{memory: 1Gi}}}}\n"
+            ));
+        }
+        stand_ins.push(format!("registry.local/app-{i}:1={image}"));
+    }
+    std::fs::write(dir.path().join("fleet.yaml"), &yaml).unwrap();
+    let run = |extra: &[&str], out: &str| {
+        let mut args = vec![
+            "lint",
+            "--k8s",
+            "fleet.yaml",
+            "--format",
+            "json",
+            "--fail-on",
+            "never",
+            "--no-cache",
+            "--output",
+            out,
+        ];
+        for s in &stand_ins {
+            args.extend(["--image", s.as_str()]);
+        }
+        args.extend_from_slice(extra);
+        let o = memlint_in(dir.path(), &args);
+        assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice::<Value>(&std::fs::read(dir.path().join(out)).unwrap()).unwrap()
+    };
+    let whole = run(&["--parallel", "3"], "whole.json");
+    assert_eq!(whole["reports"].as_array().unwrap().len(), 6);
+    let mut seen: Vec<String> = Vec::new();
+    for i in 1..=3 {
+        let shard = format!("{i}/3");
+        let v = run(&["--shard", &shard], &format!("shard-{i}.json"));
+        let mut mine: Vec<String> = v["reports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["reference"].as_str().unwrap().to_string())
+            .collect();
+        mine.dedup();
+        seen.extend(mine);
+    }
+    seen.sort();
+    let mut expected: Vec<String> = images.to_vec();
+    expected.sort();
+    assert_eq!(seen, expected, "every image in exactly one shard");
+    // An Indexed Job's 0-based index plus one names the same shard.
+    let again = run(&["--shard", "0+1/3"], "again.json");
+    let first =
+        serde_json::from_slice::<Value>(&std::fs::read(dir.path().join("shard-1.json")).unwrap()).unwrap();
+    assert_eq!(again, first);
+
+    let out = memlint_in(
+        dir.path(),
+        &[
+            "merge",
+            "shard-1.json",
+            "shard-2.json",
+            "shard-3.json",
+            "--fail-on",
+            "never",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(json_of(&out), whole);
+    // The merged findings decide the exit code.
+    let out = memlint_in(
+        dir.path(),
+        &[
+            "merge",
+            "shard-3.json",
+            "shard-1.json",
+            "shard-2.json",
+            "--fail-on",
+            "note",
+            "--format",
+            "sarif",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json_of(&out)["runs"].as_array().unwrap().len(), 6);
+}
+
+/// The example Job of examples/k8s is a manifest memlint's own reader takes.
+#[test]
+fn the_example_fleet_job_is_read_by_the_k8s_reader() {
+    let demo = build_image("demo");
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/k8s/memlint-fleet-job.yaml");
+    let out = memlint(&[
+        "lint",
+        "--k8s",
+        example.to_str().unwrap(),
+        "--image",
+        &format!("ghcr.io/memlint/memlint:latest={demo}"),
+        "--format",
+        "json",
+        "--fail-on",
+        "never",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json_of(&out);
+    let kinds: Vec<&str> = v["reports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["k8s"]["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.len() >= 2 && kinds.iter().all(|k| *k == "Job"), "{kinds:?}");
+    for r in v["reports"].as_array().unwrap() {
+        assert!(
+            r["facts"]["container"]["limits_memory"]["value"]["value"]
+                .as_u64()
+                .unwrap()
+                > 0
+        );
+    }
+}

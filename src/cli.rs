@@ -19,6 +19,8 @@ pub struct Cli {
     pub command: Command,
 }
 
+// Parsed once per run: the size of the largest variant (`lint`'s flags) costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Lint images for memory pitfalls; exit 1 when a finding reaches --fail-on

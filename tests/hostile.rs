@@ -75,7 +75,7 @@ impl Tar {
         self
     }
     fn pad(&mut self) {
-        while self.bytes.len() % 512 != 0 {
+        while !self.bytes.len().is_multiple_of(512) {
             self.bytes.push(0);
         }
     }

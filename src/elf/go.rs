@@ -308,7 +308,7 @@ impl GoScanner {
             let in_range = (hi - window_at) as usize;
             let found = memchr::memmem::find_iter(&window, MAGIC)
                 .take_while(|&p| p < in_range)
-                .find(|&p| (window_at + p as u64) % ALIGN == 0);
+                .find(|&p| (window_at + p as u64).is_multiple_of(ALIGN));
             if let Some(p) = found {
                 window.drain(..p);
                 window.truncate(CAPTURE_CAP);
@@ -474,7 +474,7 @@ mod tests {
                 let at = ((seed >> (8 * k)) as usize) % m.len();
                 m[at] = (seed >> (16 + k)) as u8;
             }
-            if seed % 5 == 0 {
+            if seed.is_multiple_of(5) {
                 m.truncate((seed as usize >> 3) % m.len());
             }
             if let Some(info) = parse(&m) {

@@ -146,7 +146,7 @@ pub fn parse(text: &str) -> Result<Quantity, String> {
 /// Bytes in the unit people read: `2 GiB`, `768 MiB`, `1000000000 bytes`.
 pub fn human_bytes(n: u64) -> String {
     for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {
-        if n >= 1 << shift && n % (1 << shift) == 0 {
+        if n >= 1 << shift && n.is_multiple_of(1 << shift) {
             return format!("{} {unit}", n >> shift);
         }
     }

@@ -116,8 +116,8 @@ fn bytes(n: u64) -> String {
     let shown = shown.strip_suffix(".0").unwrap_or(&shown);
     // A round number of decimal megabytes or gigabytes is likely what was meant: say it too.
     let decimal = match n {
-        _ if n % 1_000_000_000 == 0 => format!("{} GB, ", n / 1_000_000_000),
-        _ if n % 1_000_000 == 0 => format!("{} MB, ", n / 1_000_000),
+        _ if n.is_multiple_of(1_000_000_000) => format!("{} GB, ", n / 1_000_000_000),
+        _ if n.is_multiple_of(1_000_000) => format!("{} MB, ", n / 1_000_000),
         _ => String::new(),
     };
     format!("{n} bytes ({decimal}{shown} {unit})")

@@ -57,7 +57,7 @@ fn check(f: &Facts) -> Outcome {
             program.path
         ));
     }
-    let suggested = limit.value.value / 10 * 9 >> 20;
+    let suggested = (limit.value.value / 10 * 9) >> 20;
     Outcome::one(
         RULE.finding(format!(
             "{} ({}) runs under limits.memory {} with no GOMEMLIMIT: its GC paces by GOGC alone and lets the heap grow to about twice the live data, past the limit on a spike",

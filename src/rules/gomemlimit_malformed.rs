@@ -322,7 +322,7 @@ fn sized(mantissa: u128, scale: u128, unit: u128, number: &str, suffix: Option<&
     } else {
         (1..=4u32)
             .rev()
-            .find(|p| bytes % 1024u128.pow(*p) == 0 && bytes > 0)
+            .find(|p| bytes.is_multiple_of(1024u128.pow(*p)) && bytes > 0)
             .map(|p| format!("{}{}", bytes / 1024u128.pow(p), BINARY[p as usize]))
             .unwrap_or_else(|| bytes.to_string())
     };

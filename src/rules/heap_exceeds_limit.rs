@@ -86,7 +86,7 @@ fn check(f: &Facts) -> Outcome {
                         bytes: mib << 20,
                         guidance: 75,
                         outside: "the young generation, code, and Buffer and native memory",
-                        fix: |limit| format!("--max-old-space-size={}", limit * 3 / 4 >> 20),
+                        fix: |limit| format!("--max-old-space-size={}", (limit * 3 / 4) >> 20),
                     });
                 }
             }
@@ -108,7 +108,7 @@ fn check(f: &Facts) -> Outcome {
                         bytes: u64::try_from(n).unwrap_or(0),
                         guidance: 90,
                         outside: "memory the Go runtime does not manage (cgo, C libraries, mapped files)",
-                        fix: |limit| format!("GOMEMLIMIT={}MiB", limit / 10 * 9 >> 20),
+                        fix: |limit| format!("GOMEMLIMIT={}MiB", (limit / 10 * 9) >> 20),
                     });
                 }
             }

@@ -132,7 +132,7 @@ pub(crate) fn limit_error(
             ("MiB", 1 << 20),
             ("KiB", 1 << 10),
         ] {
-            if v >= size && v % size == 0 {
+            if v >= size && v.is_multiple_of(size) {
                 return format!("{} {unit}", v / size);
             }
         }

@@ -97,6 +97,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "facts",
             "finding",
             "image",
+            "k8s",
             "locate",
             "platform",
             "reference",

@@ -307,7 +307,7 @@ fn read_inputs(args: &LintArgs) -> Result<(Vec<Input>, BTreeMap<String, Manifest
                         .file_name()
                         .map(|n| n.to_string_lossy().into_owned())
                         .unwrap_or_else(|| args.sarif_artifact.clone());
-                    let artifact = super::lint::repo_relative_or(&path, &name);
+                    let artifact = super::repo_relative_or(&path, &name);
                     (shown, text, artifact)
                 }
             };

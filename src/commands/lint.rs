@@ -207,34 +207,7 @@ fn read_dockerfile(given: Option<&Path>) -> Result<Option<(String, Dockerfile)>>
     };
     let text = crate::user_file::read_to_string(&path, crate::user_file::MAX_BYTES)
         .map_err(|e| Error::user_file(path.display(), e))?;
-    Ok(Some((repo_relative(&path), Dockerfile::parse(&text))))
-}
-
-/// The path relative to the git work tree (or the current folder), `/`-separated.
-pub(crate) fn repo_relative(path: &Path) -> String {
-    repo_relative_or(path, "Dockerfile")
-}
-
-/// [`repo_relative`], or `fallback` when the path cannot be a SARIF artifact.
-pub(crate) fn repo_relative_or(path: &Path, fallback: &str) -> String {
-    let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let root = abs
-        .ancestors()
-        .skip(1)
-        .find(|d| d.join(".git").exists())
-        .map(Path::to_path_buf)
-        .or_else(|| std::env::current_dir().ok());
-    let rel = root
-        .as_deref()
-        .and_then(|r| abs.strip_prefix(r).ok())
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| path.to_path_buf());
-    let s = rel.to_string_lossy().replace('\\', "/");
-    if sarif::valid_artifact_uri(&s) {
-        s
-    } else {
-        fallback.to_string()
-    }
+    Ok(Some((super::repo_relative(&path), Dockerfile::parse(&text))))
 }
 
 /// With `--platform all`: the platforms the index of `r`'s image lists whose blobs are not in

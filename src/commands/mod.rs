@@ -331,3 +331,30 @@ pub(crate) fn bind_credentials(options: &crate::sources::Options, references: &[
         }),
     }
 }
+
+/// The path relative to the git work tree (or the current folder), `/`-separated.
+pub(crate) fn repo_relative(path: &Path) -> String {
+    repo_relative_or(path, "Dockerfile")
+}
+
+/// [`repo_relative`], or `fallback` when the path cannot be a SARIF artifact.
+pub(crate) fn repo_relative_or(path: &Path, fallback: &str) -> String {
+    let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let root = abs
+        .ancestors()
+        .skip(1)
+        .find(|d| d.join(".git").exists())
+        .map(Path::to_path_buf)
+        .or_else(|| std::env::current_dir().ok());
+    let rel = root
+        .as_deref()
+        .and_then(|r| abs.strip_prefix(r).ok())
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| path.to_path_buf());
+    let s = rel.to_string_lossy().replace('\\', "/");
+    if crate::report::sarif::valid_artifact_uri(&s) {
+        s
+    } else {
+        fallback.to_string()
+    }
+}

@@ -292,6 +292,32 @@ fn helm_template_piped_to_k8s_lints_every_image_with_its_container() {
     // Each image is read once, with one line each.
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.matches("memlint: image ").count(), 2, "{err}");
+
+    // GitHub annotations on the same line; -v lists the kinds it skipped.
+    let out = memlint_stdin(
+        dir.path(),
+        &[
+            "lint",
+            "--k8s",
+            "-",
+            "--format",
+            "github",
+            "--sarif-artifact",
+            "rendered/shop.yaml",
+            "-v",
+            "--fail-on",
+            "never",
+        ],
+        &yaml,
+    );
+    let annotations = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        annotations.contains(&format!("::error file=rendered/shop.yaml,line={limit_line},")),
+        "{annotations}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("Service `release-name-shop` skipped"), "{err}");
+    assert!(err.contains("ConfigMap `release-name-shop` skipped"), "{err}");
 }
 
 #[test]
@@ -517,4 +543,112 @@ fn the_example_fleet_job_is_read_by_the_k8s_reader() {
                 > 0
         );
     }
+}
+
+/// The manifest's env and command count as the image's would: a jemalloc `LD_PRELOAD` set only
+/// in the manifest quiets the allocator rules, a broken one there is reported on its env line,
+/// and a `command` replaces the image's entrypoint as the kubelet does.
+#[test]
+fn the_manifest_env_and_command_are_what_the_program_gets() {
+    let sharp = build_image("node-sharp-jemalloc-unused");
+    let go = build_image("go-nocgo");
+    let dir = tempfile::tempdir().unwrap();
+    let pod = |name: &str, image: &str, extra: &str| {
+        format!(
+            "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  containers:\n  - name: main\n    image: {image}\n{extra}"
+        )
+    };
+    let yaml = [
+        pod("bare", "registry.local/sharp:1", ""),
+        pod(
+            "preloaded",
+            "registry.local/sharp:1",
+            "    env:\n    - name: LD_PRELOAD\n      value: /usr/lib/x86_64-linux-gnu/libjemalloc.so.2\n",
+        ),
+        pod(
+            "wrong-arch",
+            "registry.local/sharp:1",
+            "    env:\n    - name: LD_PRELOAD\n      value: /usr/lib/aarch64-linux-gnu/libjemalloc.so.2\n",
+        ),
+        pod(
+            "go-command",
+            "registry.local/go:1",
+            "    command: [/usr/local/bin/cgoapp]\n    env:\n    - name: GOMEMLIMIT\n      value: 512Mi\n",
+        ),
+    ]
+    .concat();
+    std::fs::write(dir.path().join("pods.yaml"), &yaml).unwrap();
+    let out = memlint_in(
+        dir.path(),
+        &[
+            "lint",
+            "--k8s",
+            "pods.yaml",
+            "--image",
+            &format!("registry.local/sharp:1={sharp}"),
+            "--image",
+            &format!("registry.local/go:1={go}"),
+            "--format",
+            "json",
+            "--fail-on",
+            "never",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json_of(&out);
+    let by_name = |n: &str| {
+        v["reports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["k8s"]["name"] == n)
+            .unwrap_or_else(|| panic!("no report for {n}"))
+            .clone()
+    };
+    let bare = rules_of(&by_name("bare"));
+    assert!(bare.contains(&"jemalloc-not-preloaded".to_string()), "{bare:?}");
+    let preloaded = rules_of(&by_name("preloaded"));
+    for quiet in [
+        "jemalloc-not-preloaded",
+        "sharp-glibc-allocator",
+        "ld-preload-missing",
+    ] {
+        assert!(
+            !preloaded.contains(&quiet.to_string()),
+            "{quiet} on the preloaded pod: {preloaded:?}"
+        );
+    }
+    let wrong = by_name("wrong-arch");
+    let missing = wrong["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "ld-preload-missing")
+        .unwrap_or_else(|| panic!("{:#}", wrong["findings"]));
+    let env_line = yaml
+        .lines()
+        .position(|l| l.contains("aarch64-linux-gnu"))
+        .unwrap(); // the `- name:` line above it
+    assert_eq!(missing["location"]["line"], env_line, "{missing:#}");
+    assert_eq!(missing["location"]["path"], "pods.yaml");
+    let go = by_name("go-command");
+    let malformed = go["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "gomemlimit-malformed")
+        .unwrap_or_else(|| panic!("{:#}", go["findings"]));
+    // The program the command names, not the image's entrypoint (/app/server) runs.
+    assert_eq!(go["facts"]["entrypoint"]["program"], "/usr/local/bin/cgoapp");
+    let env_line = yaml.lines().position(|l| l.contains("value: 512Mi")).unwrap(); // its `- name:` line
+    assert_eq!(malformed["location"]["line"], env_line);
+    assert!(
+        malformed["fix"].as_str().unwrap().contains("- name: GOMEMLIMIT"),
+        "{malformed:#}"
+    );
 }

@@ -5,7 +5,7 @@
 
 use crate::cli::{FailOn, LintArgs, LintFormat, Shard};
 use crate::error::{Error, ManifestError, Result};
-use crate::facts::{self, Facts};
+use crate::facts;
 use crate::image::Image;
 use crate::k8s::{self, Container, Input};
 use crate::locate::DockerfileContext;
@@ -110,27 +110,8 @@ pub(crate) fn run(
         .max(1)
         .min(wanted.len().max(1));
     // Layer progress bars of several images at once would tangle: one line per image instead.
-    let image_lines = !args.quiet;
     if parallel > 1 || options.progress == ProgressMode::Lines {
         options.progress = ProgressMode::Off;
-    }
-    let read = read_images(&wanted, &containers, &options, parallel, image_lines);
-
-    // Facts of every container whose image was read, in manifest order.
-    let mut derived: Vec<(usize, usize, Facts)> = Vec::new();
-    let mut unread: Vec<Unread> = Vec::new();
-    for (wi, w) in wanted.iter().enumerate() {
-        for &ci in &w.containers {
-            match &read[wi] {
-                Ok(image) => derived.push((ci, wi, facts::derive_in(image, Some(&containers[ci])))),
-                Err((code, message)) => unread.push(Unread {
-                    container: ci,
-                    source: w.source.clone(),
-                    code: code.clone(),
-                    message: message.clone(),
-                }),
-            }
-        }
     }
     let ctx = ReportContext {
         settings,
@@ -138,52 +119,56 @@ pub(crate) fn run(
         artifact: &args.sarif_artifact,
         today: settings::today(),
     };
-    let mut reports: Vec<LintReport> = derived
-        .iter()
-        .filter_map(|(ci, wi, f)| {
-            let image = read[*wi].as_ref().ok()?;
-            let c = &containers[*ci];
-            let artifact = files
-                .get(&c.workload.file)
-                .map(|m| m.artifact.as_str())
-                .unwrap_or(args.sarif_artifact.as_str());
-            Some(LintReport::new(image, f, rules::run(f), &ctx).in_container(c, artifact, df_ctx.is_some()))
-        })
-        .collect();
-    reports.sort_by(|a, b| order(a.k8s, b.k8s));
+    let mut formats: Vec<(LintFormat, bool)> = vec![(args.format, color && args.format == LintFormat::Text)];
+    formats.extend(args.outputs.iter().map(|(f, _)| (*f, false)));
+    let plan = Plan {
+        containers: &containers,
+        files: &files,
+        ctx: &ctx,
+        formats: &formats,
+        several: wanted.iter().map(|w| w.containers.len()).sum::<usize>() > 1,
+        text_options: TextOptions {
+            color: false,
+            quiet: args.quiet,
+            verbose: args.verbose,
+            show_ignored: args.show_ignored,
+        },
+        category: args.category.as_deref(),
+        fail_on,
+        dockerfile_given: df_ctx.is_some(),
+        image_lines: !args.quiet,
+    };
+    let (mut rendered, mut unread) = lint_images(&wanted, &plan, &options, parallel);
+    rendered.sort_by(|a, b| order(Some(&containers[a.container]), Some(&containers[b.container])));
     unread.sort_by(|a, b| order(Some(&containers[a.container]), Some(&containers[b.container])));
 
-    let text_options = TextOptions {
-        color,
-        quiet: args.quiet,
-        verbose: args.verbose,
-        show_ignored: args.show_ignored,
-    };
     let render = |format: LintFormat, color: bool, w: &mut dyn Write| -> std::io::Result<()> {
         match format {
-            LintFormat::Json => json(w, &reports, &unread, &containers, fail_on),
-            LintFormat::Text => text_all(
-                w,
-                &reports,
-                &unread,
-                &containers,
-                TextOptions {
-                    color,
-                    ..text_options
-                },
-            ),
+            LintFormat::Json => json(w, &rendered, &unread, &containers, fail_on),
+            LintFormat::Text => text_all(w, &rendered, &unread, &containers, color, args.quiet),
             LintFormat::Sarif => crate::untrusted::write_json(
                 w,
-                &sarif::render(
-                    &reports,
-                    &SarifOptions {
-                        category: args.category.as_deref(),
-                    },
+                &sarif::document(rendered.iter().filter_map(|r| r.sarif.clone()).collect()),
+            ),
+            LintFormat::Github => {
+                for r in &rendered {
+                    if let Some(g) = &r.github {
+                        w.write_all(g)?;
+                    }
+                }
+                Ok(())
+            }
+            LintFormat::Gitlab => crate::untrusted::write_json(
+                w,
+                &serde_json::Value::Array(
+                    rendered
+                        .iter()
+                        .flat_map(|r| r.gitlab.iter().flatten().cloned())
+                        .collect(),
                 ),
             ),
-            LintFormat::Github => github::write(w, &reports),
-            LintFormat::Gitlab => crate::untrusted::write_json(w, &gitlab::render(&reports)),
             LintFormat::Junit => {
+                let suites: Vec<&junit::Suite> = rendered.iter().filter_map(|r| r.junit.as_ref()).collect();
                 let unread_junit: Vec<junit::Unread> = unread
                     .iter()
                     .map(|u| junit::Unread {
@@ -192,7 +177,7 @@ pub(crate) fn run(
                         message: u.message.clone(),
                     })
                     .collect();
-                junit::write(w, &reports, &unread_junit, fail_on)
+                junit::write_suites(w, &suites, &unread_junit)
             }
         }
     };
@@ -216,11 +201,112 @@ pub(crate) fn run(
         )));
         return Ok(ExitCode::from(2));
     }
-    let worst = reports.iter().filter_map(LintReport::worst).max();
+    let worst = rendered.iter().filter_map(|r| r.worst).max();
     Ok(match (fail_on.threshold(), worst) {
         (Some(t), Some(w)) if w >= t => ExitCode::from(1),
         _ => ExitCode::SUCCESS,
     })
+}
+
+/// What every image's worker needs to lint and render its containers.
+struct Plan<'a> {
+    containers: &'a [Container],
+    files: &'a BTreeMap<String, ManifestFile>,
+    ctx: &'a ReportContext<'a>,
+    /// The formats asked for (`--format`, each `-o`), and whether that text is in colour.
+    formats: &'a [(LintFormat, bool)],
+    /// More than one report in the run (SARIF categories, GitLab fingerprints).
+    several: bool,
+    text_options: TextOptions,
+    category: Option<&'a str>,
+    fail_on: FailOn,
+    dockerfile_given: bool,
+    image_lines: bool,
+}
+
+/// One container's report, rendered in every format asked for while its image was in memory:
+/// the image goes once its containers are done, so a fleet holds `--parallel` images at most.
+struct Rendered {
+    container: usize,
+    json: serde_json::Value,
+    /// Text, plain and in colour.
+    text: [Option<Vec<u8>>; 2],
+    sarif: Option<serde_json::Value>,
+    github: Option<Vec<u8>>,
+    gitlab: Option<Vec<serde_json::Value>>,
+    junit: Option<junit::Suite>,
+    worst: Option<crate::finding::Severity>,
+    counts: [usize; 3],
+}
+
+impl Plan<'_> {
+    fn render(&self, ci: usize, image: &Image) -> std::io::Result<Rendered> {
+        use crate::finding::Severity;
+        let c = &self.containers[ci];
+        let f = facts::derive_in(image, Some(c));
+        let artifact = self
+            .files
+            .get(&c.workload.file)
+            .map(|m| m.artifact.as_str())
+            .unwrap_or(self.ctx.artifact);
+        let r = LintReport::new(image, &f, rules::run(&f), self.ctx).in_container(
+            c,
+            artifact,
+            self.dockerfile_given,
+        );
+        let wants = |format: LintFormat| self.formats.iter().any(|(f, _)| *f == format);
+        let mut text_parts: [Option<Vec<u8>>; 2] = [None, None];
+        for (format, color) in self.formats {
+            if *format == LintFormat::Text && text_parts[usize::from(*color)].is_none() {
+                let mut out = Vec::new();
+                writeln!(out, "== {}", line(&describe(c)))?;
+                text::write(
+                    &mut out,
+                    &r,
+                    TextOptions {
+                        color: *color,
+                        ..self.text_options
+                    },
+                )?;
+                text_parts[usize::from(*color)] = Some(out);
+            }
+        }
+        let github = if wants(LintFormat::Github) {
+            let mut out = Vec::new();
+            github::write(&mut out, std::slice::from_ref(&r))?;
+            Some(out)
+        } else {
+            None
+        };
+        let junit = if wants(LintFormat::Junit) {
+            Some(junit::suite_of(&r, self.fail_on)?)
+        } else {
+            None
+        };
+        Ok(Rendered {
+            container: ci,
+            json: r.json(),
+            text: text_parts,
+            sarif: wants(LintFormat::Sarif).then(|| {
+                sarif::run(
+                    &r,
+                    &SarifOptions {
+                        category: self.category,
+                    },
+                    self.several,
+                )
+            }),
+            github,
+            gitlab: wants(LintFormat::Gitlab).then(|| gitlab::issues_of(&r, self.several)),
+            junit,
+            worst: r.worst(),
+            counts: [
+                r.count(Severity::Error),
+                r.count(Severity::Warning),
+                r.count(Severity::Note),
+            ],
+        })
+    }
 }
 
 /// Reports in manifest order: file, then line.
@@ -352,18 +438,16 @@ fn manifest_error(e: k8s::ManifestError) -> Error {
     }))
 }
 
-/// Reads each wanted image once, `parallel` at a time; the result of each, in order.
-#[allow(clippy::type_complexity)]
-fn read_images(
+/// Reads each wanted image once, `parallel` at a time, and renders the reports of the
+/// containers that run it before letting it go.
+fn lint_images(
     wanted: &[Wanted],
-    containers: &[Container],
+    plan: &Plan,
     options: &sources::Options,
     parallel: usize,
-    image_lines: bool,
-) -> Vec<std::result::Result<Image, (String, String)>> {
+) -> (Vec<Rendered>, Vec<Unread>) {
     let next = Mutex::new(0usize);
-    let results: Vec<Mutex<Option<std::result::Result<Image, (String, String)>>>> =
-        wanted.iter().map(|_| Mutex::new(None)).collect();
+    let done: Mutex<(Vec<Rendered>, Vec<Unread>)> = Mutex::new((Vec::new(), Vec::new()));
     let total = wanted.len();
     std::thread::scope(|scope| {
         for _ in 0..parallel {
@@ -375,7 +459,7 @@ fn read_images(
                     i
                 };
                 let Some(w) = wanted.get(i) else { return };
-                let mine: Vec<Container> = w.containers.iter().map(|&c| containers[c].clone()).collect();
+                let mine: Vec<Container> = w.containers.iter().map(|&c| plan.containers[c].clone()).collect();
                 let mut opts = options.clone();
                 // What the image's own config needs, and what each container's command and env
                 // make its entrypoint read.
@@ -390,59 +474,74 @@ fn read_images(
                     all
                 })));
                 let read = Reference::parse(&w.source).and_then(|r| sources::open(&w.source, &r, &opts));
-                let outcome = read.map_err(|e| {
-                    let code = miette::Diagnostic::code(&e)
-                        .map(|c| c.to_string())
-                        .unwrap_or_else(|| "memlint::error".to_string());
-                    super::eprint_diagnostic(&e);
-                    (code, e.to_string())
-                });
-                if image_lines {
-                    let n = w.containers.len();
-                    let status = match &outcome {
-                        Ok(img) => format!("read ({}, {} layer(s))", img.platform, img.layers.len()),
-                        Err(_) => "could not be read".to_string(),
-                    };
+                let mut rendered = Vec::new();
+                let mut failed = Vec::new();
+                let status = match read {
+                    Ok(image) => {
+                        for &ci in &w.containers {
+                            match plan.render(ci, &image) {
+                                Ok(r) => rendered.push(r),
+                                Err(e) => failed.push(Unread {
+                                    container: ci,
+                                    source: w.source.clone(),
+                                    code: "memlint::output".to_string(),
+                                    message: format!("its report could not be written: {e}"),
+                                }),
+                            }
+                        }
+                        format!("read ({}, {} layer(s))", image.platform, image.layers.len())
+                    }
+                    Err(e) => {
+                        let code = miette::Diagnostic::code(&e)
+                            .map(|c| c.to_string())
+                            .unwrap_or_else(|| "memlint::error".to_string());
+                        super::eprint_diagnostic(&e);
+                        for &ci in &w.containers {
+                            failed.push(Unread {
+                                container: ci,
+                                source: w.source.clone(),
+                                code: code.clone(),
+                                message: e.to_string(),
+                            });
+                        }
+                        "could not be read".to_string()
+                    }
+                };
+                if plan.image_lines {
                     super::eprint_line(&line(&format!(
-                        "memlint: image {}/{total} {} {status}: {n} container(s)",
+                        "memlint: image {}/{total} {} {status}: {} container(s)",
                         i + 1,
-                        w.source
+                        w.source,
+                        w.containers.len()
                     )));
                 }
-                if let Some(slot) = results.get(i) {
-                    if let Ok(mut s) = slot.lock() {
-                        *s = Some(outcome);
-                    }
+                if let Ok(mut d) = done.lock() {
+                    d.0.extend(rendered);
+                    d.1.extend(failed);
                 }
             });
         }
     });
-    results
-        .into_iter()
-        .map(|m| {
-            m.into_inner()
-                .ok()
-                .flatten()
-                .unwrap_or_else(|| Err(("memlint::error".to_string(), "the image was not read".to_string())))
-        })
-        .collect()
+    done.into_inner().unwrap_or_default()
 }
 
 /// `{"reports": [...], "fail_on": ...}`: each report with its `k8s` workload; a container whose
 /// image could not be read has its `error` instead of findings.
 fn json(
     w: &mut dyn Write,
-    reports: &[LintReport],
+    rendered: &[Rendered],
     unread: &[Unread],
     containers: &[Container],
     fail_on: FailOn,
 ) -> std::io::Result<()> {
-    let mut each: Vec<(Option<&Container>, serde_json::Value)> =
-        reports.iter().map(|r| (r.k8s, r.json())).collect();
+    let mut each: Vec<(&Container, serde_json::Value)> = rendered
+        .iter()
+        .map(|r| (&containers[r.container], r.json.clone()))
+        .collect();
     for u in unread {
         let c = &containers[u.container];
         each.push((
-            Some(c),
+            c,
             serde_json::json!({
                 "k8s": c.workload,
                 "reference": u.source,
@@ -451,7 +550,7 @@ fn json(
             }),
         ));
     }
-    each.sort_by(|a, b| order(a.0, b.0));
+    each.sort_by(|a, b| order(Some(a.0), Some(b.0)));
     let value = serde_json::json!({
         "reports": each.into_iter().map(|(_, v)| v).collect::<Vec<_>>(),
         "fail_on": fail_on.as_str(),
@@ -459,57 +558,59 @@ fn json(
     crate::untrusted::write_json(w, &value)
 }
 
-/// Findings grouped by workload and container, then a summary table.
+/// Findings grouped by workload and container, in manifest order, then a summary table.
 fn text_all(
     w: &mut dyn Write,
-    reports: &[LintReport],
+    rendered: &[Rendered],
     unread: &[Unread],
     containers: &[Container],
-    o: TextOptions,
+    color: bool,
+    quiet: bool,
 ) -> std::io::Result<()> {
-    for r in reports {
-        if let Some(c) = r.k8s {
-            writeln!(w, "== {}", line(&describe(c)))?;
-        }
-        text::write(w, r, o)?;
-        writeln!(w)?;
+    enum Part<'a> {
+        Linted(&'a Rendered),
+        Unread(&'a Unread),
     }
-    for u in unread {
-        let c = &containers[u.container];
-        writeln!(w, "== {}", line(&describe(c)))?;
-        writeln!(
-            w,
-            "error: the image {} could not be read: {}",
-            line(&u.source),
-            line(&u.message)
-        )?;
-        writeln!(w)?;
-    }
-    if o.quiet {
-        return Ok(());
-    }
+    let mut parts: Vec<(&Container, Part)> = rendered
+        .iter()
+        .map(|r| (&containers[r.container], Part::Linted(r)))
+        .chain(unread.iter().map(|u| (&containers[u.container], Part::Unread(u))))
+        .collect();
+    parts.sort_by(|a, b| order(Some(a.0), Some(b.0)));
     let mut rows: Vec<[String; 6]> = Vec::new();
-    for r in reports {
-        let Some(c) = r.k8s else { continue };
-        rows.push([
-            format!("{} {}", c.workload.kind, c.workload.name),
-            c.workload.container.clone(),
-            c.image.clone(),
-            r.count(crate::finding::Severity::Error).to_string(),
-            r.count(crate::finding::Severity::Warning).to_string(),
-            r.count(crate::finding::Severity::Note).to_string(),
-        ]);
+    for (c, part) in &parts {
+        let row = |[e, wn, n]: [String; 3]| {
+            [
+                format!("{} {}", c.workload.kind, c.workload.name),
+                c.workload.container.clone(),
+                c.image.clone(),
+                e,
+                wn,
+                n,
+            ]
+        };
+        match part {
+            Part::Linted(r) => {
+                if let Some(t) = r.text[usize::from(color)].as_ref().or(r.text[0].as_ref()) {
+                    w.write_all(t)?;
+                }
+                rows.push(row(r.counts.map(|n| n.to_string())));
+            }
+            Part::Unread(u) => {
+                writeln!(w, "== {}", line(&describe(c)))?;
+                writeln!(
+                    w,
+                    "error: the image {} could not be read: {}",
+                    line(&u.source),
+                    line(&u.message)
+                )?;
+                rows.push(row(["unread".to_string(), "-".to_string(), "-".to_string()]));
+            }
+        }
+        writeln!(w)?;
     }
-    for u in unread {
-        let c = &containers[u.container];
-        rows.push([
-            format!("{} {}", c.workload.kind, c.workload.name),
-            c.workload.container.clone(),
-            c.image.clone(),
-            "unread".to_string(),
-            "-".to_string(),
-            "-".to_string(),
-        ]);
+    if quiet {
+        return Ok(());
     }
     write_table(w, &rows)
 }

@@ -26,17 +26,20 @@ pub fn severity(s: Severity) -> &'static str {
 /// (GitLab has no notion of a suppressed issue).
 pub fn render(reports: &[LintReport]) -> Value {
     let several = reports.len() > 1;
+    Value::Array(reports.iter().flat_map(|r| issues_of(r, several)).collect())
+}
+
+/// The issues of one report; `several`: the run has more than one report.
+pub fn issues_of(r: &LintReport, several: bool) -> Vec<Value> {
     let mut issues = Vec::new();
-    for r in reports {
-        let mut seen: HashMap<String, usize> = HashMap::new();
-        for f in &r.findings {
-            let key = identity(r, f);
-            let occurrence = seen.entry(key.clone()).or_insert(0);
-            issues.push(issue(r, f, &key, *occurrence, several));
-            *occurrence += 1;
-        }
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for f in &r.findings {
+        let key = identity(r, f);
+        let occurrence = seen.entry(key.clone()).or_insert(0);
+        issues.push(issue(r, f, &key, *occurrence, several));
+        *occurrence += 1;
     }
-    Value::Array(issues)
+    issues
 }
 
 /// What identifies a finding across runs, and across rebuilds of its image: the rule, the
@@ -63,6 +66,15 @@ fn identity(r: &LintReport, f: &Finding) -> String {
     }
     if f.omitted > 0 {
         key.push_str("\0rest");
+    }
+    // One image run by several containers (`lint --k8s`): an issue of each.
+    if let Some(c) = r.k8s {
+        let w = &c.workload;
+        let ns = w.namespace.as_deref().unwrap_or("");
+        key.push_str(&format!(
+            "\0k8s\0{}\0{}\0{ns}\0{}\0{}",
+            w.file, w.kind, w.name, w.container
+        ));
     }
     key
 }

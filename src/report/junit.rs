@@ -35,16 +35,44 @@ pub fn write(
     unread: &[Unread],
     fail_on: FailOn,
 ) -> io::Result<()> {
-    let tests: usize = reports.iter().map(|r| r.results.len()).sum::<usize>() + unread.len();
-    let failures: usize = reports.iter().map(|r| failing_rules(r, fail_on)).sum();
+    let mut suites = Vec::new();
+    for r in reports {
+        suites.push(suite_of(r, fail_on)?);
+    }
+    write_suites(w, &suites.iter().collect::<Vec<_>>(), unread)
+}
+
+/// One report's test suite, written ahead (`lint --k8s` renders each container's report as
+/// its image is read, then lets the image go).
+pub struct Suite {
+    xml: Vec<u8>,
+    tests: usize,
+    failures: usize,
+}
+
+/// The suite of one report.
+pub fn suite_of(r: &LintReport, fail_on: FailOn) -> io::Result<Suite> {
+    let mut xml = Vec::new();
+    suite(&mut xml, r, fail_on)?;
+    Ok(Suite {
+        xml,
+        tests: r.results.len(),
+        failures: failing_rules(r, fail_on),
+    })
+}
+
+/// The JUnit document of suites written ahead, and of every image that could not be read.
+pub fn write_suites(w: &mut dyn Write, suites: &[&Suite], unread: &[Unread]) -> io::Result<()> {
+    let tests: usize = suites.iter().map(|s| s.tests).sum::<usize>() + unread.len();
+    let failures: usize = suites.iter().map(|s| s.failures).sum();
     writeln!(w, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
     writeln!(
         w,
         r#"<testsuites name="memlint" tests="{tests}" failures="{failures}" errors="{}">"#,
         unread.len()
     )?;
-    for r in reports {
-        suite(w, r, fail_on)?;
+    for s in suites {
+        w.write_all(&s.xml)?;
     }
     for u in unread {
         writeln!(
@@ -86,7 +114,11 @@ fn fails(f: &Finding, fail_on: FailOn) -> bool {
 }
 
 fn suite(w: &mut dyn Write, r: &LintReport, fail_on: FailOn) -> io::Result<()> {
-    let image = format!("{} ({})", r.image.reference, r.image.platform);
+    let mut image = format!("{} ({})", r.image.reference, r.image.platform);
+    if let Some(c) = r.k8s {
+        let k = &c.workload;
+        image.push_str(&format!(" in {} {}/{}", k.kind, k.name, k.container));
+    }
     writeln!(
         w,
         r#"  <testsuite name="{}" tests="{}" failures="{}" errors="0" skipped="0">"#,

@@ -21,11 +21,16 @@ pub struct SarifOptions<'a> {
 
 pub fn render(reports: &[LintReport], o: &SarifOptions) -> Value {
     let several = reports.len() > 1;
-    let runs: Vec<Value> = reports.iter().map(|r| run(r, o, several)).collect();
+    document(reports.iter().map(|r| run(r, o, several)).collect())
+}
+
+/// The SARIF document of runs made ahead with [`run`].
+pub fn document(runs: Vec<Value>) -> Value {
     json!({ "$schema": SCHEMA, "version": "2.1.0", "runs": runs })
 }
 
-fn run(r: &LintReport, o: &SarifOptions, several: bool) -> Value {
+/// One report's run; `several`: the document has more than one run.
+pub fn run(r: &LintReport, o: &SarifOptions, several: bool) -> Value {
     let derived = derived_category(r);
     let category = match o.category {
         Some(c) if several => format!("{}/{derived}", c.trim_end_matches('/')),

@@ -67,6 +67,7 @@ pub enum MergeFormat {
     Json,
     Text,
     Sarif,
+    Github,
 }
 
 #[derive(Debug, clap::Args)]

@@ -487,6 +487,38 @@ fn shards_cover_every_image_once_and_merge_gives_the_unsharded_report() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(json_of(&out), whole);
+    // GitHub annotations of the merge are those of the unsharded run.
+    let mut args = vec![
+        "lint",
+        "--k8s",
+        "fleet.yaml",
+        "--format",
+        "github",
+        "--fail-on",
+        "never",
+    ];
+    for s in &stand_ins {
+        args.extend(["--image", s.as_str()]);
+    }
+    let unsharded = memlint_in(dir.path(), &args);
+    let merged = memlint_in(
+        dir.path(),
+        &[
+            "merge",
+            "shard-1.json",
+            "shard-2.json",
+            "shard-3.json",
+            "--format",
+            "github",
+            "--fail-on",
+            "never",
+        ],
+    );
+    assert!(!unsharded.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8_lossy(&merged.stdout),
+        String::from_utf8_lossy(&unsharded.stdout)
+    );
     // The merged findings decide the exit code.
     let out = memlint_in(
         dir.path(),

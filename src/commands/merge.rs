@@ -1,6 +1,6 @@
 //! `memlint merge REPORT.json…`: the JSON reports of `lint --k8s --shard I/N` runs joined into
-//! one, as the unsharded run would have written it (reports in manifest order), in JSON, text
-//! or SARIF, with an exit code by `--fail-on` over the merged findings.
+//! one, as the unsharded run would have written it (reports in manifest order), in JSON, text,
+//! SARIF or GitHub annotations, with an exit code by `--fail-on` over the merged findings.
 
 use crate::cli::{MergeArgs, MergeFormat};
 use crate::error::{Error, Result};
@@ -58,13 +58,18 @@ pub fn run(args: MergeArgs) -> Result<ExitCode> {
         "reports": reports,
         "fail_on": args.fail_on.as_str(),
     });
-    super::emit_with(args.output.as_deref(), Allow::default(), |w| match args.format {
+    let allow = Allow {
+        commands: args.format == MergeFormat::Github,
+        ..Allow::default()
+    };
+    super::emit_with(args.output.as_deref(), allow, |w| match args.format {
         MergeFormat::Json => crate::untrusted::write_json(w, &merged),
         MergeFormat::Sarif => crate::untrusted::write_json(
             w,
             &sarif::render_json_reports(&reports, &SarifOptions { category: None }),
         ),
         MergeFormat::Text => text(w, &reports),
+        MergeFormat::Github => crate::report::github::write_json_reports(w, &reports),
     })?;
     if reports.iter().any(|r| r.get("error").is_some()) {
         return Ok(ExitCode::from(2));

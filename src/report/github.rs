@@ -47,6 +47,58 @@ pub fn write(w: &mut dyn Write, reports: &[LintReport]) -> io::Result<()> {
     Ok(())
 }
 
+/// The annotations of findings already in memlint's JSON (`memlint merge`), as [`write`] makes
+/// them from the same findings.
+pub fn write_json_reports(w: &mut dyn Write, reports: &[serde_json::Value]) -> io::Result<()> {
+    for r in reports {
+        for f in r["findings"].as_array().into_iter().flatten() {
+            let s = |v: &serde_json::Value| v.as_str().unwrap_or("").to_string();
+            let command = match f["severity"].as_str() {
+                Some("error") => "error",
+                Some("warning") => "warning",
+                _ => "notice",
+            };
+            let file = f["location"]["path"].as_str().unwrap_or("Dockerfile");
+            let line_no = f["location"]["line"].as_u64().unwrap_or(1);
+            let end = f["location"]["end_line"].as_u64().unwrap_or(line_no);
+            let mut body = line(&s(&f["message"])).into_owned();
+            for e in f["evidence"].as_array().into_iter().flatten() {
+                body.push_str("\n- ");
+                body.push_str(&line(&s(e)));
+            }
+            let fix = s(&f["fix"]);
+            if !fix.is_empty() {
+                body.push_str("\nFix:\n");
+                body.push_str(&lines(&fix));
+            }
+            writeln!(
+                w,
+                "::{command} file={},line={line_no},endLine={},title={}::{}",
+                property(&line(file)),
+                end.max(line_no),
+                property(&line(&format!(
+                    "memlint {} ({}, {})",
+                    s(&f["rule"]),
+                    s(&r["reference"]),
+                    platform(&r["image"]["platform"])
+                ))),
+                data(&body)
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// `linux/arm64/v8` from the JSON's platform object, as `Platform` prints it.
+fn platform(p: &serde_json::Value) -> String {
+    let part = |k: &str| p[k].as_str().filter(|s| !s.is_empty());
+    [part("os"), part("architecture"), part("variant")]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 /// Escapes a command's message (actions/toolkit `escapeData`).
 fn data(s: &str) -> String {
     s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")

@@ -48,7 +48,7 @@ fn check(f: &Facts) -> Outcome {
         let (semi, default) = semi_space_mib(l.value.value, version.as_ref().is_some_and(|v| v.major >= 24));
         if sees_limit && semi < default {
             let message = format!(
-                "Node {} runs with --max-old-space-size={} and no --max-semi-space-size: under this container's limits.memory {} it sizes each semi-space to {semi} MiB instead of {default} MiB, so short-lived objects reach the old generation and scavenges run more often",
+                "Node {} runs with --max-old-space-size={} and no --max-semi-space-size: under this container's limits.memory {} it sizes each semi-space to about {semi} MiB (measured; {default} MiB without a limit), so short-lived objects reach the old generation and scavenges run more often",
                 node.version.as_deref().unwrap_or("(version unknown)"),
                 old.value,
                 l.value.text

@@ -126,7 +126,7 @@ pub struct LintArgs {
     pub images: Vec<String>,
 
     /// Kubernetes manifests: a file, a folder (read recursively for *.yaml and *.yml) or `-`
-    /// for standard input (`helm template … | memlint lint --k8s -`); every image they
+    /// for standard input (`helm template RELEASE CHART | memlint lint --k8s -`); every image they
     /// reference is linted once per container that runs it, with the container's env,
     /// command and limits (repeatable)
     #[arg(long, value_name = "PATH")]
@@ -319,7 +319,8 @@ pub struct Shard {
 
 impl Shard {
     pub fn parse(s: &str) -> Result<Shard, String> {
-        let bad = || format!("`{s}` is not I/N with 1 ≤ I ≤ N (e.g. 2/4), or INDEX+1/N with a 0-based INDEX");
+        let bad =
+            || format!("`{s}` is not I/N with I from 1 to N (e.g. 2/4), or INDEX+1/N with a 0-based INDEX");
         let (i, n) = s.split_once('/').ok_or_else(bad)?;
         let count: u32 = n.trim().parse().map_err(|_| bad())?;
         // `$(JOB_COMPLETION_INDEX)+1/4`: Kubernetes expands the variable but cannot add.

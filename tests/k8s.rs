@@ -213,6 +213,13 @@ fn helm_template_piped_to_k8s_lints_every_image_with_its_container() {
     );
     // The StatefulSet's -Xmx$(HEAP) is expanded as the kubelet does: 2g under 4Gi is 50 %.
     assert!(!rules_of(&reports[1]).contains(&"heap-exceeds-limit".to_string()));
+    let options: Vec<&str> = reports[1]["facts"]["java"]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["option"].as_str().unwrap())
+        .collect();
+    assert!(options.contains(&"-Xmx2g"), "{options:?}");
     let heap = web["findings"]
         .as_array()
         .unwrap()
@@ -370,6 +377,24 @@ fn lists_folders_stand_ins_and_an_image_that_cannot_be_read() {
     assert!(reports[1].get("findings").is_none());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("1 container(s) not linted"), "{err}");
+
+    // A stand-in for an image no container runs is a mistake, not a silent registry read.
+    let out = memlint_in(
+        dir.path(),
+        &[
+            "lint",
+            "--k8s",
+            "deploy",
+            "--image",
+            &format!("ghcr.io/example/app:9={node}"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = error_text(&out);
+    assert!(
+        err.contains("no container of the manifests runs") && err.contains("ghcr.io/example/app:1.2"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -23,6 +23,9 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
+/// The most all `--k8s` inputs together may hold: they are parsed in memory.
+const MAX_MANIFESTS_BYTES: u64 = 256 << 20;
+
 /// Images read at once unless `--parallel` says otherwise.
 const DEFAULT_PARALLEL: usize = 2;
 
@@ -70,6 +73,31 @@ pub(crate) fn run(
                 "memlint: {}:{}: {} `{}` skipped: not a workload memlint lints",
                 s.file, s.line, s.kind, s.name
             )));
+        }
+    }
+    // An --image that no container runs is a typo or a stale manifest: linting the registry's
+    // image in its place would pass a check that never saw the new build.
+    for (reference, source) in &args.image_map {
+        let key = normalise(reference);
+        if !manifests
+            .containers
+            .iter()
+            .any(|c| c.image == *reference || normalise(&c.image) == key)
+        {
+            let mut run: Vec<&str> = manifests.containers.iter().map(|c| c.image.as_str()).collect();
+            run.sort_unstable();
+            run.dedup();
+            return Err(Error::BadArgument {
+                what: format!("--image {reference}={source}"),
+                help: format!(
+                    "no container of the manifests runs `{reference}`; they run: {}",
+                    if run.is_empty() {
+                        "nothing".to_string()
+                    } else {
+                        run.join(", ")
+                    }
+                ),
+            });
         }
     }
     let wanted_refs: Vec<String> = args.images.iter().map(|i| normalise(i)).collect();
@@ -309,9 +337,22 @@ impl Plan<'_> {
     }
 }
 
-/// Reports in manifest order: file, then line.
+/// Reports in manifest order: file, then line, then what tells two containers on one line apart
+/// (`containers: [{…}, {…}]`). `merge` sorts by the same key from the JSON.
 fn order(a: Option<&Container>, b: Option<&Container>) -> std::cmp::Ordering {
-    let key = |c: Option<&Container>| c.map(|c| (c.workload.file.clone(), c.workload.line));
+    let key = |c: Option<&Container>| {
+        c.map(|c| {
+            let w = &c.workload;
+            (
+                w.file.clone(),
+                w.line,
+                w.kind.clone(),
+                w.namespace.clone().unwrap_or_default(),
+                w.name.clone(),
+                w.container.clone(),
+            )
+        })
+    };
     key(a).cmp(&key(b))
 }
 
@@ -353,9 +394,10 @@ pub(crate) fn in_shard(key: &str, shard: Shard) -> bool {
 
 /// The manifest texts of every `--k8s` argument, and each file's SARIF path.
 fn read_inputs(args: &LintArgs) -> Result<(Vec<Input>, BTreeMap<String, ManifestFile>)> {
-    let mut inputs = Vec::new();
+    let mut inputs: Vec<Input> = Vec::new();
     let mut files = BTreeMap::new();
     let mut stdin_read = false;
+    let mut total: u64 = 0;
     for given in &args.k8s {
         let paths = k8s::expand(given).map_err(|e| Error::io(given.display(), e))?;
         if paths.is_empty() {
@@ -397,6 +439,13 @@ fn read_inputs(args: &LintArgs) -> Result<(Vec<Input>, BTreeMap<String, Manifest
                     (shown, text, artifact)
                 }
             };
+            total += text.len() as u64;
+            if total > MAX_MANIFESTS_BYTES {
+                return Err(Error::BadArgument {
+                    what: format!("--k8s (more than {} MiB of manifests)", MAX_MANIFESTS_BYTES >> 20),
+                    help: "lint the folders in several runs".to_string(),
+                });
+            }
             files.insert(file.clone(), ManifestFile { artifact });
             inputs.push(Input { file, text });
         }
@@ -414,11 +463,9 @@ fn manifest_error(e: k8s::ManifestError) -> Error {
             .sum();
         let rest = &e.text[start.min(e.text.len())..];
         let len = rest.find('\n').unwrap_or(rest.len());
-        let col = e
-            .column
-            .map(|c| c.saturating_sub(1) as usize)
-            .unwrap_or(0)
-            .min(len);
+        // The parser counts columns in characters; the span is in bytes.
+        let chars = e.column.map(|c| c.saturating_sub(1) as usize).unwrap_or(0);
+        let col = rest[..len].char_indices().nth(chars).map_or(len, |(b, _)| b);
         miette::SourceSpan::from((start + col, len - col))
     });
     let name = if e.file == "-" {
@@ -545,7 +592,6 @@ fn json(
             serde_json::json!({
                 "k8s": c.workload,
                 "reference": u.source,
-                "image": {"manifest_reference": c.image},
                 "error": {"code": u.code, "message": u.message},
             }),
         ));

@@ -99,10 +99,15 @@ fn text(w: &mut dyn Write, reports: &[Value]) -> std::io::Result<()> {
     for r in reports {
         let k = &r["k8s"];
         let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+        let ns = k["namespace"]
+            .as_str()
+            .map(|n| format!("{n}/"))
+            .unwrap_or_default();
         writeln!(
             w,
-            "== {} {}, container {} ({}:{})",
+            "== {} {}{}, container {} ({}:{})",
             line(&s(&k["kind"])),
+            line(&ns),
             line(&s(&k["name"])),
             line(&s(&k["container"])),
             line(&s(&k["file"])),
@@ -134,11 +139,7 @@ fn text(w: &mut dyn Write, reports: &[Value]) -> std::io::Result<()> {
         rows.push([
             format!("{} {}", s(&k["kind"]), s(&k["name"])),
             s(&k["container"]),
-            r["image"]["manifest_reference"]
-                .as_str()
-                .or(r["reference"].as_str())
-                .unwrap_or("")
-                .to_string(),
+            s(&k["image"]),
             if unread {
                 "unread".to_string()
             } else {

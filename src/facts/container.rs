@@ -150,6 +150,18 @@ mod tests {
             )),
             (s(&["/c"]), s(&["--a"]))
         );
+        // An empty list is no list (containerd's setOCIProcessArgs): `helm` renders `[]` often.
+        assert_eq!(
+            run(&config_for(
+                Some(&img),
+                &container("    command: []\n    args: [--a]\n")
+            )),
+            (s(&["/ep"]), s(&["--a"]))
+        );
+        assert_eq!(
+            run(&config_for(Some(&img), &container("    args: []\n"))),
+            (s(&["/ep"]), s(&["--cmd"]))
+        );
         let c = container("    env:\n    - {name: B, value: three}\n    - name: S\n      valueFrom: {secretKeyRef: {name: s, key: k}}\n");
         let env = config_with_env(Some(&img), &c)
             .config()

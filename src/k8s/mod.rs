@@ -30,6 +30,8 @@ pub struct Workload {
     pub namespace: Option<String>,
     pub name: String,
     pub container: String,
+    /// The container's image as the manifest spells it.
+    pub image: String,
     /// An init container.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub init: bool,
@@ -312,10 +314,16 @@ impl Walk<'_> {
 
     fn document(&mut self, doc: &Spanned<Node>, depth: u32) -> Result<(), Box<ManifestError>> {
         let Node::Map(_) = &doc.value else {
-            if doc.value == Node::Null {
-                return Ok(());
+            // Not a Kubernetes object (a playbook's list, a scalar): not memlint's to judge.
+            if doc.value != Node::Null {
+                self.out.skipped.push(Skipped {
+                    file: self.file.to_string(),
+                    line: line_of(doc),
+                    kind: "(not a Kubernetes object)".to_string(),
+                    name: String::new(),
+                });
             }
-            return Err(self.wrong_type(doc, "a document", "a map (a Kubernetes object)"));
+            return Ok(());
         };
         let node = &doc.value;
         let kind = match node.get("kind") {
@@ -377,12 +385,13 @@ impl Walk<'_> {
             };
             match parent.get(key) {
                 Some(n) => at = n,
+                // A kustomize patch names a workload without the whole of it: nothing to run.
                 None => {
-                    return Err((self.fail)(
-                        Some(line),
-                        format!("the {kind} `{name}` in {} has no {path}", self.file),
-                        KUBECTL_HELP.to_string(),
-                    ))
+                    self.out.warnings.push(format!(
+                        "{}:{line}: the {kind} `{name}` has no {path} (a kustomize patch?): skipped",
+                        self.file
+                    ));
+                    return Ok(());
                 }
             }
         }
@@ -394,14 +403,16 @@ impl Walk<'_> {
             namespace,
             name,
             container: String::new(),
+            image: String::new(),
             init: false,
         };
         let volumes = self.volumes(pod)?;
         for (key, init) in [("initContainers", true), ("containers", false)] {
             let Some(list) = pod.get(key) else { continue };
             for c in self.seq(list, &format!("`{key}`"))? {
-                let container = self.container(c, &base, init, &volumes)?;
-                self.out.containers.push(container);
+                if let Some(container) = self.container(c, &base, init, &volumes)? {
+                    self.out.containers.push(container);
+                }
             }
         }
         Ok(())
@@ -445,8 +456,9 @@ impl Walk<'_> {
     }
 
     fn quantity(&self, node: &Spanned<Node>, what: &str) -> Result<Lined<Quantity>, Box<ManifestError>> {
+        // The API server trims blanks around a quantity (`Quantity.UnmarshalJSON`).
         let text = match &node.value {
-            Node::Str(_) => self.string(node, what)?,
+            Node::Str(_) => self.string(node, what)?.trim().to_string(),
             n @ (Node::Int(_) | Node::Float(_)) => n.scalar_text().unwrap_or_default(),
             _ => return Err(self.wrong_type(node, what, "a quantity such as 512Mi")),
         };
@@ -484,24 +496,26 @@ impl Walk<'_> {
         base: &Workload,
         init: bool,
         volumes: &[(String, Mount)],
-    ) -> Result<Container, Box<ManifestError>> {
+    ) -> Result<Option<Container>, Box<ManifestError>> {
         let c = self.map(node, "a container")?;
         let name = self
             .opt_string(c, "name", "a container's `name`")?
             .unwrap_or_default();
-        let image_node = c.get("image").ok_or_else(|| {
-            (self.fail)(
-                Some(line_of(node)),
-                format!(
-                    "the container `{name}` of the {} `{}` in {} has no `image`",
-                    base.kind, base.name, self.file
-                ),
-                KUBECTL_HELP.to_string(),
-            )
-        })?;
+        let Some(image_node) = c.get("image") else {
+            // A kustomize patch of a container (its env, its resources) names no image.
+            self.out.warnings.push(format!(
+                "{}:{}: the container `{name}` of the {} `{}` has no image (a kustomize patch?): skipped",
+                self.file,
+                line_of(node),
+                base.kind,
+                base.name
+            ));
+            return Ok(None);
+        };
         let image = self.string(image_node, "`image`")?;
         let workload = Workload {
             container: name.clone(),
+            image: image.clone(),
             init,
             line: line_of(image_node),
             ..base.clone()
@@ -525,14 +539,16 @@ impl Walk<'_> {
                 let table = self.map(table, &format!("`resources.{key}`"))?;
                 if let Some(m) = table.get("memory") {
                     let q = self.quantity(m, &format!("`resources.{key}.memory`"))?;
-                    if q.value.fractional || q.value.text.ends_with('m') {
+                    if q.value.text.ends_with('m') {
+                        let number = q.value.text.trim_end_matches('m');
                         self.out.warnings.push(format!(
-                            "{}:{}: `resources.{key}.memory: {}` is {} thousandths of a byte (Kubernetes reads `m` as milli): did you mean `{}Mi`?",
-                            self.file,
-                            q.line,
-                            q.value.text,
-                            q.value.text.trim_end_matches('m'),
-                            q.value.text.trim_end_matches('m'),
+                            "{}:{}: `resources.{key}.memory: {}` is {number} thousandths of a byte (Kubernetes reads `m` as milli), {} byte(s) once rounded up: did you mean `{number}Mi`?",
+                            self.file, q.line, q.value.text, q.value.value,
+                        ));
+                    } else if q.value.fractional {
+                        self.out.warnings.push(format!(
+                            "{}:{}: `resources.{key}.memory: {}` is not a whole number of bytes: Kubernetes rounds it up to {}",
+                            self.file, q.line, q.value.text, q.value.value,
                         ));
                     }
                     if slot == 0 {
@@ -547,41 +563,6 @@ impl Walk<'_> {
                             Some(self.quantity(e, "`resources.limits.ephemeral-storage`")?);
                     }
                 }
-            }
-        }
-        let mut env: Vec<EnvEntry> = Vec::new();
-        if let Some(list) = c.get("env") {
-            for e in self.seq(list, "`env`")? {
-                let m = self.map(e, "an `env` entry")?;
-                let var = m.get("name").ok_or_else(|| {
-                    (self.fail)(
-                        Some(line_of(e)),
-                        format!("an `env` entry in {} has no `name`", self.file),
-                        KUBECTL_HELP.to_string(),
-                    )
-                })?;
-                let var = self.string(var, "an `env` name")?;
-                let value = if let Some(v) = m.get("value").filter(|v| v.value != Node::Null) {
-                    let raw = self.string(v, &format!("the value of `{var}`"))?;
-                    EnvValue::Value {
-                        value: expand_refs(&raw, &env),
-                    }
-                } else if let Some(from) = m.get("valueFrom") {
-                    let from = self.map(from, "`valueFrom`")?;
-                    self.value_from(
-                        from,
-                        limits_memory.as_ref(),
-                        requests_memory.as_ref(),
-                        limits_ephemeral_storage.as_ref(),
-                    )?
-                } else {
-                    EnvValue::Value { value: String::new() }
-                };
-                env.push(EnvEntry {
-                    name: var,
-                    line: line_of(e),
-                    value,
-                });
             }
         }
         let mut env_from = Vec::new();
@@ -604,10 +585,57 @@ impl Walk<'_> {
                 env_from.push(source);
             }
         }
+        let mut env: Vec<EnvEntry> = Vec::new();
+        if let Some(list) = c.get("env") {
+            for e in self.seq(list, "`env`")? {
+                let m = self.map(e, "an `env` entry")?;
+                let var = m.get("name").ok_or_else(|| {
+                    (self.fail)(
+                        Some(line_of(e)),
+                        format!("an `env` entry in {} has no `name`", self.file),
+                        KUBECTL_HELP.to_string(),
+                    )
+                })?;
+                let var = self.string(var, "an `env` name")?;
+                let literal = match m.get("value").filter(|v| v.value != Node::Null) {
+                    Some(v) => Some(self.string(v, &format!("the value of `{var}`"))?),
+                    None => None,
+                };
+                // `value: ""` beside `valueFrom` is valid, and the kubelet takes `valueFrom`.
+                let from = m.get("valueFrom").filter(|f| f.value != Node::Null);
+                let value = if let Some(raw) = literal.filter(|l| !l.is_empty() || from.is_none()) {
+                    match expand_refs(&raw, &env, &env_from) {
+                        Ok(value) => EnvValue::Value { value },
+                        Err(why) => EnvValue::Unknown { why },
+                    }
+                } else if let Some(from) = from {
+                    let from = self.map(from, "`valueFrom`")?;
+                    self.value_from(
+                        from,
+                        limits_memory.as_ref(),
+                        requests_memory.as_ref(),
+                        limits_ephemeral_storage.as_ref(),
+                    )?
+                } else {
+                    EnvValue::Value { value: String::new() }
+                };
+                env.push(EnvEntry {
+                    name: var,
+                    line: line_of(e),
+                    value,
+                });
+            }
+        }
         // `$(VAR)` in command and args is expanded by the kubelet from the container's env.
+        // An empty list is no list: the runtime keeps the image's Entrypoint or Cmd
+        // (containerd's `setOCIProcessArgs`). A word with an unknown reference stays as written.
         let expand = |l: Option<Lined<Vec<String>>>| {
-            l.map(|l| Lined {
-                value: l.value.iter().map(|s| expand_refs(s, &env)).collect(),
+            l.filter(|l| !l.value.is_empty()).map(|l| Lined {
+                value: l
+                    .value
+                    .iter()
+                    .map(|s| expand_refs(s, &env, &env_from).unwrap_or_else(|_| s.clone()))
+                    .collect(),
                 line: l.line,
             })
         };
@@ -638,7 +666,7 @@ impl Walk<'_> {
                 mounts.push(mount);
             }
         }
-        Ok(Container {
+        Ok(Some(Container {
             workload,
             image,
             command,
@@ -650,7 +678,7 @@ impl Walk<'_> {
             limits_ephemeral_storage,
             mounts,
             working_dir,
-        })
+        }))
     }
 
     fn value_from(
@@ -720,9 +748,14 @@ impl Walk<'_> {
     }
 }
 
+/// The most a `$(VAR)` expansion may grow a value to: each reference may double it.
+const MAX_EXPANDED_BYTES: usize = 64 << 10;
+
 /// `$(VAR)` expanded from the entries before it, as the kubelet does (`$$` is a `$`; a
-/// reference to a variable not defined before stays as written).
-pub fn expand_refs(s: &str, env: &[EnvEntry]) -> String {
+/// reference to a variable not defined stays as written). `Err` says why the value is not
+/// known: it refers to a variable whose value the manifest does not hold (a secret, a config
+/// map, an `envFrom` source that may define it), or it expands past [`MAX_EXPANDED_BYTES`].
+pub fn expand_refs(s: &str, env: &[EnvEntry], env_from: &[String]) -> Result<String, String> {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(i) = rest.find('$') {
@@ -735,17 +768,17 @@ pub fn expand_refs(s: &str, env: &[EnvEntry]) -> String {
             match inner.find(')') {
                 Some(end) => {
                     let name = &inner[..end];
-                    let known = env
-                        .iter()
-                        .rev()
-                        .find(|e| e.name == name)
-                        .and_then(|e| match &e.value {
-                            EnvValue::Value { value } => Some(value.clone()),
-                            EnvValue::Resource { value: Some(v), .. } => Some(v.clone()),
-                            _ => None,
-                        });
-                    match known {
-                        Some(v) => out.push_str(&v),
+                    match env.iter().rev().find(|e| e.name == name).map(|e| &e.value) {
+                        Some(EnvValue::Value { value }) | Some(EnvValue::Resource { value: Some(value), .. }) => {
+                            out.push_str(value)
+                        }
+                        Some(EnvValue::Unknown { why }) => return Err(format!("it refers to $({name}), {why}")),
+                        Some(EnvValue::Resource { value: None, resource }) => {
+                            return Err(format!("it refers to $({name}), `resourceFieldRef: {resource}` of a resource the container does not set"))
+                        }
+                        None if !env_from.is_empty() => {
+                            return Err(format!("it refers to $({name}), which {} may define", env_from.join(", ")))
+                        }
                         None => {
                             out.push_str("$(");
                             out.push_str(name);
@@ -763,9 +796,15 @@ pub fn expand_refs(s: &str, env: &[EnvEntry]) -> String {
             out.push('$');
             rest = after;
         }
+        if out.len() > MAX_EXPANDED_BYTES {
+            return Err(format!(
+                "its `$(VAR)` references expand it past {} KiB",
+                MAX_EXPANDED_BYTES >> 10
+            ));
+        }
     }
     out.push_str(rest);
-    out
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -888,6 +927,77 @@ spec:
             read_text("kind: Pod\nspec:\n  containers:\n  - image: \"{{ .Values.image }}\"\n").unwrap_err();
         assert!(e.help.contains("helm template"), "{}", e.help);
         assert_eq!(e.line, Some(4));
+    }
+
+    #[test]
+    fn references_the_manifest_cannot_resolve_are_unknown() {
+        let pod = |extra: &str| {
+            read_text(&format!(
+                "kind: Pod\nmetadata: {{name: p}}\nspec:\n  containers:\n  - name: c\n    image: x\n{extra}"
+            ))
+            .unwrap()
+            .containers
+            .remove(0)
+        };
+        // From a config map, or a name an envFrom source may define: unknown, not `$(L)`.
+        let c = pod("    envFrom: [{configMapRef: {name: conf}}]\n    env:\n    - {name: GOMEMLIMIT, value: \"$(L)\"}\n");
+        assert!(
+            matches!(&c.env[0].value, EnvValue::Unknown { why } if why.contains("configMapRef `conf`")),
+            "{:?}",
+            c.env[0]
+        );
+        let c = pod("    env:\n    - name: L\n      valueFrom: {configMapKeyRef: {name: conf, key: l}}\n    - {name: GOMEMLIMIT, value: \"$(L)\"}\n");
+        assert!(matches!(c.env[1].value, EnvValue::Unknown { .. }));
+        // Undefined with no envFrom: the kubelet leaves it as written.
+        let c = pod("    env:\n    - {name: A, value: \"$(NOPE)\"}\n");
+        assert_eq!(
+            c.env[0].value,
+            EnvValue::Value {
+                value: "$(NOPE)".into()
+            }
+        );
+        // `value: \"\"` beside valueFrom: the kubelet takes valueFrom.
+        let c = pod("    resources: {limits: {memory: 1Gi}}\n    env:\n    - name: M\n      value: \"\"\n      valueFrom: {resourceFieldRef: {resource: limits.memory}}\n");
+        assert_eq!(
+            c.env[0].value,
+            EnvValue::Resource {
+                resource: "limits.memory".into(),
+                value: Some("1073741824".into())
+            }
+        );
+        // Each reference may double a value: bounded.
+        let mut env = String::from("    env:\n    - {name: A0, value: xxxxxxxx}\n");
+        for i in 1..40 {
+            env.push_str(&format!(
+                "    - {{name: A{i}, value: \"$(A{})$(A{})\"}}\n",
+                i - 1,
+                i - 1
+            ));
+        }
+        let c = pod(&env);
+        assert!(matches!(&c.env[39].value, EnvValue::Unknown { why } if why.contains("KiB")));
+    }
+
+    #[test]
+    fn patches_and_other_yaml_are_skipped_not_fatal() {
+        let m = read_text("- hosts: all\n  tasks: []\n---\nkind: Deployment\nmetadata: {name: d}\nspec:\n  replicas: 3\n---\nkind: Deployment\nmetadata: {name: e}\nspec:\n  template:\n    spec:\n      containers:\n      - name: app\n        env: [{name: A, value: b}]\n").unwrap();
+        assert!(m.containers.is_empty());
+        assert_eq!(m.skipped.len(), 1);
+        assert_eq!(m.warnings.len(), 2, "{:?}", m.warnings);
+        let deep = format!(
+            "kind: CustomThing\nspec:\n{}x: 1\n",
+            (1..100)
+                .map(|i| format!("{}a{i}:\n", "  ".repeat(i)))
+                .collect::<String>()
+                + &"  ".repeat(100)
+        );
+        assert!(read_text(&deep).is_ok());
+        let deeper = format!(
+            "kind: CustomThing\nspec: {}{}\n",
+            "[".repeat(400),
+            "]".repeat(400)
+        );
+        assert!(read_text(&deeper).is_err());
     }
 
     #[test]

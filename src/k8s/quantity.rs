@@ -60,15 +60,18 @@ pub fn parse(text: &str) -> Result<Quantity, String> {
         }
         i += 1;
     }
-    if digits == 0 {
+    // apimachinery: "if we stripped all numerator positions, always return 0" (`Mi` is 0).
+    if text[i..].is_empty() && digits == 0 {
         return Err("it does not start with a number".to_string());
     }
     let suffix = &text[i..];
     // value = mantissa * num / den
     let (mut num, mut den): (u128, u128) = (1, 10u128.pow(frac_len.min(38)));
     let binary = |shift: u32| -> (u128, u128) { (1u128 << shift, 1) };
+    // Past 10^-30 a value is a sliver of a byte, which rounds up to one (or stays 0).
     let pow10 = |e: i32| -> Result<(u128, u128), String> {
-        if e.unsigned_abs() > 30 {
+        let e = e.max(-30);
+        if e > 30 {
             return Err("the exponent is out of range".to_string());
         }
         let p = 10u128.pow(e.unsigned_abs());
@@ -187,12 +190,15 @@ mod tests {
         assert_eq!((q.value, q.fractional), (1, true));
         assert_eq!(v("1500m"), 2);
         assert_eq!(v("1e-3"), 1);
+        assert_eq!(v("1e-40"), 1);
+        // No number is zero (apimachinery's parseQuantityString).
+        assert_eq!(v("Mi"), 0);
     }
 
     #[test]
     fn refused_as_the_api_server_refuses_them() {
         for bad in [
-            "", "Mi", "1K", "1gi", "1GB", "1 Gi", "1Gi ", "1.2.3", "1e", "1e1.5", "-1Gi", "1MiB", "abc",
+            "", "+", "1K", "1gi", "1GB", "1 Gi", "1Gi ", "1.2.3", "1e", "1e1.5", "-1Gi", "1MiB", "abc",
             "1ee3",
         ] {
             assert!(parse(bad).is_err(), "{bad}");

@@ -153,6 +153,26 @@ pub struct YamlError {
 
 /// The documents of a multi-document YAML text; empty documents are left out.
 pub fn documents(text: &str) -> Result<Vec<Spanned<Node>>, YamlError> {
+    // Each level of nesting is a few frames of the deserializer: a thread with a stack that
+    // holds `max_depth` levels in a debug build too, whatever thread calls.
+    let parsed = std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("memlint-yaml".to_string())
+            .stack_size(64 << 20)
+            .spawn_scoped(scope, || parse(text))
+            .map(|handle| handle.join())
+    });
+    match parsed {
+        Ok(Ok(result)) => result,
+        _ => Err(YamlError {
+            line: None,
+            column: None,
+            message: "the YAML reader could not run".to_string(),
+        }),
+    }
+}
+
+fn parse(text: &str) -> Result<Vec<Spanned<Node>>, YamlError> {
     let options = serde_saphyr::options! {
         // A rendered fleet is large (thousands of documents, CRDs with big schemas): more than
         // the default budget, still bounded (about 300 MiB at most), and aliases expanded count
@@ -161,6 +181,8 @@ pub fn documents(text: &str) -> Result<Vec<Spanned<Node>>, YamlError> {
             max_nodes: 2_000_000,
             max_events: 8_000_000,
             max_documents: 50_000,
+            // CRDs nest their schemas deeply.
+            max_depth: 256,
         },
     };
     serde_saphyr::from_multiple_with_options::<Spanned<Node>>(text, options).map_err(|e| {

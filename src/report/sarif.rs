@@ -63,27 +63,8 @@ pub fn run(r: &LintReport, o: &SarifOptions, several: bool) -> Value {
 /// and platform, in the characters a category may hold.
 fn derived_category(r: &LintReport) -> String {
     if let Some(c) = r.k8s {
-        // One run per container: a category per workload and container, as code scanning
-        // wants one per run.
         let w = &c.workload;
-        let clean = |s: &str| -> String {
-            s.chars()
-                .map(|ch| {
-                    if ch.is_ascii_alphanumeric() || ch == '.' || ch == '_' || ch == '-' {
-                        ch
-                    } else {
-                        '-'
-                    }
-                })
-                .collect()
-        };
-        return format!(
-            "k8s/{}/{}/{}/{}",
-            clean(w.namespace.as_deref().unwrap_or("default")),
-            clean(&w.kind.to_ascii_lowercase()),
-            clean(&w.name),
-            clean(&w.container)
-        );
+        return k8s_category(&w.file, w.namespace.as_deref(), &w.kind, &w.name, &w.container);
     }
     let reference = r.image.reference.as_str();
     let name = match r.image.name.as_deref() {
@@ -121,6 +102,36 @@ fn derived_category(r: &LintReport) -> String {
     )
 }
 
+/// The category of a container's run: one per manifest file, workload and container, as code
+/// scanning wants one per run (two files may hold workloads of the same name).
+fn k8s_category(file: &str, namespace: Option<&str>, kind: &str, name: &str, container: &str) -> String {
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|ch| {
+                if ch.is_ascii_alphanumeric() || ch == '.' || ch == '_' || ch == '-' {
+                    ch
+                } else {
+                    '-'
+                }
+            })
+            .collect::<String>()
+            .trim_matches('-')
+            .to_string()
+    };
+    let file = if file == "-" {
+        "stdin".to_string()
+    } else {
+        clean(file)
+    };
+    format!(
+        "k8s/{file}/{}/{}/{}/{}",
+        clean(namespace.unwrap_or("default")),
+        clean(&kind.to_ascii_lowercase()),
+        clean(name),
+        clean(container)
+    )
+}
+
 /// SARIF of reports already in memlint's JSON (`memlint merge`): one run per report, the
 /// results as [`render`] makes them from the same findings.
 pub fn render_json_reports(reports: &[Value], o: &SarifOptions) -> Value {
@@ -130,29 +141,13 @@ pub fn render_json_reports(reports: &[Value], o: &SarifOptions) -> Value {
         .filter(|r| r.get("findings").is_some())
         .map(|r| {
             let k8s = &r["k8s"];
-            let clean = |v: &Value| -> String {
-                v.as_str()
-                    .unwrap_or("")
-                    .chars()
-                    .map(|ch| {
-                        if ch.is_ascii_alphanumeric() || ch == '.' || ch == '_' || ch == '-' {
-                            ch
-                        } else {
-                            '-'
-                        }
-                    })
-                    .collect()
-            };
-            let derived = format!(
-                "k8s/{}/{}/{}/{}",
-                if k8s["namespace"].is_string() {
-                    clean(&k8s["namespace"])
-                } else {
-                    "default".to_string()
-                },
-                clean(&k8s["kind"]).to_ascii_lowercase(),
-                clean(&k8s["name"]),
-                clean(&k8s["container"])
+            let text = |k: &str| k8s[k].as_str().unwrap_or("");
+            let derived = k8s_category(
+                text("file"),
+                k8s["namespace"].as_str(),
+                text("kind"),
+                text("name"),
+                text("container"),
             );
             let category = match o.category {
                 Some(c) if several => format!("{}/{derived}", c.trim_end_matches('/')),

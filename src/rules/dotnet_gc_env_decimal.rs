@@ -86,8 +86,8 @@ fn finding(f: &Facts, var: &GcEnvVar, decimal: u64, hex: u64) -> Finding {
         .find(|(s, _)| *s == var.setting)
         .and_then(|(_, p)| *p);
     let mut fix = format!(
-        "ENV {}=0x{decimal:X}\n# 0x{decimal:X} = {decimal}",
-        var.variable
+        "{}\n# 0x{decimal:X} = {decimal}",
+        super::fixes::set_env(f, &var.variable, Some(&format!("0x{decimal:X}")))
     );
     if let Some(p) = property {
         fix.push_str(&format!(

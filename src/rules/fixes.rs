@@ -39,6 +39,26 @@ pub fn jemalloc_in_image(f: &Facts) -> Option<String> {
         .map(|l| l.path.clone())
 }
 
+/// `ENV KEY=VALUE` (or how to remove it, for `None`); where the Kubernetes manifest sets `KEY`
+/// (`lint --k8s`), its `env` entry instead, which wins over any `ENV`.
+pub fn set_env(f: &Facts, key: &str, value: Option<&str>) -> String {
+    match f.env.var(key).map(|v| &v.origin) {
+        Some(crate::facts::env::Origin::Manifest { line }) => match value {
+            // A JSON string is a YAML double-quoted scalar.
+            Some(v) => format!(
+                "# in the manifest's env, line {line}:\n- name: {key}\n  value: {}",
+                serde_json::to_string(v).unwrap_or_default()
+            ),
+            None => format!("# remove the env entry {key} at line {line} of the manifest"),
+        },
+        _ => match value {
+            Some(v) if v.contains(char::is_whitespace) => format!("ENV {key}=\"{v}\""),
+            Some(v) => format!("ENV {key}={v}"),
+            None => format!("remove `ENV {key}`"),
+        },
+    }
+}
+
 /// `ENV LD_PRELOAD=…` with `lib` added to what the image already preloads (entries that do not
 /// work are dropped).
 pub fn preload_env_with(f: &Facts, lib: &str) -> String {
@@ -50,7 +70,7 @@ pub fn preload_env_with(f: &Facts, lib: &str) -> String {
         .filter(|e| e != lib)
         .collect();
     entries.insert(0, lib.to_string());
-    format!("ENV LD_PRELOAD={}", entries.join(":"))
+    set_env(f, "LD_PRELOAD", Some(&entries.join(":")))
 }
 
 /// The Dockerfile lines that put jemalloc in effect in this image.
@@ -89,9 +109,9 @@ pub fn replace_preload(f: &Facts, p: &Preload, with: Option<&str>) -> String {
                 })
                 .collect();
             if entries.is_empty() {
-                "remove `ENV LD_PRELOAD`".to_string()
+                set_env(f, "LD_PRELOAD", None)
             } else {
-                format!("ENV LD_PRELOAD={}", entries.join(":"))
+                set_env(f, "LD_PRELOAD", Some(&entries.join(":")))
             }
         }
         PreloadSource::Script => {

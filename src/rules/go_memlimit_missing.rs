@@ -32,8 +32,9 @@ fn check(f: &Facts) -> Outcome {
     else {
         return Outcome::none();
     };
-    // Set (to any value, `off` included: a choice) or set in a way memlint cannot tell.
-    if f.env.var("GOMEMLIMIT").is_some() {
+    // Set (to any value, `off` included: a choice) or set in a way memlint cannot tell. Empty
+    // is no limit to the runtime (`readGOMEMLIMIT`), as when it is unset.
+    if f.env.var("GOMEMLIMIT").is_some() && f.env.get("GOMEMLIMIT") != Some("") {
         return match f.env.undecided("GOMEMLIMIT") {
             Some(_) => Outcome::undecided(f.env.entry("GOMEMLIMIT").unwrap_or_default()),
             None => Outcome::none(),

@@ -66,6 +66,7 @@ fn check(f: &Facts) -> Outcome {
                 caps.push(Cap {
                     runtime: "the JVM",
                     setting: format!("{} (from {})", o.option, o.origin()),
+                    // `as` saturates: a percentage past what u64 holds is the most it can be.
                     bytes: (limit_bytes as f64 * pct / 100.0) as u64,
                     guidance: 75,
                     outside: "metaspace, thread stacks, the code cache, direct buffers and GC structures",
@@ -83,10 +84,10 @@ fn check(f: &Facts) -> Outcome {
                     caps.push(Cap {
                         runtime: "Node",
                         setting: format!("--max-old-space-size={} (from {})", old.value, old.source),
-                        bytes: mib << 20,
+                        bytes: mib.saturating_mul(1 << 20),
                         guidance: 75,
                         outside: "the young generation, code, and Buffer and native memory",
-                        fix: |limit| format!("--max-old-space-size={}", (limit * 3 / 4) >> 20),
+                        fix: |limit| format!("--max-old-space-size={}", (limit / 4 * 3) >> 20),
                     });
                 }
             }
@@ -133,7 +134,7 @@ fn check(f: &Facts) -> Outcome {
             caps.push(Cap {
                 runtime: ".NET",
                 setting: format!("GCHeapHardLimitPercent {:#x} = {} % ({})", p.value, p.value, p.source),
-                bytes: limit_bytes / 100 * p.value,
+                bytes: (u128::from(limit_bytes) * u128::from(p.value) / 100) as u64,
                 guidance: 75,
                 outside: "native memory, thread stacks and the runtime itself",
                 fix: |_| "GCHeapHardLimitPercent=0x4B (75 %)".to_string(),

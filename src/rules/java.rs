@@ -66,7 +66,12 @@ pub fn rewrite(f: &Facts, j: &JavaFacts, o: &JavaOption, with: Option<&str>) -> 
     };
     let env_line = |var: &str| {
         if words.is_empty() {
-            format!("# remove `ENV {var}` (it holds nothing else)")
+            match f.env.var(var).map(|v| &v.origin) {
+                Some(crate::facts::env::Origin::Manifest { .. }) => super::fixes::set_env(f, var, None),
+                _ => format!("# remove `ENV {var}` (it holds nothing else)"),
+            }
+        } else if f.env.from_manifest(var) {
+            super::fixes::set_env(f, var, Some(&words.join(" ")))
         } else {
             format!("ENV {var}=\"{}\"", words.join(" "))
         }

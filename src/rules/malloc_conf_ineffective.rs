@@ -54,7 +54,7 @@ fn anchor_for(f: &Facts, key: &'static str) -> Anchor {
 fn drop_fix(f: &Facts, key: &str) -> String {
     match f.env.var(key).and_then(|v| v.script()) {
         Some((script, line)) => format!("# in {script} line {line}, drop the export of {key}"),
-        None => format!("remove `ENV {key}`"),
+        None => super::fixes::set_env(f, key, None),
     }
 }
 

@@ -19,6 +19,39 @@ fn check(f: &Facts) -> Outcome {
     let Some(node) = &f.node else {
         return Outcome::none();
     };
+    if node.max_semi_space_size.is_some() {
+        return Outcome::none();
+    }
+    // The flag may be in a NODE_OPTIONS a script sets in a way memlint cannot work out.
+    if let Some(why) = f.env.first_undecided(&["NODE_OPTIONS"]) {
+        return Outcome::undecided(why);
+    }
+    let version = node.version.as_deref().and_then(Version::parse);
+    // With a Kubernetes manifest the limit is known: the semi-space Node will size from it
+    // (measured, ../shared/domain-sources.md 3.2: Node 18–22 and Node 24), whatever the heap
+    // flags say (--max-old-space-size does not change it).
+    let limit = f.container.as_ref().and_then(|c| c.limits_memory.as_ref());
+    let sees_limit = version.as_ref().is_none_or(|v| *v >= Version::new(20, 3, 0));
+    if let (Some(l), true) = (limit, sees_limit) {
+        let (semi, default) = semi_space_mib(l.value.value, version.as_ref().is_some_and(|v| v.major >= 24));
+        if semi >= default {
+            return Outcome::none();
+        }
+        let flags = match &node.max_old_space_size {
+            Some(old) => format!("--max-old-space-size={} and no --max-semi-space-size", old.value),
+            None => "no --max-semi-space-size".to_string(),
+        };
+        let message = format!(
+            "Node {} runs with {flags}: under this container's limits.memory {} it sizes each semi-space to about {semi} MiB (measured; {default} MiB without a limit), so short-lived objects reach the old generation and scavenges run more often",
+            node.version.as_deref().unwrap_or("(version unknown)"),
+            l.value.text
+        );
+        let finding = RULE.finding(message).evidence(Evidence::plain(format!(
+            "resources.limits.memory {} at line {} of the manifest",
+            l.value.text, l.line
+        )));
+        return Outcome::one(with_evidence(f, node, node.max_old_space_size.as_ref(), version.as_ref(), finding));
+    }
     let Some(old) = &node.max_old_space_size else {
         return Outcome::undecided(
             "Node runs without --max-old-space-size, which would hint at a small memory limit",
@@ -31,33 +64,6 @@ fn check(f: &Facts) -> Outcome {
             "--max-old-space-size from {} is not in effect: {problem}",
             old.source
         ));
-    }
-    if node.max_semi_space_size.is_some() {
-        return Outcome::none();
-    }
-    // The flag may be in a NODE_OPTIONS a script sets in a way memlint cannot work out.
-    if let Some(why) = f.env.first_undecided(&["NODE_OPTIONS"]) {
-        return Outcome::undecided(why);
-    }
-    let version = node.version.as_deref().and_then(Version::parse);
-    // With a Kubernetes manifest the limit is known: the semi-space Node will size from it
-    // (measured, ../shared/brief.md: Node 18–22 and Node 24).
-    let limit = f.container.as_ref().and_then(|c| c.limits_memory.as_ref());
-    if let Some(l) = limit {
-        let sees_limit = version.as_ref().is_none_or(|v| *v >= Version::new(20, 3, 0));
-        let (semi, default) = semi_space_mib(l.value.value, version.as_ref().is_some_and(|v| v.major >= 24));
-        if sees_limit && semi < default {
-            let message = format!(
-                "Node {} runs with --max-old-space-size={} and no --max-semi-space-size: under this container's limits.memory {} it sizes each semi-space to about {semi} MiB (measured; {default} MiB without a limit), so short-lived objects reach the old generation and scavenges run more often",
-                node.version.as_deref().unwrap_or("(version unknown)"),
-                old.value,
-                l.value.text
-            );
-            return Outcome::one(with_evidence(f, node, old, version.as_ref(), RULE.finding(message)));
-        }
-        if sees_limit {
-            return Outcome::none();
-        }
     }
     // libuv 1.45 (Node 20.3.0) is the first to read cgroup v2 memory limits.
     let message = match &version {
@@ -76,7 +82,7 @@ fn check(f: &Facts) -> Outcome {
             old.value
         ),
     };
-    Outcome::one(with_evidence(f, node, old, version.as_ref(), RULE.finding(message)))
+    Outcome::one(with_evidence(f, node, Some(old), version.as_ref(), RULE.finding(message)))
 }
 
 /// The semi-space Node sizes from a visible memory limit of `limit` bytes, and the one it
@@ -99,19 +105,21 @@ fn semi_space_mib(limit: u64, newer: bool) -> (u64, u64) {
 fn with_evidence(
     f: &Facts,
     node: &crate::facts::node::NodeFacts,
-    old: &crate::facts::node::NodeFlag,
+    old: Option<&crate::facts::node::NodeFlag>,
     version: Option<&Version>,
     finding: crate::finding::Finding,
 ) -> crate::finding::Finding {
-    let mut finding = finding
-        .anchor(match old.source {
-            FlagSource::NodeOptions => Anchor::Env(&["NODE_OPTIONS"]),
-            FlagSource::CommandLine => Anchor::Command,
-        })
-        .evidence(Evidence::plain(format!(
+    let source = old.map_or(FlagSource::NodeOptions, |o| o.source);
+    let mut finding = finding.anchor(match source {
+        FlagSource::NodeOptions => Anchor::Env(&["NODE_OPTIONS"]),
+        FlagSource::CommandLine => Anchor::Command,
+    });
+    if let Some(old) = old {
+        finding = finding.evidence(Evidence::plain(format!(
             "--max-old-space-size={} from {}",
             old.value, old.source
         )));
+    }
     if let (Some(v), Some(src)) = (&node.version, &node.version_source) {
         // The source is `NODE_VERSION` or the image path of a node_version.h or node binary;
         // `naming` keeps it only as a path.
@@ -123,9 +131,14 @@ fn with_evidence(
     // --max-semi-space-size is allowed in NODE_OPTIONS from 18.13.0 and 19.2.0 (nodejs/node#44436).
     let in_options_ok = version
         .is_none_or(|v| *v >= Version::new(19, 2, 0) || (v.major == 18 && *v >= Version::new(18, 13, 0)));
-    let fix = if old.source == FlagSource::NodeOptions && in_options_ok {
+    let fix = if source == FlagSource::NodeOptions && in_options_ok {
         let current = node.node_options.clone().unwrap_or_default();
-        format!("ENV NODE_OPTIONS=\"{} --max-semi-space-size=16\"", current.trim())
+        let value = format!("{} --max-semi-space-size=16", current.trim()).trim().to_string();
+        if f.env.from_manifest("NODE_OPTIONS") {
+            super::fixes::set_env(f, "NODE_OPTIONS", Some(&value))
+        } else {
+            format!("ENV NODE_OPTIONS=\"{value}\"")
+        }
     } else {
         let mut argv: Vec<String> = f.entrypoint.args.clone();
         if argv.is_empty() {

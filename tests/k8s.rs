@@ -378,6 +378,41 @@ fn lists_folders_stand_ins_and_an_image_that_cannot_be_read() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("1 container(s) not linted"), "{err}");
 
+    // A ConfigMap mounted as a folder: each key a link into `..data`, itself a link to a hidden
+    // folder of the current version. Each manifest is read once.
+    let cm = dir.path().join("cm");
+    std::fs::create_dir_all(cm.join("..2026_12_02_10_00_00.1")).unwrap();
+    std::fs::copy(
+        manifests.join("list.yaml"),
+        cm.join("..2026_12_02_10_00_00.1/list.yaml"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("..2026_12_02_10_00_00.1", cm.join("..data")).unwrap();
+    std::os::unix::fs::symlink("..data/list.yaml", cm.join("list.yaml")).unwrap();
+    let out = memlint_in(
+        dir.path(),
+        &[
+            "lint",
+            "--k8s",
+            "cm",
+            "--image",
+            &stand_in,
+            "--format",
+            "json",
+            "--fail-on",
+            "never",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json_of(&out);
+    assert_eq!(v["reports"].as_array().unwrap().len(), 1, "{v:#}");
+    assert_eq!(v["reports"][0]["k8s"]["file"], "cm/list.yaml");
+
     // A stand-in for an image no container runs is a mistake, not a silent registry read.
     let out = memlint_in(
         dir.path(),

@@ -476,10 +476,15 @@ fn xml(s: &str, attr: bool) -> Cow<'_, str> {
 /// [`SafeWriter`] (the source snippet included). `color`: whether colour may be used.
 pub fn diagnostic(diag: &dyn miette::Diagnostic, color: bool) -> String {
     let safe = Safe::of(diag);
-    let handler = miette::MietteHandlerOpts::new()
+    let mut opts = miette::MietteHandlerOpts::new()
         .terminal_links(false)
-        .color(color)
-        .build();
+        .color(color);
+    // Off a terminal (a CI log, a pipe) a wrapped line would split a path or a platform list
+    // where 80 columns fall: grep and log readers get each sentence whole.
+    if !color {
+        opts = opts.width(4096);
+    }
+    let handler = opts.build();
     struct Render<'a>(&'a miette::MietteHandler, &'a Safe<'a>);
     impl std::fmt::Debug for Render<'_> {
         fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -667,6 +667,11 @@ fn the_manifest_env_and_command_are_what_the_program_gets() {
             "registry.local/go:1",
             "    command: [/usr/local/bin/cgoapp]\n    env:\n    - name: GOMEMLIMIT\n      value: 512Mi\n",
         ),
+        pod(
+            "go-secret",
+            "registry.local/go:1",
+            "    env:\n    - name: GOMEMLIMIT\n      valueFrom: {secretKeyRef: {name: go, key: limit}}\n    resources: {limits: {memory: 512Mi}}\n",
+        ),
     ]
     .concat();
     std::fs::write(dir.path().join("pods.yaml"), &yaml).unwrap();
@@ -743,4 +748,36 @@ fn the_manifest_env_and_command_are_what_the_program_gets() {
         malformed["fix"].as_str().unwrap().contains("- name: GOMEMLIMIT"),
         "{malformed:#}"
     );
+    // A GOMEMLIMIT from a secret is not missing, nor judged: the rules that read it say so.
+    let secret = rules_of(&by_name("go-secret"));
+    for quiet in [
+        "go-memlimit-missing",
+        "heap-exceeds-limit",
+        "gomemlimit-malformed",
+    ] {
+        assert!(!secret.contains(&quiet.to_string()), "{quiet}: {secret:?}");
+    }
+    let sharp_in = format!("registry.local/sharp:1={sharp}");
+    let go_in = format!("registry.local/go:1={}", build_image("go-nocgo"));
+    let out = memlint_in(
+        dir.path(),
+        &[
+            "lint",
+            "--k8s",
+            "pods.yaml",
+            "-v",
+            "--fail-on",
+            "never",
+            "--image",
+            &sharp_in,
+            "--image",
+            &go_in,
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("go-memlimit-missing: GOMEMLIMIT is set by"),
+        "{text}"
+    );
+    assert!(text.contains("from the secret `go`"), "{text}");
 }

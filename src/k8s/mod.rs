@@ -98,6 +98,10 @@ pub struct Container {
     pub limits_ephemeral_storage: Option<Lined<Quantity>>,
     pub mounts: Vec<Mount>,
     pub working_dir: Option<String>,
+    /// Words of `command`/`args` whose `$(VAR)` the manifest cannot resolve (left as written),
+    /// each with why: a rule that would read them stays undecided.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unresolved_args: Vec<String>,
 }
 
 /// A document memlint does not lint, for `-v`.
@@ -629,12 +633,18 @@ impl Walk<'_> {
         // `$(VAR)` in command and args is expanded by the kubelet from the container's env.
         // An empty list is no list: the runtime keeps the image's Entrypoint or Cmd
         // (containerd's `setOCIProcessArgs`). A word with an unknown reference stays as written.
-        let expand = |l: Option<Lined<Vec<String>>>| {
+        let mut unresolved = Vec::new();
+        let mut expand = |l: Option<Lined<Vec<String>>>| {
             l.filter(|l| !l.value.is_empty()).map(|l| Lined {
                 value: l
                     .value
                     .iter()
-                    .map(|s| expand_refs(s, &env, &env_from).unwrap_or_else(|_| s.clone()))
+                    .map(|s| {
+                        expand_refs(s, &env, &env_from).unwrap_or_else(|why| {
+                            unresolved.push(format!("`{s}`: {why}"));
+                            s.clone()
+                        })
+                    })
                     .collect(),
                 line: l.line,
             })
@@ -678,6 +688,7 @@ impl Walk<'_> {
             limits_ephemeral_storage,
             mounts,
             working_dir,
+            unresolved_args: unresolved,
         }))
     }
 
@@ -948,6 +959,14 @@ spec:
         );
         let c = pod("    env:\n    - name: L\n      valueFrom: {configMapKeyRef: {name: conf, key: l}}\n    - {name: GOMEMLIMIT, value: \"$(L)\"}\n");
         assert!(matches!(c.env[1].value, EnvValue::Unknown { .. }));
+        // A command word with one is kept as written, and said to be unresolved.
+        let c = pod("    command: [java, \"-Xmx$(HEAP)\"]\n    env:\n    - name: HEAP\n      valueFrom: {secretKeyRef: {name: s, key: k}}\n");
+        assert_eq!(c.command.as_ref().unwrap().value, ["java", "-Xmx$(HEAP)"]);
+        assert!(
+            c.unresolved_args[0].contains("-Xmx$(HEAP)") && c.unresolved_args[0].contains("secret `s`"),
+            "{:?}",
+            c.unresolved_args
+        );
         // Undefined with no envFrom: the kubelet leaves it as written.
         let c = pod("    env:\n    - {name: A, value: \"$(NOPE)\"}\n");
         assert_eq!(

@@ -44,7 +44,13 @@ fn check(f: &Facts) -> Outcome {
     }
     let mut caps: Vec<Cap> = Vec::new();
     let mut undecided: Vec<String> = Vec::new();
-    if let Some(j) = &f.java {
+    // A JVM options variable memlint cannot work out may hold an -Xmx, which wins over any
+    // percentage and any -Xmx elsewhere but the command line's: the JVM's cap is not known.
+    let jvm_undecided = f.env.first_undecided(JVM_OPTION_VARIABLES);
+    if let (Some(_), Some(why)) = (&f.java, &jvm_undecided) {
+        undecided.push(why.clone());
+    }
+    if let (Some(j), None) = (&f.java, &jvm_undecided) {
         let heap = j
             .effective()
             .filter(|o| o.option.starts_with("-Xmx") || o.xx_name() == Some("MaxHeapSize") && o.xx_value().is_some())
@@ -73,8 +79,6 @@ fn check(f: &Facts) -> Outcome {
                     fix: |_| "-XX:MaxRAMPercentage=75.0".to_string(),
                 });
             }
-        } else if let Some(why) = f.env.first_undecided(JVM_OPTION_VARIABLES) {
-            undecided.push(why);
         }
     }
     if let Some(node) = &f.node {
@@ -140,6 +144,10 @@ fn check(f: &Facts) -> Outcome {
                 fix: |_| "GCHeapHardLimitPercent=0x4B (75 %)".to_string(),
             });
         }
+    }
+    // `-Xmx$(HEAP)` with HEAP from a secret: the cap is in a word memlint cannot read.
+    if let Some(word) = c.unresolved_args.first() {
+        undecided.push(format!("the container's command has {word}"));
     }
     if caps.is_empty() {
         return match undecided.into_iter().next() {

@@ -68,6 +68,7 @@ pub enum MergeFormat {
     Text,
     Sarif,
     Github,
+    Junit,
 }
 
 #[derive(Debug, clap::Args)]

@@ -579,6 +579,46 @@ fn shards_cover_every_image_once_and_merge_gives_the_unsharded_report() {
         String::from_utf8_lossy(&merged.stdout),
         String::from_utf8_lossy(&unsharded.stdout)
     );
+    // JUnit of the merge: the unsharded run's suites, tests and failures (why a rule could not
+    // decide is not in the JSON, so the texts differ there).
+    let attrs = |xml: &str| -> Vec<String> {
+        xml.lines()
+            .filter(|l| l.trim_start().starts_with("<testsuite"))
+            .map(|l| l.trim().to_string())
+            .collect()
+    };
+    let mut args = vec![
+        "lint",
+        "--k8s",
+        "fleet.yaml",
+        "--format",
+        "junit",
+        "--fail-on",
+        "note",
+    ];
+    for s in &stand_ins {
+        args.extend(["--image", s.as_str()]);
+    }
+    let unsharded = memlint_in(dir.path(), &args);
+    let merged = memlint_in(
+        dir.path(),
+        &[
+            "merge",
+            "shard-1.json",
+            "shard-2.json",
+            "shard-3.json",
+            "--format",
+            "junit",
+            "--fail-on",
+            "note",
+        ],
+    );
+    let (a, b) = (
+        String::from_utf8_lossy(&unsharded.stdout),
+        String::from_utf8_lossy(&merged.stdout),
+    );
+    assert_eq!(attrs(&b), attrs(&a));
+    assert_eq!(attrs(&a).len(), 7, "{a}");
     // The merged findings decide the exit code.
     let out = memlint_in(
         dir.path(),

@@ -1,6 +1,6 @@
 //! `memlint merge REPORT.json…`: the JSON reports of `lint --k8s --shard I/N` runs joined into
 //! one, as the unsharded run would have written it (reports in manifest order), in JSON, text,
-//! SARIF or GitHub annotations, with an exit code by `--fail-on` over the merged findings.
+//! SARIF, GitHub annotations or JUnit, with an exit code by `--fail-on` over the merged findings.
 
 use crate::cli::{MergeArgs, MergeFormat};
 use crate::error::{Error, Result};
@@ -70,6 +70,7 @@ pub fn run(args: MergeArgs) -> Result<ExitCode> {
         ),
         MergeFormat::Text => text(w, &reports),
         MergeFormat::Github => crate::report::github::write_json_reports(w, &reports),
+        MergeFormat::Junit => crate::report::junit::write_json_reports(w, &reports, args.fail_on),
     })?;
     if reports.iter().any(|r| r.get("error").is_some()) {
         return Ok(ExitCode::from(2));

@@ -97,36 +97,40 @@ pub fn write_suites(w: &mut dyn Write, suites: &[&Suite], unread: &[Unread]) -> 
     writeln!(w, "</testsuites>")
 }
 
+/// What a test suite shows: made from a report, or from a report's JSON (`memlint merge`).
+struct SuiteInput<'a> {
+    /// `REFERENCE (PLATFORM)`, and the workload with `--k8s`.
+    image: String,
+    properties: Vec<(&'static str, String)>,
+    /// Every rule that ran, and why it could not decide when it could not.
+    results: Vec<(&'static str, Option<&'a str>)>,
+    findings: &'a [Finding],
+    ignored: &'a [Finding],
+}
+
+/// How many rules have a finding at or above `fail_on`.
+fn failing(s: &SuiteInput, fail_on: FailOn) -> usize {
+    s.results
+        .iter()
+        .filter(|(id, _)| s.findings.iter().any(|f| f.rule == *id && fails(f, fail_on)))
+        .count()
+}
+
 /// How many rules have a finding at or above `fail_on` on this image.
 fn failing_rules(r: &LintReport, fail_on: FailOn) -> usize {
-    r.results
-        .iter()
-        .filter(|res| {
-            r.findings
-                .iter()
-                .any(|f| f.rule == res.rule.id && fails(f, fail_on))
-        })
-        .count()
+    failing(&input_of(r, fail_on), fail_on)
 }
 
 fn fails(f: &Finding, fail_on: FailOn) -> bool {
     fail_on.threshold().is_some_and(|t| f.severity >= t)
 }
 
-fn suite(w: &mut dyn Write, r: &LintReport, fail_on: FailOn) -> io::Result<()> {
+fn input_of<'a>(r: &'a LintReport, fail_on: FailOn) -> SuiteInput<'a> {
     let mut image = format!("{} ({})", r.image.reference, r.image.platform);
     if let Some(c) = r.k8s {
         let k = &c.workload;
         image.push_str(&format!(" in {} {}/{}", k.kind, k.name, k.container));
     }
-    writeln!(
-        w,
-        r#"  <testsuite name="{}" tests="{}" failures="{}" errors="0" skipped="0">"#,
-        xml_attr(&format!("memlint {image}")),
-        r.results.len(),
-        failing_rules(r, fail_on)
-    )?;
-    writeln!(w, "    <properties>")?;
     let mut properties = vec![
         ("image", r.image.reference.clone()),
         ("platform", r.image.platform.to_string()),
@@ -135,25 +139,124 @@ fn suite(w: &mut dyn Write, r: &LintReport, fail_on: FailOn) -> io::Result<()> {
         properties.push(("manifest_digest", d.to_string()));
     }
     properties.push(("fail_on", fail_on.as_str().to_string()));
-    for (name, value) in properties {
+    SuiteInput {
+        image,
+        properties,
+        results: r
+            .results
+            .iter()
+            .map(|res| (res.rule.id, res.outcome.undecided.as_deref()))
+            .collect(),
+        findings: &r.findings,
+        ignored: &r.ignored,
+    }
+}
+
+/// The JUnit document of reports already in memlint's JSON (`memlint merge` of `lint --k8s`
+/// shards): every rule a test case, as `lint` writes them (why a rule could not decide is not
+/// in the JSON); a report that carries an `error` is a suite with one erroring case.
+pub fn write_json_reports(
+    w: &mut dyn Write,
+    reports: &[serde_json::Value],
+    fail_on: FailOn,
+) -> io::Result<()> {
+    let mut suites = Vec::new();
+    let mut unread = Vec::new();
+    for r in reports {
+        let k = &r["k8s"];
+        let text = |v: &serde_json::Value| v.as_str().unwrap_or("").to_string();
+        if let Some(e) = r.get("error") {
+            unread.push(Unread {
+                reference: format!(
+                    "{} in {} {}/{}",
+                    text(&r["reference"]),
+                    text(&k["kind"]),
+                    text(&k["name"]),
+                    text(&k["container"])
+                ),
+                code: text(&e["code"]),
+                message: text(&e["message"]),
+            });
+            continue;
+        }
+        let parse = |key: &str| -> Vec<Finding> {
+            r[key]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(super::sarif::finding_of_json)
+                .collect()
+        };
+        let (findings, ignored) = (parse("findings"), parse("ignored"));
+        let p = &r["image"]["platform"];
+        let platform = ["os", "architecture", "variant"]
+            .iter()
+            .filter_map(|key| p[*key].as_str().filter(|s| !s.is_empty()))
+            .collect::<Vec<_>>()
+            .join("/");
+        let mut image = format!("{} ({platform})", text(&r["reference"]));
+        if k.is_object() {
+            image.push_str(&format!(
+                " in {} {}/{}",
+                text(&k["kind"]),
+                text(&k["name"]),
+                text(&k["container"])
+            ));
+        }
+        let mut properties = vec![("image", text(&r["reference"])), ("platform", platform)];
+        if let Some(d) = r["image"]["manifest_digest"].as_str() {
+            properties.push(("manifest_digest", d.to_string()));
+        }
+        properties.push(("fail_on", fail_on.as_str().to_string()));
+        let input = SuiteInput {
+            image,
+            properties,
+            results: crate::rules::ALL.iter().map(|rule| (rule.id, None)).collect(),
+            findings: &findings,
+            ignored: &ignored,
+        };
+        let mut xml = Vec::new();
+        write_suite(&mut xml, &input, fail_on)?;
+        suites.push(Suite {
+            xml,
+            tests: input.results.len(),
+            failures: failing(&input, fail_on),
+        });
+    }
+    write_suites(w, &suites.iter().collect::<Vec<_>>(), &unread)
+}
+
+fn suite(w: &mut dyn Write, r: &LintReport, fail_on: FailOn) -> io::Result<()> {
+    write_suite(w, &input_of(r, fail_on), fail_on)
+}
+
+fn write_suite(w: &mut dyn Write, s: &SuiteInput, fail_on: FailOn) -> io::Result<()> {
+    let image = &s.image;
+    writeln!(
+        w,
+        r#"  <testsuite name="{}" tests="{}" failures="{}" errors="0" skipped="0">"#,
+        xml_attr(&format!("memlint {image}")),
+        s.results.len(),
+        failing(s, fail_on)
+    )?;
+    writeln!(w, "    <properties>")?;
+    for (name, value) in &s.properties {
         writeln!(
             w,
             r#"      <property name="{name}" value="{}"/>"#,
-            xml_attr(&value)
+            xml_attr(value)
         )?;
     }
     writeln!(w, "    </properties>")?;
-    for res in &r.results {
-        let id = res.rule.id;
-        let found: Vec<&Finding> = r.findings.iter().filter(|f| f.rule == id).collect();
+    for &(id, undecided) in &s.results {
+        let found: Vec<&Finding> = s.findings.iter().filter(|f| f.rule == id).collect();
         let (failing, below): (Vec<&Finding>, Vec<&Finding>) =
             found.into_iter().partition(|f| fails(f, fail_on));
-        let ignored: Vec<&Finding> = r.ignored.iter().filter(|f| f.rule == id).collect();
-        let undecided = res.outcome.undecided.as_deref();
+        let ignored: Vec<&Finding> = s.ignored.iter().filter(|f| f.rule == id).collect();
         let open = format!(
             r#"    <testcase name="{}" classname="{}""#,
             xml_attr(id),
-            xml_attr(&image)
+            xml_attr(image)
         );
         if failing.is_empty() && below.is_empty() && ignored.is_empty() && undecided.is_none() {
             writeln!(w, "{open}/>")?;

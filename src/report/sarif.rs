@@ -174,6 +174,12 @@ pub fn render_json_reports(reports: &[Value], o: &SarifOptions) -> Value {
 
 /// A finding of memlint's JSON as a SARIF result; `None` for a rule this memlint does not know.
 fn result_of_json(f: &Value) -> Option<Value> {
+    finding_of_json(f).map(|f| result(&f))
+}
+
+/// A finding back from memlint's JSON (`memlint merge`): its evidence as words alone (the JSON
+/// keeps no paths); `None` for a rule this memlint does not know.
+pub fn finding_of_json(f: &Value) -> Option<Finding> {
     let rule = ALL.iter().find(|r| Some(r.id) == f["rule"].as_str())?;
     let severity = match f["severity"].as_str()? {
         "error" => Severity::Error,
@@ -200,7 +206,7 @@ fn result_of_json(f: &Value) -> Option<Value> {
             .to_string(),
         origin: s.get("origin").and_then(Value::as_str).unwrap_or("").to_string(),
     });
-    Some(result(&finding))
+    Some(finding)
 }
 
 fn level(s: Severity) -> &'static str {

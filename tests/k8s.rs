@@ -547,38 +547,33 @@ fn shards_cover_every_image_once_and_merge_gives_the_unsharded_report() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(json_of(&out), whole);
-    // GitHub annotations of the merge are those of the unsharded run.
-    let mut args = vec![
-        "lint",
-        "--k8s",
-        "fleet.yaml",
-        "--format",
-        "github",
-        "--fail-on",
-        "never",
-    ];
-    for s in &stand_ins {
-        args.extend(["--image", s.as_str()]);
-    }
-    let unsharded = memlint_in(dir.path(), &args);
-    let merged = memlint_in(
-        dir.path(),
-        &[
-            "merge",
-            "shard-1.json",
-            "shard-2.json",
-            "shard-3.json",
+    // The unsharded run and the merge of the shards, in one format.
+    let both = |format: &str, fail_on: &str| -> (String, String) {
+        let mut args = vec![
+            "lint",
+            "--k8s",
+            "fleet.yaml",
             "--format",
-            "github",
+            format,
             "--fail-on",
-            "never",
-        ],
-    );
-    assert!(!unsharded.stdout.is_empty());
-    assert_eq!(
-        String::from_utf8_lossy(&merged.stdout),
-        String::from_utf8_lossy(&unsharded.stdout)
-    );
+            fail_on,
+        ];
+        for s in &stand_ins {
+            args.extend(["--image", s.as_str()]);
+        }
+        let unsharded = memlint_in(dir.path(), &args);
+        let shards = ["shard-1.json", "shard-2.json", "shard-3.json"];
+        let mut args = vec!["merge"];
+        args.extend(shards);
+        args.extend(["--format", format, "--fail-on", fail_on]);
+        let merged = memlint_in(dir.path(), &args);
+        let text = |o: &Output| String::from_utf8_lossy(&o.stdout).into_owned();
+        (text(&unsharded), text(&merged))
+    };
+    // GitHub annotations of the merge are those of the unsharded run.
+    let (unsharded, merged) = both("github", "never");
+    assert!(!unsharded.is_empty());
+    assert_eq!(merged, unsharded);
     // JUnit of the merge: the unsharded run's suites, tests and failures (why a rule could not
     // decide is not in the JSON, so the texts differ there).
     let attrs = |xml: &str| -> Vec<String> {
@@ -587,38 +582,9 @@ fn shards_cover_every_image_once_and_merge_gives_the_unsharded_report() {
             .map(|l| l.trim().to_string())
             .collect()
     };
-    let mut args = vec![
-        "lint",
-        "--k8s",
-        "fleet.yaml",
-        "--format",
-        "junit",
-        "--fail-on",
-        "note",
-    ];
-    for s in &stand_ins {
-        args.extend(["--image", s.as_str()]);
-    }
-    let unsharded = memlint_in(dir.path(), &args);
-    let merged = memlint_in(
-        dir.path(),
-        &[
-            "merge",
-            "shard-1.json",
-            "shard-2.json",
-            "shard-3.json",
-            "--format",
-            "junit",
-            "--fail-on",
-            "note",
-        ],
-    );
-    let (a, b) = (
-        String::from_utf8_lossy(&unsharded.stdout),
-        String::from_utf8_lossy(&merged.stdout),
-    );
-    assert_eq!(attrs(&b), attrs(&a));
-    assert_eq!(attrs(&a).len(), 7, "{a}");
+    let (unsharded, merged) = both("junit", "note");
+    assert_eq!(attrs(&merged), attrs(&unsharded));
+    assert_eq!(attrs(&unsharded).len(), 7, "{unsharded}");
     // The merged findings decide the exit code.
     let out = memlint_in(
         dir.path(),

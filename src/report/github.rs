@@ -2,7 +2,6 @@
 //! request, without code scanning.
 
 use super::lint::LintReport;
-use crate::finding::Severity;
 use crate::untrusted::{line, lines};
 use std::io::{self, Write};
 
@@ -12,35 +11,21 @@ use std::io::{self, Write};
 pub fn write(w: &mut dyn Write, reports: &[LintReport]) -> io::Result<()> {
     for r in reports {
         for f in &r.findings {
-            let command = match f.severity {
-                Severity::Error => "error",
-                Severity::Warning => "warning",
-                Severity::Note => "notice",
-            };
-            let (file, line_no, end) = f
+            let place = f
                 .location
                 .as_ref()
-                .map(|l| (l.path.as_str(), l.line, l.end_line))
+                .map(|l| (l.path.as_str(), u64::from(l.line), u64::from(l.end_line)))
                 .unwrap_or(("Dockerfile", 1, 1));
-            let mut body = line(&f.message).into_owned();
-            for e in &f.evidence {
-                body.push_str("\n- ");
-                body.push_str(&line(e.text()));
-            }
-            if !f.fix.is_empty() {
-                body.push_str("\nFix:\n");
-                body.push_str(&lines(&f.fix));
-            }
-            writeln!(
+            let evidence: Vec<&str> = f.evidence.iter().map(|e| e.text()).collect();
+            let title = format!("memlint {} ({}, {})", f.rule, r.image.reference, r.image.platform);
+            annotation(
                 w,
-                "::{command} file={},line={line_no},endLine={},title={}::{}",
-                property(&line(file)),
-                end.max(line_no),
-                property(&line(&format!(
-                    "memlint {} ({}, {})",
-                    f.rule, r.image.reference, r.image.platform
-                ))),
-                data(&body)
+                f.severity.as_str(),
+                place,
+                &title,
+                &f.message,
+                &evidence,
+                &f.fix,
             )?;
         }
     }
@@ -53,40 +38,70 @@ pub fn write_json_reports(w: &mut dyn Write, reports: &[serde_json::Value]) -> i
     for r in reports {
         for f in r["findings"].as_array().into_iter().flatten() {
             let s = |v: &serde_json::Value| v.as_str().unwrap_or("").to_string();
-            let command = match f["severity"].as_str() {
-                Some("error") => "error",
-                Some("warning") => "warning",
-                _ => "notice",
-            };
-            let file = f["location"]["path"].as_str().unwrap_or("Dockerfile");
             let line_no = f["location"]["line"].as_u64().unwrap_or(1);
-            let end = f["location"]["end_line"].as_u64().unwrap_or(line_no);
-            let mut body = line(&s(&f["message"])).into_owned();
-            for e in f["evidence"].as_array().into_iter().flatten() {
-                body.push_str("\n- ");
-                body.push_str(&line(&s(e)));
-            }
-            let fix = s(&f["fix"]);
-            if !fix.is_empty() {
-                body.push_str("\nFix:\n");
-                body.push_str(&lines(&fix));
-            }
-            writeln!(
+            let place = (
+                f["location"]["path"].as_str().unwrap_or("Dockerfile"),
+                line_no,
+                f["location"]["end_line"].as_u64().unwrap_or(line_no),
+            );
+            let evidence: Vec<&str> = f["evidence"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|e| e.as_str())
+                .collect();
+            let title = format!(
+                "memlint {} ({}, {})",
+                s(&f["rule"]),
+                s(&r["reference"]),
+                platform(&r["image"]["platform"])
+            );
+            annotation(
                 w,
-                "::{command} file={},line={line_no},endLine={},title={}::{}",
-                property(&line(file)),
-                end.max(line_no),
-                property(&line(&format!(
-                    "memlint {} ({}, {})",
-                    s(&f["rule"]),
-                    s(&r["reference"]),
-                    platform(&r["image"]["platform"])
-                ))),
-                data(&body)
+                f["severity"].as_str().unwrap_or("note"),
+                place,
+                &title,
+                &s(&f["message"]),
+                &evidence,
+                &s(&f["fix"]),
             )?;
         }
     }
     Ok(())
+}
+
+/// One workflow command: `severity` as memlint names it, the place (file, line, end line).
+fn annotation(
+    w: &mut dyn Write,
+    severity: &str,
+    (file, line_no, end): (&str, u64, u64),
+    title: &str,
+    message: &str,
+    evidence: &[&str],
+    fix: &str,
+) -> io::Result<()> {
+    let command = match severity {
+        "error" => "error",
+        "warning" => "warning",
+        _ => "notice",
+    };
+    let mut body = line(message).into_owned();
+    for e in evidence {
+        body.push_str("\n- ");
+        body.push_str(&line(e));
+    }
+    if !fix.is_empty() {
+        body.push_str("\nFix:\n");
+        body.push_str(&lines(fix));
+    }
+    writeln!(
+        w,
+        "::{command} file={},line={line_no},endLine={},title={}::{}",
+        property(&line(file)),
+        end.max(line_no),
+        property(&line(title)),
+        data(&body)
+    )
 }
 
 /// `linux/arm64/v8` from the JSON's platform object, as `Platform` prints it.

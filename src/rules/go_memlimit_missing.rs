@@ -2,7 +2,6 @@ use super::{Outcome, Rule};
 use crate::facts::go::reads_gomemlimit;
 use crate::facts::Facts;
 use crate::finding::{Anchor, Evidence, Severity};
-use crate::k8s::quantity::human_bytes;
 
 pub(crate) const RULE: Rule = Rule {
     id: "go-memlimit-missing",
@@ -75,15 +74,7 @@ fn check(f: &Facts) -> Outcome {
             ),
             [program.path.clone()],
         ))
-        .evidence(Evidence::plain(format!(
-            "{}/{} container `{}`: resources.limits.memory {} ({}) at line {}",
-            c.workload.kind,
-            c.workload.name,
-            c.workload.container,
-            limit.value.text,
-            human_bytes(limit.value.value),
-            limit.line
-        )))
+        .evidence(super::k8s::limit_evidence(c, "memory", limit))
         .fix(format!(
             "# about 90 % of the limit, in the Go runtime's syntax (MiB, not Mi):\nenv:\n- name: GOMEMLIMIT\n  value: \"{suggested}MiB\""
         )),

@@ -181,10 +181,7 @@ fn check(f: &Facts) -> Outcome {
         findings.push(
             finding
                 .evidence(Evidence::plain(format!("{} caps the heap at {}", cap.setting, human_bytes(cap.bytes))))
-                .evidence(Evidence::plain(format!(
-                    "{}/{} container `{}`: resources.{limit_text} at line {}",
-                    c.workload.kind, c.workload.name, c.workload.container, limit.line
-                )))
+                .evidence(super::k8s::limit_evidence(c, "memory", limit))
                 .fix(format!(
                     "# either raise the limit so the cap is at most {} % of it:\nresources:\n  limits:\n    memory: {wanted_mib}Mi\n# or lower the cap: {}",
                     cap.guidance,

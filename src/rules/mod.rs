@@ -7,6 +7,7 @@
 
 pub mod fixes;
 mod java;
+mod k8s;
 mod preload;
 
 use crate::facts::Facts;

@@ -83,15 +83,7 @@ fn check(f: &Facts) -> Outcome {
             ),
             [next.package.clone()],
         ))
-        .evidence(Evidence::plain(format!(
-            "{}/{} container `{}`: resources.limits.ephemeral-storage {} ({}) at line {}",
-            c.workload.kind,
-            c.workload.name,
-            c.workload.container,
-            limit.value.text,
-            human_bytes(limit.value.value),
-            limit.line
-        )))
+        .evidence(super::k8s::limit_evidence(c, "ephemeral-storage", limit))
         .fix(format!(
             "// next.config.js (Next.js 15.5.14+ or 16.1.7+): below the ephemeral-storage limit, with room for logs\nimages: {{ maximumDiskCacheSize: {fix_size} }}\n# or mount a memory-backed emptyDir with a sizeLimit on {cache} (it counts toward the memory limit)"
         )),

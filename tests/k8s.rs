@@ -37,6 +37,31 @@ fn json_of(out: &Output) -> Value {
     })
 }
 
+/// `memlint lint --k8s MANIFEST --image STAND_IN… --format json --fail-on never` in `dir`, which
+/// must exit 0: its JSON.
+fn lint_k8s(dir: &Path, manifest: &str, stand_ins: &[&str]) -> Value {
+    let mut args = vec![
+        "lint",
+        "--k8s",
+        manifest,
+        "--format",
+        "json",
+        "--fail-on",
+        "never",
+    ];
+    for s in stand_ins {
+        args.extend(["--image", s]);
+    }
+    let out = memlint_in(dir, &args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json_of(&out)
+}
+
 fn rules_of(report: &Value) -> Vec<String> {
     report["findings"]
         .as_array()
@@ -389,27 +414,7 @@ fn lists_folders_stand_ins_and_an_image_that_cannot_be_read() {
     .unwrap();
     std::os::unix::fs::symlink("..2026_12_02_10_00_00.1", cm.join("..data")).unwrap();
     std::os::unix::fs::symlink("..data/list.yaml", cm.join("list.yaml")).unwrap();
-    let out = memlint_in(
-        dir.path(),
-        &[
-            "lint",
-            "--k8s",
-            "cm",
-            "--image",
-            &stand_in,
-            "--format",
-            "json",
-            "--fail-on",
-            "never",
-        ],
-    );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v = json_of(&out);
+    let v = lint_k8s(dir.path(), "cm", &[&stand_in]);
     assert_eq!(v["reports"].as_array().unwrap().len(), 1, "{v:#}");
     assert_eq!(v["reports"][0]["k8s"]["file"], "cm/list.yaml");
 
@@ -608,24 +613,8 @@ fn shards_cover_every_image_once_and_merge_gives_the_unsharded_report() {
 fn the_example_fleet_job_is_read_by_the_k8s_reader() {
     let demo = build_image("demo");
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/k8s/memlint-fleet-job.yaml");
-    let out = memlint(&[
-        "lint",
-        "--k8s",
-        example.to_str().unwrap(),
-        "--image",
-        &format!("ghcr.io/memlint/memlint:latest={demo}"),
-        "--format",
-        "json",
-        "--fail-on",
-        "never",
-    ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v = json_of(&out);
+    let stand_in = format!("ghcr.io/memlint/memlint:latest={demo}");
+    let v = lint_k8s(Path::new("."), example.to_str().unwrap(), &[&stand_in]);
     let kinds: Vec<&str> = v["reports"]
         .as_array()
         .unwrap()
@@ -681,29 +670,9 @@ fn the_manifest_env_and_command_are_what_the_program_gets() {
     ]
     .concat();
     std::fs::write(dir.path().join("pods.yaml"), &yaml).unwrap();
-    let out = memlint_in(
-        dir.path(),
-        &[
-            "lint",
-            "--k8s",
-            "pods.yaml",
-            "--image",
-            &format!("registry.local/sharp:1={sharp}"),
-            "--image",
-            &format!("registry.local/go:1={go}"),
-            "--format",
-            "json",
-            "--fail-on",
-            "never",
-        ],
-    );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v = json_of(&out);
+    let sharp_in = format!("registry.local/sharp:1={sharp}");
+    let go_in = format!("registry.local/go:1={go}");
+    let v = lint_k8s(dir.path(), "pods.yaml", &[&sharp_in, &go_in]);
     let by_name = |n: &str| {
         v["reports"]
             .as_array()
@@ -763,8 +732,6 @@ fn the_manifest_env_and_command_are_what_the_program_gets() {
     ] {
         assert!(!secret.contains(&quiet.to_string()), "{quiet}: {secret:?}");
     }
-    let sharp_in = format!("registry.local/sharp:1={sharp}");
-    let go_in = format!("registry.local/go:1={}", build_image("go-nocgo"));
     let out = memlint_in(
         dir.path(),
         &[

@@ -266,12 +266,6 @@ impl Env {
         self.current()
             .filter(|v| matches!(v.origin, Origin::Script { .. }))
     }
-
-    /// Whether the Kubernetes manifest's env set `key` (decided or not).
-    pub fn from_manifest(&self, key: &str) -> bool {
-        self.var(key)
-            .is_some_and(|v| matches!(v.origin, Origin::Manifest { .. }))
-    }
 }
 
 /// Serialises a map of the known values (for tests and debugging).

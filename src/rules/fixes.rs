@@ -42,6 +42,16 @@ pub fn jemalloc_in_image(f: &Facts) -> Option<String> {
 /// `ENV KEY=VALUE` (or how to remove it, for `None`); where the Kubernetes manifest sets `KEY`
 /// (`lint --k8s`), its `env` entry instead, which wins over any `ENV`.
 pub fn set_env(f: &Facts, key: &str, value: Option<&str>) -> String {
+    env_fix(f, key, value, false)
+}
+
+/// [`set_env`] with the `ENV` value always in quotes, as options lists are written
+/// (`ENV NODE_OPTIONS="--max-old-space-size=768"`).
+pub fn set_env_quoted(f: &Facts, key: &str, value: Option<&str>) -> String {
+    env_fix(f, key, value, true)
+}
+
+fn env_fix(f: &Facts, key: &str, value: Option<&str>, quoted: bool) -> String {
     match f.env.var(key).map(|v| &v.origin) {
         Some(crate::facts::env::Origin::Manifest { line }) => match value {
             // A JSON string is a YAML double-quoted scalar.
@@ -52,7 +62,7 @@ pub fn set_env(f: &Facts, key: &str, value: Option<&str>) -> String {
             None => format!("# remove the env entry {key} at line {line} of the manifest"),
         },
         _ => match value {
-            Some(v) if v.contains(char::is_whitespace) => format!("ENV {key}=\"{v}\""),
+            Some(v) if quoted || v.contains(char::is_whitespace) => format!("ENV {key}=\"{v}\""),
             Some(v) => format!("ENV {key}={v}"),
             None => format!("remove `ENV {key}`"),
         },

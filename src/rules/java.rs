@@ -70,10 +70,8 @@ pub fn rewrite(f: &Facts, j: &JavaFacts, o: &JavaOption, with: Option<&str>) -> 
                 Some(crate::facts::env::Origin::Manifest { .. }) => super::fixes::set_env(f, var, None),
                 _ => format!("# remove `ENV {var}` (it holds nothing else)"),
             }
-        } else if f.env.from_manifest(var) {
-            super::fixes::set_env(f, var, Some(&words.join(" ")))
         } else {
-            format!("ENV {var}=\"{}\"", words.join(" "))
+            super::fixes::set_env_quoted(f, var, Some(&words.join(" ")))
         }
     };
     match o.source {

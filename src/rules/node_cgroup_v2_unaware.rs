@@ -109,11 +109,7 @@ fn check(f: &Facts) -> Outcome {
         if !words.is_empty() {
             words.push(' ');
         }
-        if f.env.from_manifest("NODE_OPTIONS") {
-            super::fixes::set_env(f, "NODE_OPTIONS", Some(&format!("{words}{heap}")))
-        } else {
-            format!("ENV NODE_OPTIONS=\"{words}{heap}\"")
-        }
+        super::fixes::set_env_quoted(f, "NODE_OPTIONS", Some(&format!("{words}{heap}")))
     };
     if on_command_line {
         finding = finding.anchor(Anchor::Command);

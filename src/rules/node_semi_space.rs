@@ -134,11 +134,7 @@ fn with_evidence(
     let fix = if source == FlagSource::NodeOptions && in_options_ok {
         let current = node.node_options.clone().unwrap_or_default();
         let value = format!("{} --max-semi-space-size=16", current.trim()).trim().to_string();
-        if f.env.from_manifest("NODE_OPTIONS") {
-            super::fixes::set_env(f, "NODE_OPTIONS", Some(&value))
-        } else {
-            format!("ENV NODE_OPTIONS=\"{value}\"")
-        }
+        super::fixes::set_env_quoted(f, "NODE_OPTIONS", Some(&value))
     } else {
         let mut argv: Vec<String> = f.entrypoint.args.clone();
         if argv.is_empty() {

@@ -17,7 +17,7 @@ use crate::report::{github, gitlab, junit};
 use crate::rules;
 use crate::settings::{self, Settings};
 use crate::sources::{self, ConfigInterests, ProgressMode};
-use crate::untrusted::{line, Allow};
+use crate::untrusted::line;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::ExitCode;
@@ -75,16 +75,23 @@ pub(crate) fn run(
             )));
         }
     }
+    // Each container with the reference a registry reads for its image: the manifests, the
+    // --image stand-ins and the image arguments are matched by it.
+    let keyed: Vec<(String, Container)> = manifests
+        .containers
+        .into_iter()
+        .map(|c| (normalise(&c.image), c))
+        .collect();
+    let stand_ins: Vec<(String, &str)> = args
+        .image_map
+        .iter()
+        .map(|(r, s)| (normalise(r), s.as_str()))
+        .collect();
     // An --image that no container runs is a typo or a stale manifest: linting the registry's
     // image in its place would pass a check that never saw the new build.
-    for (reference, source) in &args.image_map {
-        let key = normalise(reference);
-        if !manifests
-            .containers
-            .iter()
-            .any(|c| c.image == *reference || normalise(&c.image) == key)
-        {
-            let mut run: Vec<&str> = manifests.containers.iter().map(|c| c.image.as_str()).collect();
+    for ((reference, source), (key, _)) in args.image_map.iter().zip(&stand_ins) {
+        if !keyed.iter().any(|(k, _)| k == key) {
+            let mut run: Vec<&str> = keyed.iter().map(|(_, c)| c.image.as_str()).collect();
             run.sort_unstable();
             run.dedup();
             return Err(Error::BadArgument {
@@ -101,19 +108,16 @@ pub(crate) fn run(
         }
     }
     let wanted_refs: Vec<String> = args.images.iter().map(|i| normalise(i)).collect();
-    let containers: Vec<Container> = manifests
-        .containers
+    let (keys, containers): (Vec<String>, Vec<Container>) = keyed
         .into_iter()
-        .filter(|c| wanted_refs.is_empty() || wanted_refs.contains(&normalise(&c.image)))
-        .collect();
+        .filter(|(k, _)| wanted_refs.is_empty() || wanted_refs.contains(k))
+        .unzip();
     let mut by_key: BTreeMap<String, Wanted> = BTreeMap::new();
-    for (i, c) in containers.iter().enumerate() {
-        let key = normalise(&c.image);
-        let source = args
-            .image_map
+    for (i, (key, c)) in keys.into_iter().zip(&containers).enumerate() {
+        let source = stand_ins
             .iter()
-            .find(|(r, _)| *r == c.image || normalise(r) == key)
-            .map(|(_, s)| s.clone())
+            .find(|(k, _)| *k == key)
+            .map(|(_, s)| s.to_string())
             .unwrap_or_else(|| format!("registry:{}", c.image));
         by_key
             .entry(key.clone())
@@ -163,7 +167,6 @@ pub(crate) fn run(
         },
         category: args.category.as_deref(),
         fail_on,
-        dockerfile_given: df_ctx.is_some(),
         image_lines: !args.quiet,
     };
     let (mut rendered, mut unread) = lint_images(&wanted, &plan, &options, parallel);
@@ -209,18 +212,10 @@ pub(crate) fn run(
             }
         }
     };
-    let allow = |format: LintFormat, color: bool| Allow {
-        sgr: color && format == LintFormat::Text,
-        commands: format == LintFormat::Github,
-    };
-    super::emit_with(args.output.as_deref(), allow(args.format, color), |w| {
-        render(args.format, color, w)
-    })?;
-    for (format, path) in &args.outputs {
-        super::emit_with(Some(path), allow(*format, false), |w| render(*format, false, w))?;
-    }
+    super::emit_formats(args.output.as_deref(), args.format, &args.outputs, color, render)?;
     if !unread.is_empty() {
         let mut failed: Vec<&str> = unread.iter().map(|u| u.source.as_str()).collect();
+        failed.sort_unstable();
         failed.dedup();
         super::eprint_line(&line(&format!(
             "memlint: {} container(s) not linted: their image could not be read ({})",
@@ -229,11 +224,10 @@ pub(crate) fn run(
         )));
         return Ok(ExitCode::from(2));
     }
-    let worst = rendered.iter().filter_map(|r| r.worst).max();
-    Ok(match (fail_on.threshold(), worst) {
-        (Some(t), Some(w)) if w >= t => ExitCode::from(1),
-        _ => ExitCode::SUCCESS,
-    })
+    Ok(super::exit_for(
+        fail_on,
+        rendered.iter().filter_map(|r| r.worst).max(),
+    ))
 }
 
 /// What every image's worker needs to lint and render its containers.
@@ -248,7 +242,6 @@ struct Plan<'a> {
     text_options: TextOptions,
     category: Option<&'a str>,
     fail_on: FailOn,
-    dockerfile_given: bool,
     image_lines: bool,
 }
 
@@ -280,7 +273,7 @@ impl Plan<'_> {
         let r = LintReport::new(image, &f, rules::run(&f), self.ctx).in_container(
             c,
             artifact,
-            self.dockerfile_given,
+            self.ctx.dockerfile.is_some(),
         );
         let wants = |format: LintFormat| self.formats.iter().any(|(f, _)| *f == format);
         let mut text_parts: [Option<Vec<u8>>; 2] = [None, None];

@@ -16,7 +16,6 @@ use crate::report::{github, gitlab, junit};
 use crate::rules;
 use crate::settings::{self, Settings};
 use crate::sources;
-use crate::untrusted::Allow;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -168,26 +167,13 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
             ),
         }
     };
-    let allow = |format: LintFormat, color: bool| Allow {
-        sgr: color && format == LintFormat::Text,
-        commands: format == LintFormat::Github,
-    };
-    super::emit_with(args.output.as_deref(), allow(args.format, color), |w| {
-        render(args.format, color, w)
-    })?;
-    for (format, path) in &args.outputs {
-        super::emit_with(Some(path), allow(*format, false), |w| render(*format, false, w))?;
-    }
+    super::emit_formats(args.output.as_deref(), args.format, &args.outputs, color, render)?;
 
     if failed {
         return Ok(ExitCode::from(2));
     }
-    let threshold = fail_on.threshold();
     let worst = reports.iter().filter_map(LintReport::worst).max();
-    Ok(match (threshold, worst) {
-        (Some(t), Some(w)) if w >= t => ExitCode::from(1),
-        _ => ExitCode::SUCCESS,
-    })
+    Ok(super::exit_for(fail_on, worst))
 }
 
 /// Settings from --config, else .memlint.toml found upward, else defaults.

@@ -4,6 +4,7 @@
 
 use crate::cli::{MergeArgs, MergeFormat};
 use crate::error::{Error, Result};
+use crate::finding::Severity;
 use crate::report::sarif::{self, SarifOptions};
 use crate::untrusted::{line, Allow};
 use serde_json::Value;
@@ -75,23 +76,12 @@ pub fn run(args: MergeArgs) -> Result<ExitCode> {
     if reports.iter().any(|r| r.get("error").is_some()) {
         return Ok(ExitCode::from(2));
     }
-    let rank = |s: &str| match s {
-        "error" => 3,
-        "warning" => 2,
-        "note" => 1,
-        _ => 0,
-    };
     let worst = reports
         .iter()
         .flat_map(|r| r["findings"].as_array().into_iter().flatten())
-        .map(|f| rank(f["severity"].as_str().unwrap_or("")))
-        .max()
-        .unwrap_or(0);
-    let threshold = args.fail_on.threshold().map(|s| rank(s.as_str()));
-    Ok(match threshold {
-        Some(t) if worst >= t && worst > 0 => ExitCode::from(1),
-        _ => ExitCode::SUCCESS,
-    })
+        .filter_map(|f| <Severity as clap::ValueEnum>::from_str(f["severity"].as_str()?, false).ok())
+        .max();
+    Ok(super::exit_for(args.fail_on, worst))
 }
 
 /// Each report's findings under its workload, then the summary table.

@@ -70,6 +70,36 @@ pub(crate) fn emit_with(
     }
 }
 
+/// Writes a lint report in `format` to `output` (or standard output, in colour when `color`),
+/// and in each `-o FORMAT=FILE` to its file; `render` writes one format.
+pub(crate) fn emit_formats(
+    output: Option<&Path>,
+    format: crate::cli::LintFormat,
+    outputs: &[(crate::cli::LintFormat, PathBuf)],
+    color: bool,
+    render: impl Fn(crate::cli::LintFormat, bool, &mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
+    use crate::cli::LintFormat;
+    // memlint's own colour on text, its own workflow commands in GitHub's format.
+    let allow = |format: LintFormat, color: bool| Allow {
+        sgr: color && format == LintFormat::Text,
+        commands: format == LintFormat::Github,
+    };
+    emit_with(output, allow(format, color), |w| render(format, color, w))?;
+    for (format, path) in outputs {
+        emit_with(Some(path), allow(*format, false), |w| render(*format, false, w))?;
+    }
+    Ok(())
+}
+
+/// The exit code of a run that read every image: 1 when its worst finding reaches `fail_on`.
+pub(crate) fn exit_for(fail_on: crate::cli::FailOn, worst: Option<crate::finding::Severity>) -> ExitCode {
+    match (fail_on.threshold(), worst) {
+        (Some(t), Some(w)) if w >= t => ExitCode::from(1),
+        _ => ExitCode::SUCCESS,
+    }
+}
+
 /// Writes text that is memlint's own from end to end (a completion script, a man page: made
 /// from its flags and help, with no word from an image or a registry) to standard output as
 /// it is. Not through [`SafeWriter`]: those formats have their own tabs and lines that start

@@ -575,10 +575,12 @@ fn shards_cover_every_image_once_and_merge_gives_the_unsharded_report() {
         let text = |o: &Output| String::from_utf8_lossy(&o.stdout).into_owned();
         (text(&unsharded), text(&merged))
     };
-    // GitHub annotations of the merge are those of the unsharded run.
-    let (unsharded, merged) = both("github", "never");
-    assert!(!unsharded.is_empty());
-    assert_eq!(merged, unsharded);
+    // GitHub annotations and SARIF of the merge are those of the unsharded run.
+    for format in ["github", "sarif"] {
+        let (unsharded, merged) = both(format, "never");
+        assert!(!unsharded.is_empty());
+        assert_eq!(merged, unsharded, "{format}");
+    }
     // JUnit of the merge: the unsharded run's suites, tests and failures (why a rule could not
     // decide is not in the JSON, so the texts differ there).
     let attrs = |xml: &str| -> Vec<String> {

@@ -54,7 +54,7 @@ pub fn write_json_reports(w: &mut dyn Write, reports: &[serde_json::Value]) -> i
                 "memlint {} ({}, {})",
                 s(&f["rule"]),
                 s(&r["reference"]),
-                platform(&r["image"]["platform"])
+                super::json::platform_of_json(&r["image"]["platform"])
             );
             annotation(
                 w,
@@ -102,16 +102,6 @@ fn annotation(
         property(&line(title)),
         data(&body)
     )
-}
-
-/// `linux/arm64/v8` from the JSON's platform object, as `Platform` prints it.
-fn platform(p: &serde_json::Value) -> String {
-    let part = |k: &str| p[k].as_str().filter(|s| !s.is_empty());
-    [part("os"), part("architecture"), part("variant")]
-        .into_iter()
-        .flatten()
-        .collect::<Vec<_>>()
-        .join("/")
 }
 
 /// Escapes a command's message (actions/toolkit `escapeData`).

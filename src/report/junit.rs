@@ -184,16 +184,11 @@ pub fn write_json_reports(
                 .as_array()
                 .into_iter()
                 .flatten()
-                .filter_map(super::sarif::finding_of_json)
+                .filter_map(super::json::finding_of_json)
                 .collect()
         };
         let (findings, ignored) = (parse("findings"), parse("ignored"));
-        let p = &r["image"]["platform"];
-        let platform = ["os", "architecture", "variant"]
-            .iter()
-            .filter_map(|key| p[*key].as_str().filter(|s| !s.is_empty()))
-            .collect::<Vec<_>>()
-            .join("/");
+        let platform = super::json::platform_of_json(&r["image"]["platform"]);
         let mut image = format!("{} ({platform})", text(&r["reference"]));
         if k.is_object() {
             image.push_str(&format!(

@@ -4,6 +4,7 @@ pub mod facts;
 pub mod github;
 pub mod gitlab;
 pub mod inspect;
+pub mod json;
 pub mod junit;
 pub mod lint;
 pub mod sarif;

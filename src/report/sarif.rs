@@ -31,13 +31,41 @@ pub fn document(runs: Vec<Value>) -> Value {
 
 /// One report's run; `several`: the document has more than one run.
 pub fn run(r: &LintReport, o: &SarifOptions, several: bool) -> Value {
-    let derived = derived_category(r);
+    let image = RunImage {
+        reference: &r.image.reference,
+        platform: r.image.platform.to_string(),
+        manifest_digest: r.image.manifest_digest.as_ref().map(ToString::to_string),
+    };
+    run_of(
+        &derived_category(r),
+        &image,
+        r.findings.iter().chain(r.ignored.iter()),
+        o,
+        several,
+    )
+}
+
+/// What a run says of its image.
+struct RunImage<'a> {
+    reference: &'a str,
+    platform: String,
+    manifest_digest: Option<String>,
+}
+
+/// A run of `findings` (the ignored ones too) under the category derived from the image.
+fn run_of<'f>(
+    derived: &str,
+    image: &RunImage,
+    findings: impl Iterator<Item = &'f Finding>,
+    o: &SarifOptions,
+    several: bool,
+) -> Value {
     let category = match o.category {
         Some(c) if several => format!("{}/{derived}", c.trim_end_matches('/')),
         Some(c) => c.trim_end_matches('/').to_string(),
         None => format!("memlint/{derived}"),
     };
-    let mut results: Vec<Value> = r.findings.iter().chain(r.ignored.iter()).map(result).collect();
+    let mut results: Vec<Value> = findings.map(result).collect();
     let dropped = results.len().saturating_sub(MAX_RESULTS);
     results.truncate(MAX_RESULTS);
     let mut run = json!({
@@ -46,12 +74,12 @@ pub fn run(r: &LintReport, o: &SarifOptions, several: bool) -> Value {
         "results": results,
         "columnKind": "unicodeCodePoints",
         "properties": {
-            "image": r.image.reference,
-            "platform": r.image.platform.to_string(),
+            "image": image.reference,
+            "platform": image.platform,
         },
     });
-    if let Some(d) = &r.image.manifest_digest {
-        run["properties"]["manifestDigest"] = json!(d.to_string());
+    if let Some(d) = &image.manifest_digest {
+        run["properties"]["manifestDigest"] = json!(d);
     }
     if dropped > 0 {
         run["properties"]["droppedResults"] = json!(dropped);
@@ -135,6 +163,7 @@ fn k8s_category(file: &str, namespace: Option<&str>, kind: &str, name: &str, con
 /// SARIF of reports already in memlint's JSON (`memlint merge`): one run per report, the
 /// results as [`render`] makes them from the same findings.
 pub fn render_json_reports(reports: &[Value], o: &SarifOptions) -> Value {
+    use super::json::{finding_of_json, platform_of_json};
     let several = reports.len() > 1;
     let runs: Vec<Value> = reports
         .iter()
@@ -149,64 +178,18 @@ pub fn render_json_reports(reports: &[Value], o: &SarifOptions) -> Value {
                 text("name"),
                 text("container"),
             );
-            let category = match o.category {
-                Some(c) if several => format!("{}/{derived}", c.trim_end_matches('/')),
-                Some(c) => c.trim_end_matches('/').to_string(),
-                None => format!("memlint/{derived}"),
+            let image = RunImage {
+                reference: r["reference"].as_str().unwrap_or(""),
+                platform: platform_of_json(&r["image"]["platform"]),
+                manifest_digest: r["image"]["manifest_digest"].as_str().map(str::to_string),
             };
             let findings = r["findings"].as_array().into_iter().flatten();
             let ignored = r["ignored"].as_array().into_iter().flatten();
-            let results: Vec<Value> = findings.chain(ignored).filter_map(result_of_json).collect();
-            json!({
-                "tool": { "driver": driver() },
-                "automationDetails": { "id": format!("{category}/") },
-                "results": results,
-                "columnKind": "unicodeCodePoints",
-                "properties": {
-                    "image": r["reference"],
-                    "platform": r["image"]["platform"],
-                },
-            })
+            let parsed: Vec<Finding> = findings.chain(ignored).filter_map(finding_of_json).collect();
+            run_of(&derived, &image, parsed.iter(), o, several)
         })
         .collect();
-    json!({ "$schema": SCHEMA, "version": "2.1.0", "runs": runs })
-}
-
-/// A finding of memlint's JSON as a SARIF result; `None` for a rule this memlint does not know.
-fn result_of_json(f: &Value) -> Option<Value> {
-    finding_of_json(f).map(|f| result(&f))
-}
-
-/// A finding back from memlint's JSON (`memlint merge`): its evidence as words alone (the JSON
-/// keeps no paths); `None` for a rule this memlint does not know.
-pub fn finding_of_json(f: &Value) -> Option<Finding> {
-    let rule = ALL.iter().find(|r| Some(r.id) == f["rule"].as_str())?;
-    let severity = match f["severity"].as_str()? {
-        "error" => Severity::Error,
-        "warning" => Severity::Warning,
-        _ => Severity::Note,
-    };
-    let mut finding = rule.finding(f["message"].as_str().unwrap_or(""));
-    finding.severity = severity;
-    for e in f["evidence"].as_array().into_iter().flatten() {
-        finding = finding.evidence(crate::finding::Evidence::plain(e.as_str().unwrap_or("")));
-    }
-    finding.fix = f["fix"].as_str().unwrap_or("").to_string();
-    finding.location = serde_json::from_value(f["location"].clone()).ok();
-    finding.suppression = f["suppression"].as_object().map(|s| crate::finding::Suppression {
-        kind: if s.get("kind").and_then(Value::as_str) == Some("inSource") {
-            "inSource"
-        } else {
-            "external"
-        },
-        justification: s
-            .get("justification")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string(),
-        origin: s.get("origin").and_then(Value::as_str).unwrap_or("").to_string(),
-    });
-    Some(finding)
+    document(runs)
 }
 
 fn level(s: Severity) -> &'static str {

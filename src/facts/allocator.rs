@@ -97,6 +97,144 @@ impl AllocatorFacts {
     }
 }
 
+/// The variables that cap glibc's malloc arenas (`MALLOC_ARENA_MAX`, `glibc.malloc.arena_max`
+/// in `GLIBC_TUNABLES`): where an arena-cap fix goes.
+pub const ARENA_CAP_VARIABLES: &[&str] = &["MALLOC_ARENA_MAX", "GLIBC_TUNABLES"];
+/// [`ARENA_CAP_VARIABLES`] after `LD_PRELOAD`: where a fix that preloads an allocator or caps
+/// the arenas goes.
+pub const PRELOAD_OR_ARENA_CAP_VARIABLES: &[&str] = &["LD_PRELOAD", "MALLOC_ARENA_MAX", "GLIBC_TUNABLES"];
+/// jemalloc's settings (`MALLOC_CONF`, `JE_MALLOC_CONF`), then glibc's malloc settings.
+pub const ALLOCATOR_SETTING_VARIABLES: &[&str] = &[
+    "MALLOC_CONF",
+    "JE_MALLOC_CONF",
+    "MALLOC_ARENA_MAX",
+    "GLIBC_TUNABLES",
+];
+
+/// The option names jemalloc 5.3 takes in `MALLOC_CONF`: those Debian's libjemalloc2 5.3.0-1
+/// accepts (every other name makes it print `<jemalloc>: Invalid conf pair`, checked by running
+/// it with each name in the library's strings), and those jemalloc(3) documents as `opt.*` for
+/// builds with other configure options (`cache_oblivious`, `utrace`, `xmalloc`).
+pub const JEMALLOC_OPTIONS: &[&str] = &[
+    "abort",
+    "abort_conf",
+    "background_thread",
+    "bin_shards",
+    "cache_oblivious",
+    "confirm_conf",
+    "dirty_decay_ms",
+    "dss",
+    "experimental_infallible_new",
+    "hpa",
+    "hpa_dirty_mult",
+    "hpa_hugification_threshold",
+    "hpa_hugification_threshold_ratio",
+    "hpa_hugify_delay_ms",
+    "hpa_min_purge_interval_ms",
+    "hpa_sec_batch_fill_extra",
+    "hpa_sec_bytes_after_flush",
+    "hpa_sec_max_alloc",
+    "hpa_sec_max_bytes",
+    "hpa_sec_nshards",
+    "hpa_slab_max_alloc",
+    "junk",
+    "lg_extent_max_active_fit",
+    "lg_prof_interval",
+    "lg_prof_sample",
+    "lg_tcache_flush_large_div",
+    "lg_tcache_flush_small_div",
+    "lg_tcache_max",
+    "lg_tcache_nslots_mul",
+    "max_background_threads",
+    "metadata_thp",
+    "mutex_max_spin",
+    "muzzy_decay_ms",
+    "narenas",
+    "narenas_ratio",
+    "oversize_threshold",
+    "percpu_arena",
+    "prof",
+    "prof_accum",
+    "prof_active",
+    "prof_final",
+    "prof_gdump",
+    "prof_leak",
+    "prof_leak_error",
+    "prof_log",
+    "prof_prefix",
+    "prof_recent_alloc_max",
+    "prof_stats",
+    "prof_sys_thread_name",
+    "prof_thread_active_init",
+    "prof_time_resolution",
+    "prof_unbias",
+    "retain",
+    "san_guard_large",
+    "san_guard_small",
+    "slab_sizes",
+    "stats_interval",
+    "stats_interval_opts",
+    "stats_print",
+    "stats_print_opts",
+    "tcache",
+    "tcache_gc_delay_bytes",
+    "tcache_gc_incr_bytes",
+    "tcache_max",
+    "tcache_nslots_large",
+    "tcache_nslots_small_max",
+    "tcache_nslots_small_min",
+    "thp",
+    "trust_madvise",
+    "utrace",
+    "xmalloc",
+    "zero",
+    "zero_realloc",
+];
+
+/// The option names of a `MALLOC_CONF` value (`name:value,name:value`) jemalloc does not know.
+pub fn unknown_jemalloc_options(value: &str) -> Vec<&str> {
+    value
+        .split(',')
+        .filter_map(|pair| pair.split(':').next())
+        .map(str::trim)
+        .filter(|k| !k.is_empty() && !JEMALLOC_OPTIONS.contains(k))
+        .collect()
+}
+
+/// The pairs of a `MALLOC_CONF` value whose option jemalloc knows, as written.
+pub fn known_jemalloc_pairs(value: &str) -> Vec<&str> {
+    value
+        .split(',')
+        .filter(|pair| {
+            pair.split(':')
+                .next()
+                .is_some_and(|k| JEMALLOC_OPTIONS.contains(&k.trim()))
+        })
+        .collect()
+}
+
+/// glibc's malloc settings the environment gives: `MALLOC_ARENA_MAX`, and the `glibc.malloc.*`
+/// pairs of `GLIBC_TUNABLES` (joined by `:`), each with its variable.
+pub fn glibc_malloc_settings(env: &Env) -> Vec<(&'static str, String)> {
+    let tunables = env.non_empty(ARENA_CAP_VARIABLES[1]).and_then(|t| {
+        let malloc: Vec<&str> = t
+            .split(':')
+            .filter(|kv| kv.trim_start().starts_with("glibc.malloc."))
+            .collect();
+        (!malloc.is_empty()).then(|| malloc.join(":"))
+    });
+    [
+        (
+            ARENA_CAP_VARIABLES[0],
+            env.non_empty(ARENA_CAP_VARIABLES[0]).map(str::to_string),
+        ),
+        (ARENA_CAP_VARIABLES[1], tunables),
+    ]
+    .into_iter()
+    .filter_map(|(k, v)| v.map(|v| (k, v)))
+    .collect()
+}
+
 /// `MALLOC_ARENA_MAX`, or `glibc.malloc.arena_max` in `GLIBC_TUNABLES` (colon-separated
 /// `name=value` pairs; glibc manual, Tunables).
 pub fn arena_cap(env: &Env) -> Option<ArenaCap> {
@@ -232,7 +370,7 @@ pub fn derive(
         .map(|p| format!("preload `{}` is possibly in effect: {}", p.entry, p.reason))
         .collect();
     if cap.is_none() {
-        for key in ["MALLOC_ARENA_MAX", "GLIBC_TUNABLES"] {
+        for key in ARENA_CAP_VARIABLES {
             if let Some(e) = env.undecided(key).and(env.entry(key)) {
                 undecided.push(format!("possibly an arena cap: {e}"));
             }

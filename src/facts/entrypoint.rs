@@ -37,8 +37,25 @@ pub struct Step {
     pub argv: Vec<String>,
     /// The program's path in the image, when found.
     pub path: Option<String>,
-    /// How this step led to the next one.
+    /// How this step led to the next one, in words.
     pub how: String,
+    /// How this step led to the next one, for the facts that follow the way.
+    #[serde(skip)]
+    pub kind: StepKind,
+}
+
+/// How a step of the entrypoint leads to the next one.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum StepKind {
+    /// `sh -c "…"`: the shell form of CMD/ENTRYPOINT.
+    ShellC,
+    /// A program that runs its argument (`env`, `tini`, `gosu`, `dumb-init`…), by base name.
+    Wrapper(String),
+    /// A shell script's `exec`.
+    ShellScript,
+    /// A `#!` line's interpreter runs the script.
+    #[default]
+    Interpreter,
 }
 
 /// The entrypoint process.
@@ -190,6 +207,7 @@ pub fn derive(
                         argv: current.clone(),
                         path: finder.find(&first),
                         how: "sh -c".into(),
+                        kind: StepKind::ShellC,
                     });
                     current = next;
                     continue;
@@ -216,6 +234,7 @@ pub fn derive(
                 argv: current.clone(),
                 path: Some(path),
                 how: format!("{base} runs its argument"),
+                kind: StepKind::Wrapper(base.clone()),
             });
             current = next;
             continue;
@@ -275,6 +294,7 @@ pub fn derive(
                         argv: current.clone(),
                         path: Some(path),
                         how: "exec in shell script".into(),
+                        kind: StepKind::ShellScript,
                     });
                     current = next;
                     continue;
@@ -297,6 +317,7 @@ pub fn derive(
             argv: current.clone(),
             path: Some(path),
             how: "#! interpreter".into(),
+            kind: StepKind::Interpreter,
         });
         current = next;
     }

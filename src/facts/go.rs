@@ -10,6 +10,8 @@ use crate::elf::go::GoModule;
 use crate::tree::{FileTree, Interests, NodeId, NodeKind};
 use serde::Serialize;
 
+pub mod memlimit;
+
 /// Go programs listed at most; an image with more lists the first ones found.
 const MAX_BINARIES: usize = 256;
 
@@ -48,6 +50,40 @@ impl GoBinary {
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct GoFacts {
     pub binaries: Vec<GoBinary>,
+    /// The `GOMEMLIMIT` the entrypoint's program starts with (reported under `facts.memory`).
+    #[serde(skip)]
+    pub memlimit: memlimit::GoMemLimit,
+    /// The `GOGC` it starts with.
+    #[serde(skip)]
+    pub gogc: GoGc,
+}
+
+/// `GOGC` as the runtime reads it (`readGOGC` in `mgcpacer.go`): `off` or a negative number
+/// turns the collector off, a number is the percentage, anything else is the default 100.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum GoGc {
+    #[default]
+    Default,
+    Percent(i64),
+    Off,
+    /// Set in a way memlint cannot work out.
+    Undecided(String),
+}
+
+/// The `GOGC` the environment gives the program.
+pub fn read_gogc(env: &Env) -> GoGc {
+    if let Some(why) = env.first_undecided(&["GOGC"]) {
+        return GoGc::Undecided(why);
+    }
+    match env.get("GOGC") {
+        None => GoGc::Default,
+        Some("off") => GoGc::Off,
+        Some(v) => match atoi64(v.as_bytes()) {
+            Some(n) if n < 0 => GoGc::Off,
+            Some(n) => GoGc::Percent(n),
+            None => GoGc::Default,
+        },
+    }
 }
 
 impl GoFacts {
@@ -126,6 +162,8 @@ pub fn derive(tree: &FileTree, env: &Env, entry: &Entrypoint) -> GoFacts {
             on_entrypoint,
         });
     }
+    out.memlimit = memlimit::derive(env, entry);
+    out.gogc = read_gogc(env);
     out
 }
 
@@ -249,6 +287,16 @@ mod tests {
             elf: Some(Box::new(info)),
             ..LayerEntry::new(path, EntryKind::File)
         }
+    }
+
+    #[test]
+    fn gogc_as_the_runtime_reads_it() {
+        let gogc = |v: &str| read_gogc(&Env::from_pairs([v]));
+        assert_eq!(gogc("GOGC=50"), GoGc::Percent(50));
+        assert_eq!(gogc("GOGC=off"), GoGc::Off);
+        assert_eq!(gogc("GOGC=-1"), GoGc::Off);
+        assert_eq!(gogc("GOGC=fifty"), GoGc::Default);
+        assert_eq!(gogc("OTHER=1"), GoGc::Default);
     }
 
     #[test]

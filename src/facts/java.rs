@@ -25,6 +25,22 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt;
 
+pub mod memory;
+
+/// The variables HotSpot and its launcher read options from, in the order they apply them
+/// (`JDK_JAVA_OPTIONS`: the launcher of JDK 9 and later).
+pub const LAUNCHER_VARIABLES: &[&str] = &["JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS"];
+
+/// The variables that may carry JVM options: [`LAUNCHER_VARIABLES`] and `JAVA_OPTS`, which the
+/// usual start scripts put on the command line. A script that sets one in a way memlint cannot
+/// work out leaves every option it might hold undecided.
+pub const OPTION_VARIABLES: &[&str] = &[
+    "JAVA_TOOL_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "_JAVA_OPTIONS",
+    "JAVA_OPTS",
+];
+
 /// A `release` file is about 2 KiB (its `MODULES` line is the longest); anything longer is
 /// read no further than this.
 const RELEASE_CAP: u64 = 64 * 1024;
@@ -107,6 +123,19 @@ pub enum OptionSource {
 }
 
 impl OptionSource {
+    /// The variable an option of this source is written in, when it is one memlint names
+    /// (`JAVA_OPTS` for an [`OptionSource::EnvVar`] of that name), as a one-name list: where
+    /// its fix goes.
+    pub fn variable(self, variable: Option<&str>) -> Option<&'static [&'static str]> {
+        match (self, variable) {
+            (OptionSource::JavaToolOptions, _) => Some(&OPTION_VARIABLES[0..1]),
+            (OptionSource::JdkJavaOptions, _) => Some(&OPTION_VARIABLES[1..2]),
+            (OptionSource::UnderscoreJavaOptions, _) => Some(&OPTION_VARIABLES[2..3]),
+            (OptionSource::EnvVar, Some(v)) if v == OPTION_VARIABLES[3] => Some(&OPTION_VARIABLES[3..4]),
+            _ => None,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             OptionSource::JavaToolOptions => "JAVA_TOOL_OPTIONS",
@@ -299,18 +328,99 @@ pub fn flag_support(v: JavaVersion, name: &str) -> Option<FlagSupport> {
                 _ => Product,
             }
         }
-        "TrimNativeHeapInterval" => match v.feature {
-            17 if v.at_least(17, 0, 12) => Product,
-            17 if v.at_least(17, 0, 9) => Experimental,
-            21 if v.at_least(21, 0, 4) => Product,
-            21 if v.at_least(21, 0, 1) => Experimental,
-            22 if v.at_least(22, 0, 1) => Product,
-            22 => Experimental,
-            23.. => Product,
-            _ => Absent,
-        },
+        "TrimNativeHeapInterval" => trim_native_heap_support(v),
         _ => return None,
     })
+}
+
+/// What a JDK cannot see of the container it runs in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ContainerBlindness {
+    /// No container support at all (8 before 8u191, 9): container support came in JDK 10
+    /// (JDK-8146115) and 8u191.
+    NoContainerSupport,
+    /// Reads cgroup v1 only (8 before 8u372, 10, 11 before 11.0.16, 12–14): cgroup v2 support
+    /// came in JDK 15 (JDK-8230305), backported to 11.0.16 and 8u372.
+    NoCgroupV2,
+}
+
+/// What HotSpot of version `v` cannot see of its container's memory limit, if anything.
+pub fn container_blindness(v: JavaVersion) -> Option<ContainerBlindness> {
+    match v.feature {
+        8 if !v.at_least(8, 0, 191) => Some(ContainerBlindness::NoContainerSupport),
+        9 => Some(ContainerBlindness::NoContainerSupport),
+        8 if !v.at_least(8, 0, 372) => Some(ContainerBlindness::NoCgroupV2),
+        10 | 12..=14 => Some(ContainerBlindness::NoCgroupV2),
+        11 if !v.at_least(11, 0, 16) => Some(ContainerBlindness::NoCgroupV2),
+        _ => None,
+    }
+}
+
+/// The first release of `v`'s line that reads cgroup v2 limits (see [`container_blindness`]).
+pub fn cgroup_v2_release(v: JavaVersion) -> &'static str {
+    match v.feature {
+        8 => "8u372",
+        11 => "11.0.16",
+        _ => "17 (or 21)",
+    }
+}
+
+/// A feature release, the first update with a flag as experimental, the first as a product flag.
+type FlagHistory = (u32, [u32; 3], [u32; 3]);
+
+/// `TrimNativeHeapInterval` (JDK-8293114) by feature release: the first update with it as an
+/// experimental flag and the first with it as a product flag (JDK-8325496). From
+/// [`TRIM_NATIVE_HEAP_PRODUCT_FEATURE`] on it is a product flag.
+const TRIM_NATIVE_HEAP: &[FlagHistory] = &[
+    (17, [17, 0, 9], [17, 0, 12]),
+    (21, [21, 0, 1], [21, 0, 4]),
+    (22, [22, 0, 0], [22, 0, 1]),
+];
+const TRIM_NATIVE_HEAP_PRODUCT_FEATURE: u32 = 23;
+
+fn trim_native_heap_support(v: JavaVersion) -> FlagSupport {
+    if v.feature >= TRIM_NATIVE_HEAP_PRODUCT_FEATURE {
+        return FlagSupport::Product;
+    }
+    let at = |[f, i, u]: [u32; 3]| v.at_least(f, i, u);
+    match TRIM_NATIVE_HEAP
+        .iter()
+        .find(|(feature, _, _)| *feature == v.feature)
+    {
+        Some((_, _, product)) if at(*product) => FlagSupport::Product,
+        Some((_, experimental, _)) if at(*experimental) => FlagSupport::Experimental,
+        _ => FlagSupport::Absent,
+    }
+}
+
+/// The first release at or after `v`'s line where `TrimNativeHeapInterval` is a product flag
+/// (`17.0.12` for 11, `21.0.4` for 19).
+pub fn trim_native_heap_product_release(v: JavaVersion) -> String {
+    TRIM_NATIVE_HEAP
+        .iter()
+        .find(|(feature, _, _)| *feature >= v.feature)
+        .map(|(_, _, [f, i, u])| format!("{f}.{i}.{u}"))
+        .unwrap_or_else(|| TRIM_NATIVE_HEAP_PRODUCT_FEATURE.to_string())
+}
+
+/// Where `TrimNativeHeapInterval` exists, in words: `experimental from 17.0.9, 21.0.1 and
+/// 22.0.0, a product flag from 17.0.12, 21.0.4, 22.0.1 and 23`.
+pub fn trim_native_heap_history() -> String {
+    let list = |pick: fn(&FlagHistory) -> [u32; 3]| {
+        TRIM_NATIVE_HEAP
+            .iter()
+            .map(|t| {
+                let [f, i, u] = pick(t);
+                format!("{f}.{i}.{u}")
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!(
+        "experimental from {}, a product flag from {} and {TRIM_NATIVE_HEAP_PRODUCT_FEATURE}",
+        list(|t| t.1),
+        list(|t| t.2)
+    )
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -347,6 +457,13 @@ pub struct JavaFacts {
     /// What could not be read.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// What the options commit of the container's memory (reported under `facts.memory`).
+    #[serde(skip)]
+    pub memory: memory::JvmMemory,
+    /// Why the options are not all known, when a script sets one of [`OPTION_VARIABLES`] in a
+    /// way memlint cannot work out: a rule that judges an option stays undecided.
+    #[serde(skip)]
+    pub options_undecided: Option<String>,
 }
 
 impl JavaFacts {
@@ -635,6 +752,8 @@ pub fn derive(
     facts.options = opts.list;
     facts.notes.extend(opts.notes);
     facts.buildpack_calculator = buildpack(tree, config);
+    facts.memory = memory::derive(&facts);
+    facts.options_undecided = env.first_undecided(OPTION_VARIABLES);
     Some(facts)
 }
 

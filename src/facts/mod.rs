@@ -12,6 +12,7 @@ pub mod java;
 pub mod ldcache;
 pub mod libc;
 pub mod loader;
+pub mod memory;
 pub mod next;
 pub mod node;
 pub mod os;
@@ -107,6 +108,9 @@ pub struct Facts {
     pub ruby: Option<ruby::RubyFacts>,
     pub python: Option<python::PythonFacts>,
     pub go: go::GoFacts,
+    /// The container's memory budget: the limit and request (undecided without `--k8s`), the
+    /// memory-backed volumes, `/dev/shm`, and what each runtime's settings commit.
+    pub memory: memory::MemoryBudget,
     /// The Kubernetes container the image runs in (`lint --k8s`): its resources, env and
     /// mounts as the manifest declares them. Absent for an image linted alone.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -167,6 +171,7 @@ pub fn derive_in(image: &Image, in_container: Option<&crate::k8s::Container>) ->
     let ruby = ruby::derive(&loader, &env, &os, &entrypoint);
     let python = python::derive(tree, &env, &os, &entrypoint);
     let go = go::derive(tree, &env, &entrypoint);
+    let memory = memory::derive(in_container, java.as_ref(), node.as_ref(), &go, &dotnet);
     Facts {
         loader: loader.facts(),
         env: env.clone(),
@@ -184,6 +189,7 @@ pub fn derive_in(image: &Image, in_container: Option<&crate::k8s::Container>) ->
         ruby,
         python,
         go,
+        memory,
         container: in_container.cloned(),
     }
 }

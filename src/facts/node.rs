@@ -22,6 +22,41 @@ use crate::tree::{FileTree, Interests, NodeId, NodeKind};
 use crate::version::Version;
 use serde::Serialize;
 
+/// The first Node release that reads cgroup v2's `memory.max` (libuv 1.45.0): from it on,
+/// V8 sizes its heap and young generation from the container's limit.
+pub fn reads_cgroup_v2(v: &Version) -> bool {
+    *v >= Version::new(20, 3, 0)
+}
+
+/// Whether Node `v` takes `--max-semi-space-size` in `NODE_OPTIONS` (18.13.0 and 19.2.0 on,
+/// nodejs/node#44436); older ones take it on the command line only.
+pub fn semi_space_flag_in_node_options(v: &Version) -> bool {
+    *v >= Version::new(19, 2, 0) || (v.major == 18 && *v >= Version::new(18, 13, 0))
+}
+
+/// The semi-space Node sizes from a visible memory limit of `limit` bytes, and the one it uses
+/// without a limit, in MiB (measured, ../shared/domain-sources.md 3.2: Node 18–22; Node 24
+/// and later take the second table). Gaps between the measured rows take the next row up.
+pub fn semi_space_mib(limit: u64, version: Option<&Version>) -> (u64, u64) {
+    let newer = version.is_some_and(|v| v.major >= 24);
+    let mib = limit >> 20;
+    let (older, newest) = match mib {
+        0..=512 => (1, 1),
+        513..=1024 => (4, 16),
+        1025..=2048 => (8, 32),
+        _ => (16, 64),
+    };
+    if newer {
+        (newest, 64)
+    } else {
+        (older, 16)
+    }
+}
+
+/// V8's young generation: two semi-spaces and the space objects are promoted through, each
+/// the semi-space's size.
+pub const YOUNG_GENERATION_SEMI_SPACES: u64 = 3;
+
 /// File names of the node executable.
 const NODE_NAMES: &[&str] = &["node", "nodejs"];
 
@@ -40,6 +75,10 @@ pub struct NodeFacts {
     pub node_options: Option<String>,
     pub max_old_space_size: Option<NodeFlag>,
     pub max_semi_space_size: Option<NodeFlag>,
+    /// Why the flags are not all known, when a script sets `NODE_OPTIONS` in a way memlint
+    /// cannot work out: a rule that judges a flag stays undecided.
+    #[serde(skip)]
+    pub options_undecided: Option<String>,
 }
 
 /// A V8 heap flag node runs with (the occurrence that wins).
@@ -51,6 +90,17 @@ pub struct NodeFlag {
     /// Why node will not start with it, or why it has no effect (any occurrence).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
+}
+
+impl NodeFlag {
+    /// The flag's size in bytes (its value is MiB), when node takes it.
+    pub fn bytes(&self) -> Option<u64> {
+        if self.problem.is_some() {
+            return None;
+        }
+        let mib: u64 = self.value.trim().parse().ok()?;
+        Some(mib.saturating_mul(1 << 20))
+    }
 }
 
 impl NodeFacts {
@@ -105,6 +155,7 @@ pub fn derive(tree: &FileTree, env: &Env, entry: &Entrypoint, os: &OsFacts) -> O
     }
     facts.max_old_space_size = flags.old;
     facts.max_semi_space_size = flags.semi;
+    facts.options_undecided = env.first_undecided(&["NODE_OPTIONS"]);
     Some(facts)
 }
 
@@ -706,6 +757,7 @@ mod tests {
             argv: argv(&["/usr/local/bin/node", "--max_semi_space_size=16", "boot.js"]),
             path: Some("/usr/local/bin/node".into()),
             how: "test".into(),
+            kind: Default::default(),
         });
         let f = derive_without_packages(&t, &env, &e).unwrap();
         assert_eq!(

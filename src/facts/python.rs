@@ -96,6 +96,46 @@ pub struct CpuSizedWorkers {
     /// settings naming `worker_concurrency`), with the line.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub maybe_set_in: Vec<String>,
+    /// The server's command as written (`` `gunicorn -c gunicorn.conf.py app:app` ``).
+    #[serde(skip)]
+    pub command: String,
+    /// What the count is for the process the container runs: taken from the CPUs, or given by
+    /// a variable the image or manifest sets, or undecided.
+    #[serde(skip)]
+    pub effective: WorkerCount,
+}
+
+/// A worker count that would follow the CPU count, as the container's environment settles it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum WorkerCount {
+    /// Nothing overrides it: one worker per CPU the server sees.
+    #[default]
+    FromCpus,
+    /// A variable the server (or its config) reads for the count is set.
+    SetBy { variable: String, value: String },
+    /// A script sets an overriding variable in a way memlint cannot work out.
+    Undecided(String),
+}
+
+/// How the environment settles a CPU-sized worker count of `server`.
+fn worker_count(server: &str, cpu: &CpuSizedWorkers, env: &Env) -> WorkerCount {
+    if let Some((variable, value)) = cpu
+        .overridden_by
+        .iter()
+        .find_map(|v| env.non_empty(v).map(|x| (v.clone(), x.to_string())))
+    {
+        return WorkerCount::SetBy { variable, value };
+    }
+    // GUNICORN_CMD_ARGS overrides a config's workers: one a script computes may.
+    if server == "gunicorn" {
+        if let Some(why) = env.first_undecided(&["GUNICORN_CMD_ARGS"]) {
+            return WorkerCount::Undecided(why);
+        }
+    }
+    match cpu.overridden_by.iter().find(|v| env.undecided(v).is_some()) {
+        Some(v) => WorkerCount::Undecided(env.entry(v).unwrap_or_else(|| format!("{v} is undecided"))),
+        None => WorkerCount::FromCpus,
+    }
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -316,6 +356,11 @@ pub fn derive(tree: &FileTree, env: &Env, os: &OsFacts, entry: &Entrypoint) -> O
             if let Some(w) = &mut s.workers_from_cpus {
                 w.overridden_by.clear();
             }
+        }
+    }
+    for s in &mut f.servers {
+        if let Some(w) = &mut s.workers_from_cpus {
+            w.effective = worker_count(s.name, w, env);
         }
     }
     Some(f)
@@ -625,6 +670,8 @@ fn gunicorn(args: &[String], inputs: &EnvInputs, tree: &FileTree, working_dir: &
             line: Some(c.line),
             overridden_by: c.overridden_by.clone(),
             maybe_set_in: Vec::new(),
+            command: said[0].clone(),
+            effective: WorkerCount::FromCpus,
         }),
         _ => None,
     };
@@ -922,6 +969,8 @@ fn celery(args: &[String], shown: &str, inputs: &EnvInputs, tree: &FileTree) -> 
             line: None,
             overridden_by: vec![CELERY_CONCURRENCY_VAR.to_string()],
             maybe_set_in: celery_settings(tree),
+            command: shown.to_string(),
+            effective: WorkerCount::FromCpus,
         }
     });
     let (concurrency, why) = if !worker {
@@ -1336,6 +1385,7 @@ workers = web_concurrency
                 argv: argv("/usr/local/bin/gunicorn -w 4 app:app"),
                 path: Some("/usr/local/bin/gunicorn".into()),
                 how: "#! interpreter".into(),
+                kind: Default::default(),
             }],
             ..Entrypoint::default()
         };

@@ -94,6 +94,18 @@ pub struct SharpInstall {
     pub usable: bool,
 }
 
+impl SharpInstall {
+    /// Whether this sharp keeps its concurrency at one thread per image even when
+    /// `MALLOC_ARENA_MAX` is set: releases before 0.35.3, which lifts the limit then
+    /// (lovell/sharp 540d2ead).
+    pub fn limits_concurrency_under_arena_cap(&self) -> bool {
+        self.version
+            .as_deref()
+            .and_then(crate::version::Version::parse)
+            .is_some_and(|v| v < crate::version::Version::new(0, 35, 3))
+    }
+}
+
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct SharpAddon {
     /// `@img/sharp-linux-x64`; `None` for an addon inside the sharp package.

@@ -188,7 +188,27 @@ pub fn write(w: &mut dyn Write, f: &Facts) -> io::Result<()> {
             format!("              LD_LIBRARY_PATH={}", ld.ld_library_path.join(":")),
         )?;
     }
-    runtimes(w, f)
+    runtimes(w, f)?;
+    memory(w, f)
+}
+
+/// The memory budget as one table: for a person deciding a limit, what the limit is and what
+/// each setting commits of it.
+fn memory(w: &mut dyn Write, f: &Facts) -> io::Result<()> {
+    let rows = crate::facts::memory::rows(&f.memory);
+    let width = |i: usize| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0);
+    let (what, setting) = (width(0).max(4), width(1).clamp(7, 90));
+    put(
+        w,
+        format!("  Memory      {:<what$}  {:<setting$}  SIZE", "WHAT", "SETTING"),
+    )?;
+    for r in &rows {
+        put(
+            w,
+            format!("              {:<what$}  {:<setting$}  {}", r[0], r[1], r[2]),
+        )?;
+    }
+    Ok(())
 }
 
 fn put(w: &mut dyn Write, text: String) -> io::Result<()> {

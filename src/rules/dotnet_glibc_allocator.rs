@@ -2,6 +2,7 @@ use super::{fixes, Outcome, Rule};
 use crate::facts::libc::LibcFamily;
 use crate::facts::Facts;
 use crate::finding::{Anchor, Evidence, Severity};
+use crate::facts::allocator::ARENA_CAP_VARIABLES;
 
 pub(crate) const RULE: Rule = Rule {
     id: "dotnet-glibc-allocator",
@@ -11,7 +12,7 @@ pub(crate) const RULE: Rule = Rule {
     tags: &["memory", "allocator", "glibc", "dotnet"],
     check,
     // The arena cap is the fix; with none set, the final FROM.
-    anchor: Anchor::Env(&["MALLOC_ARENA_MAX", "GLIBC_TUNABLES"]),
+    anchor: Anchor::Env(ARENA_CAP_VARIABLES),
 };
 
 fn check(f: &Facts) -> Outcome {

@@ -43,16 +43,9 @@ fn check(f: &Facts) -> Outcome {
     }
     // A heap count, hard limit or DATAS setting may be in a variable a script sets in a way
     // memlint cannot work out.
-    // DOTNET_ wins over COMPlus_: a known DOTNET_ value settles the setting.
-    let undecided = GC_BOUNDS.iter().find_map(|setting| {
-        let dotnet = format!("DOTNET_{setting}");
-        if f.env.get(&dotnet).is_some() {
-            return None;
-        }
-        f.env.first_undecided(&[&dotnet, &format!("COMPlus_{setting}")])
-    });
+    let undecided = GC_BOUNDS.iter().find_map(|setting| f.dotnet.gc.undecided(setting));
     if let Some(why) = undecided {
-        return Outcome::undecided(why);
+        return Outcome::undecided(why.to_string());
     }
     let findings: Vec<Finding> = apps
         .into_iter()

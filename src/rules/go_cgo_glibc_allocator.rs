@@ -3,6 +3,7 @@ use crate::facts::go::GoBinary;
 use crate::facts::libc::LibcFamily;
 use crate::facts::Facts;
 use crate::finding::{Anchor, Evidence, Severity};
+use crate::facts::allocator::ARENA_CAP_VARIABLES;
 
 pub(crate) const RULE: Rule = Rule {
     id: "go-cgo-glibc-allocator",
@@ -12,7 +13,7 @@ pub(crate) const RULE: Rule = Rule {
     tags: &["memory", "allocator", "glibc", "go", "cgo"],
     check,
     // The arena cap is the fix; with none set, the final FROM.
-    anchor: Anchor::Env(&["MALLOC_ARENA_MAX", "GLIBC_TUNABLES"]),
+    anchor: Anchor::Env(ARENA_CAP_VARIABLES),
 };
 
 /// Go modules that wrap C libraries which allocate heavily with malloc from the threads that

@@ -1,4 +1,5 @@
 use super::{Outcome, Rule};
+use crate::facts::go::memlimit::GoMemLimit;
 use crate::facts::go::reads_gomemlimit;
 use crate::facts::Facts;
 use crate::finding::{Anchor, Evidence, Severity};
@@ -33,14 +34,10 @@ fn check(f: &Facts) -> Outcome {
     };
     // Set (to any value, `off` included: a choice) or set in a way memlint cannot tell. Empty
     // is no limit to the runtime (`readGOMEMLIMIT`), as when it is unset.
-    if f.env.var("GOMEMLIMIT").is_some() && f.env.get("GOMEMLIMIT") != Some("") {
-        return match f.env.undecided("GOMEMLIMIT") {
-            Some(_) => Outcome::undecided(f.env.entry("GOMEMLIMIT").unwrap_or_default()),
-            None => Outcome::none(),
-        };
-    }
-    if f.entrypoint.args.iter().any(|a| a.starts_with("GOMEMLIMIT=")) {
-        return Outcome::none();
+    match &f.go.memlimit {
+        GoMemLimit::Known { value, .. } if !value.is_empty() => return Outcome::none(),
+        GoMemLimit::Undecided { why } => return Outcome::undecided(why.clone()),
+        GoMemLimit::Known { .. } | GoMemLimit::Unset => {}
     }
     if program.modules().any(|m| LIMIT_SETTERS.contains(&m)) {
         return Outcome::none();

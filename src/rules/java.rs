@@ -8,12 +8,9 @@ use crate::finding::{Anchor, Evidence};
 /// The instruction that set an option: its `ENV`, else `CMD`/`ENTRYPOINT` (a start script and
 /// an argfile are reached from there).
 pub fn anchor_of(o: &JavaOption) -> Anchor {
-    match (o.source, o.variable.as_deref()) {
-        (OptionSource::JavaToolOptions, _) => Anchor::Env(&["JAVA_TOOL_OPTIONS"]),
-        (OptionSource::JdkJavaOptions, _) => Anchor::Env(&["JDK_JAVA_OPTIONS"]),
-        (OptionSource::UnderscoreJavaOptions, _) => Anchor::Env(&["_JAVA_OPTIONS"]),
-        (OptionSource::EnvVar, Some("JAVA_OPTS")) => Anchor::Env(&["JAVA_OPTS"]),
-        _ => Anchor::Command,
+    match o.source.variable(o.variable.as_deref()) {
+        Some(variable) => Anchor::Env(variable),
+        None => Anchor::Command,
     }
 }
 

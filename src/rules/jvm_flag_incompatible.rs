@@ -1,6 +1,9 @@
 use super::java::{anchor_of, jvm_evidence, option_evidence, rewrite};
 use super::{Outcome, Rule};
-use crate::facts::java::{flag_support, FlagSupport, JavaFacts, JavaOption, JavaVersion, Jvm};
+use crate::facts::java::{
+    flag_support, trim_native_heap_history, trim_native_heap_product_release, FlagSupport, JavaFacts, JavaOption,
+    JavaVersion, Jvm, LAUNCHER_VARIABLES,
+};
 use crate::facts::Facts;
 use crate::finding::{Anchor, Evidence, Finding, Severity};
 
@@ -12,7 +15,7 @@ pub(crate) const RULE: Rule = Rule {
     tags: &["memory", "java", "startup"],
     check,
     // Each finding names the ENV or command that set its option.
-    anchor: Anchor::Env(&["JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS"]),
+    anchor: Anchor::Env(LAUNCHER_VARIABLES),
 };
 
 /// Why HotSpot refuses an option, as it says it.
@@ -98,12 +101,13 @@ fn finding(f: &Facts, j: &JavaFacts, v: JavaVersion, o: &JavaOption, name: &str,
         ("TrimNativeHeapInterval", Refusal::Experimental) => format!(
             "{}\n# or move to {} or later, where TrimNativeHeapInterval is a product flag (JDK-8325496)",
             unlock_fix(f, j, o),
-            product_trim(v)
+            trim_native_heap_product_release(v)
         ),
         ("TrimNativeHeapInterval", _) => format!(
-            "{}\n# TrimNativeHeapInterval exists from 17.0.9 and 21.0.1 (experimental) and is a product flag from 17.0.12, 21.0.4 and 23: move to {} or later to use it",
+            "{}\n# TrimNativeHeapInterval is {}: move to {} or later to use it",
             rewrite(f, j, o, None),
-            product_trim(v)
+            trim_native_heap_history(),
+            trim_native_heap_product_release(v)
         ),
         (_, Refusal::Experimental) => unlock_fix(f, j, o),
         _ if v.feature == 8 => format!(
@@ -123,13 +127,4 @@ fn finding(f: &Facts, j: &JavaFacts, v: JavaVersion, o: &JavaOption, name: &str,
 fn unlock_fix(f: &Facts, j: &JavaFacts, o: &JavaOption) -> String {
     let both = format!("-XX:+UnlockExperimentalVMOptions {}", o.option);
     rewrite(f, j, o, Some(&both))
-}
-
-/// The first update of this feature release with TrimNativeHeapInterval as a product flag.
-fn product_trim(v: JavaVersion) -> &'static str {
-    match v.feature {
-        ..=17 => "17.0.12",
-        18..=21 => "21.0.4",
-        _ => "23",
-    }
 }

@@ -1,6 +1,6 @@
 use super::java::{anchor_of, jvm_evidence, option_evidence, rewrite, tool_options_with};
 use super::{Outcome, Rule};
-use crate::facts::java::{JavaVersion, Jvm};
+use crate::facts::java::{cgroup_v2_release, container_blindness, ContainerBlindness, Jvm};
 use crate::facts::Facts;
 use crate::finding::{Anchor, Evidence, Severity};
 
@@ -14,37 +14,6 @@ pub(crate) const RULE: Rule = Rule {
     // The JDK comes with the base image.
     anchor: Anchor::From,
 };
-
-/// What the JDK cannot see.
-enum Blind {
-    /// No container support at all (8 before 8u191, 9).
-    NoContainerSupport,
-    /// Reads cgroup v1 only (8 before 8u372, 10, 11 before 11.0.16, 12–14).
-    NoCgroupV2,
-}
-
-fn blind(v: JavaVersion) -> Option<Blind> {
-    match v.feature {
-        8 if !v.at_least(8, 0, 191) => Some(Blind::NoContainerSupport),
-        9 => Some(Blind::NoContainerSupport),
-        8 if !v.at_least(8, 0, 372) => Some(Blind::NoCgroupV2),
-        10 | 12..=14 => Some(Blind::NoCgroupV2),
-        11 if !v.at_least(11, 0, 16) => Some(Blind::NoCgroupV2),
-        _ => None,
-    }
-}
-
-/// The release of the same line that reads cgroup v2 limits.
-fn upgrade(v: JavaVersion) -> &'static str {
-    match v.feature {
-        8 => "8u372",
-        11 => "11.0.16",
-        _ => "17 (or 21)",
-    }
-}
-
-/// The variables the JVM, its launcher and the usual start scripts take options from.
-const JVM_OPTION_VARIABLES: &[&str] = &["JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS", "JAVA_OPTS"];
 
 fn check(f: &Facts) -> Outcome {
     let Some(j) = &f.java else {
@@ -61,8 +30,8 @@ fn check(f: &Facts) -> Outcome {
     }
     // A heap bound may be in a JVM options variable a script sets in a way memlint cannot
     // work out.
-    if let Some(why) = f.env.first_undecided(JVM_OPTION_VARIABLES) {
-        return Outcome::undecided(why);
+    if let Some(why) = &j.options_undecided {
+        return Outcome::undecided(why.clone());
     }
     if let Some((false, o)) = j.xx_bool("UseContainerSupport") {
         return Outcome::one(
@@ -84,16 +53,16 @@ fn check(f: &Facts) -> Outcome {
     let Some(v) = j.parsed_version() else {
         return Outcome::undecided("a JVM is present but its version is unknown");
     };
-    let Some(b) = blind(v) else {
+    let Some(b) = container_blindness(v) else {
         return Outcome::none();
     };
     let version = j.version.as_deref().unwrap_or("");
     let (message, why) = match b {
-        Blind::NoContainerSupport => (
+        ContainerBlindness::NoContainerSupport => (
             format!("Java {version} has no container support: it sizes its heap (a quarter of RAM by default) and its GC threads from the host, not the container's memory limit"),
             "container support came in JDK 10 (JDK-8146115) and 8u191",
         ),
-        Blind::NoCgroupV2 => (
+        ContainerBlindness::NoCgroupV2 => (
             format!("Java {version} reads cgroup v1 limits only: on a cgroup v2 host (current Kubernetes nodes, Docker on recent distributions) it sizes its heap from the host's memory"),
             "cgroup v2 support: JDK 15 (JDK-8230305), backported to 11.0.16 and 8u372",
         ),
@@ -106,7 +75,7 @@ fn check(f: &Facts) -> Outcome {
             .evidence(Evidence::plain("no -Xmx, -XX:MaxHeapSize or -XX:MaxRAM bounds the heap"))
             .fix(format!(
                 "# move to Java {} or later of the same vendor{vendor} (a newer base image tag)\n# or bound the heap yourself, e.g. for a 1 GiB limit:\n{}",
-                upgrade(v),
+                cgroup_v2_release(v),
                 tool_options_with(j, "-Xmx768m")
             )),
     )

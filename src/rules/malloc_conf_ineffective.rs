@@ -3,6 +3,9 @@ use crate::facts::allocator::Allocator;
 use crate::facts::libc::LibcFamily;
 use crate::facts::Facts;
 use crate::finding::{Anchor, Evidence, Finding, Severity};
+use crate::facts::allocator::{
+    glibc_malloc_settings, known_jemalloc_pairs, unknown_jemalloc_options, ALLOCATOR_SETTING_VARIABLES, JEMALLOC_OPTIONS,
+};
 
 pub(crate) const RULE: Rule = Rule {
     id: "malloc-conf-ineffective",
@@ -12,41 +15,17 @@ pub(crate) const RULE: Rule = Rule {
     tags: &["memory", "allocator", "configuration"],
     check,
     // Each finding names the variable it is about.
-    anchor: Anchor::Env(&["MALLOC_CONF", "JE_MALLOC_CONF", "MALLOC_ARENA_MAX", "GLIBC_TUNABLES"]),
+    anchor: Anchor::Env(ALLOCATOR_SETTING_VARIABLES),
 };
-
-/// The option names jemalloc 5.3 takes in `MALLOC_CONF`: those Debian's libjemalloc2 5.3.0-1
-/// accepts (every other name makes it print `<jemalloc>: Invalid conf pair`, checked by running
-/// it with each name in the library's strings), and those jemalloc(3) documents as `opt.*` for
-/// builds with other configure options (`cache_oblivious`, `utrace`, `xmalloc`).
-pub const JEMALLOC_OPTIONS: &[&str] = &[
-    "abort", "abort_conf", "background_thread", "bin_shards", "cache_oblivious", "confirm_conf",
-    "dirty_decay_ms", "dss", "experimental_infallible_new", "hpa", "hpa_dirty_mult",
-    "hpa_hugification_threshold", "hpa_hugification_threshold_ratio", "hpa_hugify_delay_ms",
-    "hpa_min_purge_interval_ms", "hpa_sec_batch_fill_extra", "hpa_sec_bytes_after_flush",
-    "hpa_sec_max_alloc", "hpa_sec_max_bytes", "hpa_sec_nshards", "hpa_slab_max_alloc", "junk",
-    "lg_extent_max_active_fit", "lg_prof_interval", "lg_prof_sample", "lg_tcache_flush_large_div",
-    "lg_tcache_flush_small_div", "lg_tcache_max", "lg_tcache_nslots_mul", "max_background_threads",
-    "metadata_thp", "mutex_max_spin", "muzzy_decay_ms", "narenas", "narenas_ratio",
-    "oversize_threshold", "percpu_arena", "prof", "prof_accum", "prof_active", "prof_final",
-    "prof_gdump", "prof_leak", "prof_leak_error", "prof_log", "prof_prefix", "prof_recent_alloc_max",
-    "prof_stats", "prof_sys_thread_name", "prof_thread_active_init", "prof_time_resolution",
-    "prof_unbias", "retain", "san_guard_large", "san_guard_small", "slab_sizes", "stats_interval",
-    "stats_interval_opts", "stats_print", "stats_print_opts", "tcache", "tcache_gc_delay_bytes",
-    "tcache_gc_incr_bytes", "tcache_max", "tcache_nslots_large", "tcache_nslots_small_max",
-    "tcache_nslots_small_min", "thp", "trust_madvise", "utrace", "xmalloc", "zero", "zero_realloc",
-];
 
 /// Where a finding about `key` belongs: its `ENV`, or the ENTRYPOINT when a script exports it.
 fn anchor_for(f: &Facts, key: &'static str) -> Anchor {
     if f.env.from_script(key) {
         return Anchor::Command;
     }
-    match key {
-        "MALLOC_CONF" => Anchor::Env(&["MALLOC_CONF"]),
-        "JE_MALLOC_CONF" => Anchor::Env(&["JE_MALLOC_CONF"]),
-        "MALLOC_ARENA_MAX" => Anchor::Env(&["MALLOC_ARENA_MAX"]),
-        _ => Anchor::Env(&["GLIBC_TUNABLES"]),
+    match ALLOCATOR_SETTING_VARIABLES.iter().position(|k| *k == key) {
+        Some(i) => Anchor::Env(&ALLOCATOR_SETTING_VARIABLES[i..=i]),
+        None => Anchor::Env(&ALLOCATOR_SETTING_VARIABLES[3..]),
     }
 }
 
@@ -87,7 +66,7 @@ fn check(f: &Facts) -> Outcome {
     let mut findings: Vec<Finding> = Vec::new();
     let mut undecided = None;
     let possibly = f.allocator.undecided_reason();
-    for key in ["MALLOC_CONF", "JE_MALLOC_CONF"] {
+    for &key in &ALLOCATOR_SETTING_VARIABLES[..2] {
         let Some(value) = f.env.non_empty(key) else { continue };
         let evidence = f.env.evidence(key).unwrap_or_else(|| Evidence::plain(format!("{key}={value}")));
         if !jemalloc {
@@ -104,12 +83,7 @@ fn check(f: &Facts) -> Outcome {
             );
             continue;
         }
-        let unknown: Vec<&str> = value
-            .split(',')
-            .filter_map(|pair| pair.split(':').next())
-            .map(str::trim)
-            .filter(|k| !k.is_empty() && !JEMALLOC_OPTIONS.contains(k))
-            .collect();
+        let unknown = unknown_jemalloc_options(value);
         if unknown.is_empty() {
             continue;
         }
@@ -131,10 +105,7 @@ fn check(f: &Facts) -> Outcome {
                 finding = finding.evidence(Evidence::plain(format!("`{k}` is close to jemalloc's `{o}`")));
             }
         }
-        let kept: Vec<&str> = value
-            .split(',')
-            .filter(|pair| pair.split(':').next().is_some_and(|k| JEMALLOC_OPTIONS.contains(&k.trim())))
-            .collect();
+        let kept = known_jemalloc_pairs(value);
         let fix = if kept.is_empty() {
             drop_fix(f, key)
         } else {
@@ -143,19 +114,7 @@ fn check(f: &Facts) -> Outcome {
         findings.push(finding.fix(format!("{fix}\n# jemalloc's options: `man 3 jemalloc` (libjemalloc-dev), section TUNING")));
     }
     let musl = f.libc.family == LibcFamily::Musl;
-    let glibc_settings: Vec<(&'static str, String)> = [
-        ("MALLOC_ARENA_MAX", f.env.non_empty("MALLOC_ARENA_MAX").map(str::to_string)),
-        (
-            "GLIBC_TUNABLES",
-            f.env.non_empty("GLIBC_TUNABLES").and_then(|t| {
-                let malloc: Vec<&str> = t.split(':').filter(|kv| kv.trim_start().starts_with("glibc.malloc.")).collect();
-                (!malloc.is_empty()).then(|| malloc.join(":"))
-            }),
-        ),
-    ]
-    .into_iter()
-    .filter_map(|(k, v)| v.map(|v| (k, v)))
-    .collect();
+    let glibc_settings = glibc_malloc_settings(&f.env);
     for (key, value) in glibc_settings {
         let why = if musl {
             "musl's malloc has no arenas and reads no glibc setting".to_string()

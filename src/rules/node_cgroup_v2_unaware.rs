@@ -1,8 +1,7 @@
 use super::{Outcome, Rule};
-use crate::facts::node::FlagSource;
+use crate::facts::node::{reads_cgroup_v2, FlagSource};
 use crate::facts::Facts;
 use crate::finding::{Anchor, Evidence, Severity};
-use crate::version::Version;
 
 pub(crate) const RULE: Rule = Rule {
     id: "node-cgroup-v2-unaware",
@@ -14,11 +13,6 @@ pub(crate) const RULE: Rule = Rule {
     // The fix is a heap flag in NODE_OPTIONS (or an upgrade).
     anchor: Anchor::Env(&["NODE_OPTIONS"]),
 };
-
-/// libuv 1.45.0, in Node 20.3.0, is the first to read cgroup v2's `memory.max`.
-fn first_aware() -> Version {
-    Version::new(20, 3, 0)
-}
 
 fn check(f: &Facts) -> Outcome {
     let Some(node) = &f.node else {
@@ -41,7 +35,7 @@ fn check(f: &Facts) -> Outcome {
             "Node is present but its version is unknown (no NODE_VERSION, node_version.h, release string or dpkg entry)",
         );
     };
-    if version >= first_aware() {
+    if reads_cgroup_v2(&version) {
         return Outcome::none();
     }
     let in_effect = node.max_old_space_size.as_ref().filter(|f| f.problem.is_none());
@@ -49,8 +43,8 @@ fn check(f: &Facts) -> Outcome {
         return Outcome::none();
     }
     // A heap flag may be in a NODE_OPTIONS a script sets in a way memlint cannot work out.
-    if let Some(why) = f.env.first_undecided(&["NODE_OPTIONS"]) {
-        return Outcome::undecided(why);
+    if let Some(why) = &node.options_undecided {
+        return Outcome::undecided(why.clone());
     }
     let v = node.version.as_deref().unwrap_or_default();
     let mut finding = RULE.finding(format!(

@@ -1,5 +1,5 @@
 use super::{Outcome, Rule};
-use crate::facts::node::FlagSource;
+use crate::facts::node::{reads_cgroup_v2, semi_space_flag_in_node_options, semi_space_mib, FlagSource};
 use crate::facts::Facts;
 use crate::finding::{Anchor, Evidence, Severity};
 use crate::version::Version;
@@ -23,17 +23,17 @@ fn check(f: &Facts) -> Outcome {
         return Outcome::none();
     }
     // The flag may be in a NODE_OPTIONS a script sets in a way memlint cannot work out.
-    if let Some(why) = f.env.first_undecided(&["NODE_OPTIONS"]) {
-        return Outcome::undecided(why);
+    if let Some(why) = &node.options_undecided {
+        return Outcome::undecided(why.clone());
     }
-    let version = node.version.as_deref().and_then(Version::parse);
+    let version = node.parsed_version();
     // With a Kubernetes manifest the limit is known: the semi-space Node will size from it
     // (measured, ../shared/domain-sources.md 3.2: Node 18–22 and Node 24), whatever the heap
     // flags say (--max-old-space-size does not change it).
     let limit = f.container.as_ref().and_then(|c| c.limits_memory.as_ref());
-    let sees_limit = version.as_ref().is_none_or(|v| *v >= Version::new(20, 3, 0));
+    let sees_limit = version.as_ref().is_none_or(reads_cgroup_v2);
     if let (Some(l), true) = (limit, sees_limit) {
-        let (semi, default) = semi_space_mib(l.value.value, version.as_ref().is_some_and(|v| v.major >= 24));
+        let (semi, default) = semi_space_mib(l.value.value, version.as_ref());
         if semi >= default {
             return Outcome::none();
         }
@@ -65,9 +65,8 @@ fn check(f: &Facts) -> Outcome {
             old.source
         ));
     }
-    // libuv 1.45 (Node 20.3.0) is the first to read cgroup v2 memory limits.
     let message = match &version {
-        Some(v) if *v >= Version::new(20, 3, 0) => format!(
+        Some(v) if reads_cgroup_v2(v) => format!(
             "Node {v_s} runs with --max-old-space-size={} and no --max-semi-space-size: a memory limit of 2 GiB or less shrinks the young generation",
             old.value,
             v_s = node.version.as_deref().unwrap_or("")
@@ -83,23 +82,6 @@ fn check(f: &Facts) -> Outcome {
         ),
     };
     Outcome::one(with_evidence(f, node, Some(old), version.as_ref(), RULE.finding(message)))
-}
-
-/// The semi-space Node sizes from a visible memory limit of `limit` bytes, and the one it
-/// uses without a limit, in MiB (measured: Node 18–22, and Node 24 with `newer`).
-fn semi_space_mib(limit: u64, newer: bool) -> (u64, u64) {
-    let mib = limit >> 20;
-    let (older, newest) = match mib {
-        0..=512 => (1, 1),
-        513..=1024 => (4, 16),
-        1025..=2048 => (8, 32),
-        _ => (16, 64),
-    };
-    if newer {
-        (newest, 64)
-    } else {
-        (older, 16)
-    }
 }
 
 fn with_evidence(
@@ -128,9 +110,7 @@ fn with_evidence(
     if let Some(b) = &node.binary {
         finding = finding.evidence(Evidence::naming(format!("node binary {b}"), [b]));
     }
-    // --max-semi-space-size is allowed in NODE_OPTIONS from 18.13.0 and 19.2.0 (nodejs/node#44436).
-    let in_options_ok = version
-        .is_none_or(|v| *v >= Version::new(19, 2, 0) || (v.major == 18 && *v >= Version::new(18, 13, 0)));
+    let in_options_ok = version.is_none_or(semi_space_flag_in_node_options);
     let fix = if source == FlagSource::NodeOptions && in_options_ok {
         let current = node.node_options.clone().unwrap_or_default();
         let value = format!("{} --max-semi-space-size=16", current.trim()).trim().to_string();

@@ -2,7 +2,6 @@ use super::{Outcome, Rule};
 use crate::facts::os::Distro;
 use crate::facts::Facts;
 use crate::finding::{Anchor, Evidence, Severity};
-use crate::version::Version;
 
 pub(crate) const RULE: Rule = Rule {
     id: "npgsql-gssapi-missing",
@@ -16,13 +15,7 @@ pub(crate) const RULE: Rule = Rule {
 };
 
 fn check(f: &Facts) -> Outcome {
-    // GssEncryptionMode defaults to Prefer from 10.0.0 (10.0.0-rc.1 had Disable).
-    let affected: Vec<_> = f
-        .dotnet
-        .npgsql
-        .iter()
-        .filter(|p| Version::parse(&p.version).is_some_and(|v| v >= Version::new(10, 0, 0)))
-        .collect();
+    let affected = f.dotnet.npgsql_preferring_gss();
     if affected.is_empty() {
         if !f.dotnet.npgsql.is_empty() {
             return Outcome::undecided(

@@ -3,6 +3,7 @@ use crate::facts::libc::LibcFamily;
 use crate::facts::os::Distro;
 use crate::facts::Facts;
 use crate::finding::{Anchor, Evidence, Severity};
+use crate::facts::allocator::PRELOAD_OR_ARENA_CAP_VARIABLES;
 
 pub(crate) const RULE: Rule = Rule {
     id: "ruby-glibc-allocator",
@@ -12,7 +13,7 @@ pub(crate) const RULE: Rule = Rule {
     tags: &["memory", "allocator", "glibc", "ruby"],
     check,
     // The preload or the arena cap is the fix; with neither set, the final FROM.
-    anchor: Anchor::Env(&["LD_PRELOAD", "MALLOC_ARENA_MAX", "GLIBC_TUNABLES"]),
+    anchor: Anchor::Env(PRELOAD_OR_ARENA_CAP_VARIABLES),
 };
 
 fn check(f: &Facts) -> Outcome {

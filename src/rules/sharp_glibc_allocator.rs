@@ -3,7 +3,7 @@ use crate::facts::allocator::ArenaCapSource;
 use crate::facts::libc::LibcFamily;
 use crate::facts::Facts;
 use crate::finding::{Anchor, Evidence, Severity};
-use crate::version::Version;
+use crate::facts::allocator::ARENA_CAP_VARIABLES;
 
 pub(crate) const RULE: Rule = Rule {
     id: "sharp-glibc-allocator",
@@ -13,7 +13,7 @@ pub(crate) const RULE: Rule = Rule {
     tags: &["memory", "allocator", "glibc", "sharp", "nodejs"],
     check,
     // An arena cap is where the allocator is set today; with none set, the final FROM.
-    anchor: Anchor::Env(&["MALLOC_ARENA_MAX", "GLIBC_TUNABLES"]),
+    anchor: Anchor::Env(ARENA_CAP_VARIABLES),
 };
 
 fn check(f: &Facts) -> Outcome {
@@ -70,11 +70,7 @@ fn check(f: &Facts) -> Outcome {
     evidence.extend(f.allocator.evidence.iter().cloned());
     match &f.allocator.arena_cap {
         Some(cap) => {
-            // sharp 0.35.3 lifts its concurrency limit when MALLOC_ARENA_MAX is set; older ones
-            // stay at one thread per image (lovell/sharp 540d2ead).
-            let old_sharp = f.sharp.installs.iter().any(|s| {
-                s.version.as_deref().and_then(Version::parse).is_some_and(|v| v < Version::new(0, 35, 3))
-            });
+            let old_sharp = f.sharp.installs.iter().any(|s| s.limits_concurrency_under_arena_cap());
             let mut finding = RULE
                 .finding("sharp runs on glibc malloc with only an arena cap: growth stops but the level stays high")
                 .severity(Severity::Note)

@@ -1,5 +1,5 @@
 use super::{Outcome, Rule};
-use crate::facts::python::{CpuSizedWorkers, PythonServer};
+use crate::facts::python::{CpuSizedWorkers, PythonServer, WorkerCount};
 use crate::facts::Facts;
 use crate::finding::{Anchor, Evidence, Finding, Severity};
 
@@ -28,25 +28,13 @@ fn check(f: &Facts) -> Outcome {
         let Some(cpu) = &server.workers_from_cpus else {
             continue;
         };
-        // A variable the server (or its config) reads for the count, set by the image.
-        if cpu.overridden_by.iter().any(|v| f.env.non_empty(v).is_some()) {
-            continue;
-        }
-        // GUNICORN_CMD_ARGS overrides a config's workers: one a script computes may.
-        let undecided_args = (server.name == "gunicorn")
-            .then(|| f.env.first_undecided(&["GUNICORN_CMD_ARGS"]))
-            .flatten();
-        if let Some(why) = undecided_args {
-            undecided.push(format!("gunicorn: {why}"));
-            continue;
-        }
-        if let Some(v) = cpu.overridden_by.iter().find(|v| f.env.undecided(v).is_some()) {
-            undecided.push(format!(
-                "{}: {}",
-                server.name,
-                f.env.entry(v).unwrap_or_else(|| format!("{v} is undecided"))
-            ));
-            continue;
+        match &cpu.effective {
+            WorkerCount::SetBy { .. } => continue,
+            WorkerCount::Undecided(why) => {
+                undecided.push(format!("{}: {why}", server.name));
+                continue;
+            }
+            WorkerCount::FromCpus => {}
         }
         if !cpu.maybe_set_in.is_empty() {
             undecided.push(format!(
@@ -68,8 +56,7 @@ fn finding(f: &Facts, server: &PythonServer, cpu: &CpuSizedWorkers) -> Finding {
     let mut evidence = Vec::new();
     let (message, fix) = match (&cpu.path, cpu.line) {
         (Some(path), Some(line)) => {
-            // The server's evidence starts with its command.
-            let command = server.evidence.split("; ").next().unwrap_or_default();
+            let command = &cpu.command;
             evidence.push(Evidence::naming(
                 format!("{path} line {line}: {}, for {command}", cpu.how),
                 [path.clone()],

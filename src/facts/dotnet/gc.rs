@@ -63,6 +63,36 @@ pub struct GcFacts {
     pub env: Vec<GcEnvVar>,
     /// The effective settings of each app that has a runtimeconfig.json.
     pub apps: Vec<AppGc>,
+    /// The settings of [`SETTINGS`] a script sets in a way memlint cannot work out, each with
+    /// why: (setting, why). A known `DOTNET_` value settles a setting whatever `COMPlus_` says.
+    #[serde(skip)]
+    pub undecided: Vec<(String, String)>,
+}
+
+impl GcFacts {
+    /// Why setting `name` (`GCHeapCount`) is not known, when a script sets it in a way
+    /// memlint cannot work out.
+    pub fn undecided(&self, name: &str) -> Option<&str> {
+        self.undecided
+            .iter()
+            .find(|(s, _)| s == name)
+            .map(|(_, why)| why.as_str())
+    }
+}
+
+/// The settings whose variables a script sets in a way memlint cannot work out.
+fn undecided_settings(env: &Env) -> Vec<(String, String)> {
+    SETTINGS
+        .iter()
+        .filter_map(|(setting, _)| {
+            let [first, second] = PREFIXES.map(|p| format!("{p}{setting}"));
+            if env.get(&first).is_some() {
+                return None;
+            }
+            let why = env.first_undecided(&[&first, &second])?;
+            Some((setting.to_string(), why))
+        })
+        .collect()
 }
 
 /// A GC environment variable and how the runtime reads it.
@@ -131,7 +161,63 @@ pub struct AppGc {
     pub heap_hard_limit_soh: Option<Setting>,
 }
 
+/// How the GC caps an app's heap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeapCap<'a> {
+    /// `GCHeapHardLimit`, in bytes.
+    Fixed(&'a Setting),
+    /// `GCHeapHardLimitPercent` of the limit (only 1–99 counts; the runtime ignores the rest).
+    Percent(&'a Setting),
+    /// Neither: under a memory limit the runtime caps the heap at 75 % of it (at least
+    /// 20 MiB); without one it is not capped.
+    Default,
+}
+
+/// The share of a container's limit the GC's heap takes by default (`GCHeapHardLimit` unset).
+pub const DEFAULT_HARD_LIMIT_PERCENT: u64 = 75;
+/// The least the default hard limit is (20 MiB).
+const DEFAULT_HARD_LIMIT_FLOOR: u64 = 20 << 20;
+
+impl HeapCap<'_> {
+    /// The cap in bytes under a limit of `limit` bytes, when it can be told.
+    pub fn bytes(&self, limit: Option<u64>) -> Option<u64> {
+        match self {
+            HeapCap::Fixed(s) => Some(s.value),
+            HeapCap::Percent(p) => limit.map(|l| (u128::from(l) * u128::from(p.value) / 100) as u64),
+            HeapCap::Default => {
+                limit.map(|l| (l / 100 * DEFAULT_HARD_LIMIT_PERCENT).max(DEFAULT_HARD_LIMIT_FLOOR))
+            }
+        }
+    }
+
+    /// `GCHeapHardLimit 0x80000000 (env DOTNET_GCHeapHardLimit=… (image env))`.
+    pub fn describe(&self) -> String {
+        match self {
+            HeapCap::Fixed(s) => format!("GCHeapHardLimit {:#x} ({})", s.value, s.source),
+            HeapCap::Percent(p) => format!("GCHeapHardLimitPercent {:#x} = {} % ({})", p.value, p.value, p.source),
+            HeapCap::Default => format!(
+                "no GCHeapHardLimit: {DEFAULT_HARD_LIMIT_PERCENT} % of the container's limit (the runtime's default)"
+            ),
+        }
+    }
+}
+
 impl AppGc {
+    /// How the GC caps this app's heap.
+    pub fn heap_cap(&self) -> HeapCap<'_> {
+        if let Some(s) = &self.heap_hard_limit {
+            return HeapCap::Fixed(s);
+        }
+        match self
+            .heap_hard_limit_percent
+            .as_ref()
+            .filter(|p| (1..100).contains(&p.value))
+        {
+            Some(p) => HeapCap::Percent(p),
+            None => HeapCap::Default,
+        }
+    }
+
     /// Whether a heap count, affinity mask or hard limit bounds the heaps the GC creates or
     /// their size.
     pub fn bounded(&self) -> Option<&Setting> {
@@ -262,6 +348,7 @@ fn runtime_major(app: &DotnetApp) -> Option<u32> {
 }
 
 pub(super) fn derive(tree: &FileTree, env: &Env, apps: &[DotnetApp]) -> GcFacts {
+    let undecided = undecided_settings(env);
     let env = env_vars(env, "image env");
     let mut out = Vec::new();
     for app in apps {
@@ -332,7 +419,11 @@ pub(super) fn derive(tree: &FileTree, env: &Env, apps: &[DotnetApp]) -> GcFacts 
             heap_hard_limit_soh: effective("GCHeapHardLimitSOH"),
         });
     }
-    GcFacts { env, apps: out }
+    GcFacts {
+        env,
+        apps: out,
+        undecided,
+    }
 }
 
 /// The runtime's default: DATAS is on from .NET 9 (off on 8, and absent before); the rest 0.

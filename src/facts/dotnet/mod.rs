@@ -58,6 +58,18 @@ pub struct DotnetFacts {
 }
 
 impl DotnetFacts {
+    /// The Npgsql packages whose `GssEncryptionMode` defaults to `Prefer`: 10.0.0 and later
+    /// (10.0.0-rc.1 had `Disable`; older releases have no GSS encryption).
+    pub fn npgsql_preferring_gss(&self) -> Vec<&NugetPackage> {
+        self.npgsql
+            .iter()
+            .filter(|p| {
+                crate::version::Version::parse(&p.version)
+                    .is_some_and(|v| v >= crate::version::Version::new(10, 0, 0))
+            })
+            .collect()
+    }
+
     /// Whether the image holds any .NET runtime or app.
     pub fn present(&self) -> bool {
         !self.runtimes.is_empty() || !self.apps.is_empty()

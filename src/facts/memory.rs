@@ -1,0 +1,607 @@
+//! The container's memory budget as one fact (`facts.memory`): the limit and request the
+//! manifest gives it, the memory-backed volumes it mounts, `/dev/shm` as the runtime gives it,
+//! and what each runtime's settings commit of the limit (heap cap, direct memory, young
+//! generation, GOMEMLIMIT), each with where it came from. Present for every image: without
+//! `--k8s` the limit is undecided and what the settings commit is still listed.
+//!
+//! The settings themselves are worked out by each runtime's facts module
+//! ([`super::java::memory`], [`super::node`], [`super::go::memlimit`], [`super::dotnet::gc`]);
+//! this module only puts them beside the limit. Rules that judge a setting against the limit
+//! read it from here.
+
+use super::dotnet::gc::HeapCap as DotnetHeapCap;
+use super::go::memlimit::GoMemLimit;
+use super::go::MemLimit;
+use super::java::memory::HeapCap as JvmHeapCap;
+use super::java::JavaFacts;
+use super::node::{semi_space_mib, NodeFacts, YOUNG_GENERATION_SEMI_SPACES};
+use crate::k8s::quantity::human_bytes;
+use crate::k8s::quantity::Quantity;
+use crate::k8s::{Container, Lined};
+use serde::Serialize;
+
+/// `/dev/shm` as containerd, CRI-O and Docker give a container that mounts nothing there.
+pub const DEV_SHM_DEFAULT: u64 = 64 << 20;
+/// Where the container runtimes mount the shared-memory tmpfs.
+pub const DEV_SHM: &str = "/dev/shm";
+
+/// An amount of memory the manifest sets, or why it is not known.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Amount {
+    Set {
+        bytes: u64,
+        /// As the manifest writes it (`2Gi`).
+        text: String,
+        /// Its line in the manifest.
+        line: u32,
+    },
+    Undecided {
+        why: String,
+    },
+}
+
+impl Amount {
+    fn of(q: Option<&Lined<Quantity>>, field: &str, in_container: bool) -> Amount {
+        match q {
+            Some(l) => Amount::Set {
+                bytes: l.value.value,
+                text: l.value.text.clone(),
+                line: l.line,
+            },
+            None if in_container => Amount::Undecided {
+                why: format!("the container sets no resources.{field}.memory"),
+            },
+            None => Amount::Undecided {
+                why: "the image alone says nothing of the container's memory (lint it with --k8s)".into(),
+            },
+        }
+    }
+
+    /// The bytes, when set (a limit of 0 is no limit).
+    pub fn bytes(&self) -> Option<u64> {
+        match self {
+            Amount::Set { bytes, .. } if *bytes > 0 => Some(*bytes),
+            _ => None,
+        }
+    }
+}
+
+/// A memory-backed volume the container mounts (`emptyDir` with `medium: Memory`): a tmpfs whose
+/// pages count against the memory limit of the container that writes them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MemoryVolume {
+    pub volume: String,
+    pub path: String,
+    /// Its `sizeLimit` in bytes; `null` when it has none (the tmpfs is then sized from the node).
+    pub size_limit: Option<u64>,
+    /// The `sizeLimit` as the manifest writes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size_limit_text: Option<String>,
+}
+
+/// `/dev/shm` as the container gets it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DevShm {
+    /// Its size in bytes; `null` when a memory volume with no `sizeLimit` is mounted there.
+    pub bytes: Option<u64>,
+    /// `the container runtime's default` or `emptyDir VOLUME (medium: Memory)`.
+    pub source: String,
+}
+
+/// What a runtime's setting commits of the container's memory.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Commitment {
+    /// `jvm`, `node`, `go`, `dotnet`.
+    pub runtime: &'static str,
+    /// `heap`, `direct_memory`, `metaspace`, `code_cache`, `young_generation`, `gomemlimit`.
+    pub what: &'static str,
+    /// `set` (an option or variable sets it), `default` (the runtime's own choice), or
+    /// `undecided` (memlint cannot work it out).
+    pub status: &'static str,
+    /// Bytes, when known (a share of the limit needs the limit).
+    pub bytes: Option<u64>,
+    /// A share of the memory limit, when that is how it is set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub percent_of_limit: Option<f64>,
+    /// The setting as written, with where it came from (`-Xmx2g (from JAVA_TOOL_OPTIONS)`), or
+    /// the default in words.
+    pub setting: String,
+    /// Why it is undecided.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+impl Commitment {
+    fn new(runtime: &'static str, what: &'static str, status: &'static str, setting: String) -> Commitment {
+        Commitment {
+            runtime,
+            what,
+            status,
+            bytes: None,
+            percent_of_limit: None,
+            setting,
+            why: None,
+        }
+    }
+
+    fn bytes(mut self, bytes: Option<u64>) -> Self {
+        self.bytes = bytes;
+        self
+    }
+
+    fn percent(mut self, percent: f64) -> Self {
+        self.percent_of_limit = Some(percent);
+        self
+    }
+
+    fn undecided(runtime: &'static str, what: &'static str, why: String) -> Commitment {
+        Commitment {
+            why: Some(why),
+            ..Commitment::new(runtime, what, "undecided", "undecided".into())
+        }
+    }
+
+    /// Whether an option or variable sets it (not the runtime's default, not undecided).
+    pub fn is_set(&self) -> bool {
+        self.status == "set"
+    }
+}
+
+/// The container's memory budget.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MemoryBudget {
+    /// `resources.limits.memory`.
+    pub limit: Amount,
+    /// `resources.requests.memory`.
+    pub request: Amount,
+    /// Memory-backed volumes it mounts (`/dev/shm` included when one is mounted there).
+    pub volumes: Vec<MemoryVolume>,
+    pub dev_shm: DevShm,
+    /// What each runtime's settings commit, in the order: JVM, Node, Go, .NET.
+    pub runtimes: Vec<Commitment>,
+}
+
+impl MemoryBudget {
+    /// The limit in bytes, when the manifest sets one.
+    pub fn limit_bytes(&self) -> Option<u64> {
+        self.limit.bytes()
+    }
+
+    /// The commitments of `runtime` to `what`.
+    pub fn commitment(&self, runtime: &str, what: &str) -> impl Iterator<Item = &Commitment> {
+        let (runtime, what) = (runtime.to_string(), what.to_string());
+        self.runtimes
+            .iter()
+            .filter(move |c| c.runtime == runtime && c.what == what)
+    }
+}
+
+/// Puts the runtimes' settings beside the container's memory.
+pub fn derive(
+    container: Option<&Container>,
+    java: Option<&JavaFacts>,
+    node: Option<&NodeFacts>,
+    go: &super::go::GoFacts,
+    dotnet: &super::dotnet::DotnetFacts,
+) -> MemoryBudget {
+    let limit = Amount::of(
+        container.and_then(|c| c.limits_memory.as_ref()),
+        "limits",
+        container.is_some(),
+    );
+    let request = Amount::of(
+        container.and_then(|c| c.requests_memory.as_ref()),
+        "requests",
+        container.is_some(),
+    );
+    let volumes: Vec<MemoryVolume> = container
+        .map(|c| {
+            c.mounts
+                .iter()
+                .filter(|m| m.memory_backed)
+                .map(|m| MemoryVolume {
+                    volume: m.volume.clone(),
+                    path: m.path.clone(),
+                    size_limit: m.size_limit.as_ref().map(|q| q.value),
+                    size_limit_text: m.size_limit.as_ref().map(|q| q.text.clone()),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let dev_shm = match volumes.iter().find(|v| v.path.trim_end_matches('/') == DEV_SHM) {
+        Some(v) => DevShm {
+            bytes: v.size_limit,
+            source: format!("emptyDir {} (medium: Memory)", v.volume),
+        },
+        None => DevShm {
+            bytes: Some(DEV_SHM_DEFAULT),
+            source: "the container runtime's default".into(),
+        },
+    };
+    let l = limit.bytes();
+    let mut runtimes = Vec::new();
+    if let Some(j) = java {
+        jvm(j, l, &mut runtimes);
+    }
+    if let Some(n) = node {
+        node_commitments(n, l, &mut runtimes);
+    }
+    if go
+        .binaries
+        .iter()
+        .any(|b| super::go::reads_gomemlimit(b.go_version.as_deref()))
+    {
+        runtimes.push(gomemlimit(&go.memlimit));
+    }
+    for app in &dotnet.gc.apps {
+        let cap = app.heap_cap();
+        let status = if matches!(cap, DotnetHeapCap::Default) {
+            "default"
+        } else {
+            "set"
+        };
+        let mut c = Commitment::new("dotnet", "heap", status, cap.describe()).bytes(cap.bytes(l));
+        if let DotnetHeapCap::Percent(p) = cap {
+            c = c.percent(p.value as f64);
+        }
+        if matches!(cap, DotnetHeapCap::Default) && l.is_none() {
+            c.setting = "no GCHeapHardLimit and no memory limit: the heap is not capped".into();
+        }
+        runtimes.push(c);
+    }
+    MemoryBudget {
+        limit,
+        request,
+        volumes,
+        dev_shm,
+        runtimes,
+    }
+}
+
+fn jvm(j: &JavaFacts, limit: Option<u64>, out: &mut Vec<Commitment>) {
+    if let Some(why) = &j.options_undecided {
+        out.push(Commitment::undecided("jvm", "heap", why.clone()));
+        return;
+    }
+    let m = &j.memory;
+    // A buildpack's memory calculator sizes the heap at launch unless the image does.
+    if let (Some(why), false) = (&j.buildpack_calculator, m.heap.is_set()) {
+        out.push(Commitment::undecided(
+            "jvm",
+            "heap",
+            format!("sized at launch: {why}"),
+        ));
+        return;
+    }
+    let heap = match &m.heap {
+        JvmHeapCap::Default => {
+            Commitment::new("jvm", "heap", "default", m.heap.describe()).bytes(m.heap.bytes(limit))
+        }
+        JvmHeapCap::OfLimit { percent, .. } => Commitment::new("jvm", "heap", "set", m.heap.describe())
+            .bytes(m.heap.bytes(limit))
+            .percent(*percent),
+        JvmHeapCap::Unreadable { option } => Commitment::undecided(
+            "jvm",
+            "heap",
+            format!(
+                "{} (from {}) is not a size HotSpot reads",
+                option.option,
+                option.origin()
+            ),
+        ),
+        JvmHeapCap::Fixed(_) | JvmHeapCap::OfMaxRam { .. } => {
+            Commitment::new("jvm", "heap", "set", m.heap.describe()).bytes(m.heap.bytes(limit))
+        }
+    };
+    out.push(heap);
+    out.push(match &m.max_direct_memory {
+        Some(s) => Commitment::new(
+            "jvm",
+            "direct_memory",
+            "set",
+            format!("{} (from {})", s.option.option, s.option.origin()),
+        )
+        .bytes(Some(s.bytes)),
+        None => Commitment::new(
+            "jvm",
+            "direct_memory",
+            "default",
+            "no -XX:MaxDirectMemorySize: direct buffers may take as much as the heap cap".into(),
+        )
+        .bytes(m.direct_bytes(limit)),
+    });
+    for (what, s) in [
+        ("metaspace", &m.max_metaspace),
+        ("code_cache", &m.reserved_code_cache),
+    ] {
+        if let Some(s) = s {
+            out.push(
+                Commitment::new(
+                    "jvm",
+                    what,
+                    "set",
+                    format!("{} (from {})", s.option.option, s.option.origin()),
+                )
+                .bytes(Some(s.bytes)),
+            );
+        }
+    }
+}
+
+fn node_commitments(n: &NodeFacts, limit: Option<u64>, out: &mut Vec<Commitment>) {
+    // A flag on the command line wins over NODE_OPTIONS, whatever a script puts there.
+    let on_command_line = n
+        .max_old_space_size
+        .as_ref()
+        .is_some_and(|f| f.source == super::node::FlagSource::CommandLine);
+    if let (Some(why), false) = (&n.options_undecided, on_command_line) {
+        out.push(Commitment::undecided("node", "heap", why.clone()));
+        return;
+    }
+    match &n.max_old_space_size {
+        Some(old) => match old.bytes() {
+            Some(bytes) => out.push(
+                Commitment::new(
+                    "node",
+                    "heap",
+                    "set",
+                    format!("--max-old-space-size={} (from {})", old.value, old.source),
+                )
+                .bytes(Some(bytes)),
+            ),
+            None => out.push(Commitment::undecided(
+                "node",
+                "heap",
+                format!(
+                    "--max-old-space-size={} (from {}) is not in effect{}",
+                    old.value,
+                    old.source,
+                    old.problem
+                        .as_deref()
+                        .map(|p| format!(": {p}"))
+                        .unwrap_or_default()
+                ),
+            )),
+        },
+        None => out.push(Commitment::new(
+            "node",
+            "heap",
+            "default",
+            "no --max-old-space-size: V8 sizes the old generation from the memory it sees".into(),
+        )),
+    }
+    let version = n.parsed_version();
+    let young = match n
+        .max_semi_space_size
+        .as_ref()
+        .and_then(|s| s.bytes().map(|b| (s, b)))
+    {
+        Some((s, semi)) => Commitment::new(
+            "node",
+            "young_generation",
+            "set",
+            format!(
+                "--max-semi-space-size={} (from {}) × {YOUNG_GENERATION_SEMI_SPACES}",
+                s.value, s.source
+            ),
+        )
+        .bytes(Some(semi.saturating_mul(YOUNG_GENERATION_SEMI_SPACES))),
+        None => {
+            let sees_limit = version.as_ref().is_none_or(super::node::reads_cgroup_v2);
+            let (semi, default) = match limit.filter(|_| sees_limit) {
+                Some(l) => semi_space_mib(l, version.as_ref()),
+                None => {
+                    let (_, d) = semi_space_mib(u64::MAX, version.as_ref());
+                    (d, d)
+                }
+            };
+            let from = if semi == default {
+                "V8's default"
+            } else {
+                "sized from the limit"
+            };
+            Commitment::new(
+                "node",
+                "young_generation",
+                "default",
+                format!("no --max-semi-space-size: {semi} MiB semi-spaces ({from}) × {YOUNG_GENERATION_SEMI_SPACES}"),
+            )
+            .bytes(Some((semi << 20) * YOUNG_GENERATION_SEMI_SPACES))
+        }
+    };
+    out.push(young);
+}
+
+fn gomemlimit(m: &GoMemLimit) -> Commitment {
+    match m {
+        GoMemLimit::Unset => Commitment::new(
+            "go",
+            "gomemlimit",
+            "default",
+            "no GOMEMLIMIT: the GC paces by GOGC alone".into(),
+        ),
+        GoMemLimit::Undecided { why } => Commitment::undecided("go", "gomemlimit", why.clone()),
+        GoMemLimit::Known {
+            read: MemLimit::Bytes(_),
+            entry,
+            ..
+        } => Commitment::new("go", "gomemlimit", "set", entry.clone()).bytes(m.bytes()),
+        GoMemLimit::Known {
+            read: MemLimit::Off,
+            entry,
+            ..
+        } => Commitment::new("go", "gomemlimit", "set", format!("{entry} (no soft limit)")),
+        GoMemLimit::Known {
+            read: MemLimit::Malformed,
+            entry,
+            ..
+        } => Commitment::undecided(
+            "go",
+            "gomemlimit",
+            format!("{entry} is malformed: the program stops at start"),
+        ),
+    }
+}
+
+/// The budget as rows for people (`inspect`, `lint -v`): what, setting, bytes, share of the
+/// limit.
+pub fn rows(b: &MemoryBudget) -> Vec<[String; 3]> {
+    let limit = b.limit_bytes();
+    let size = |bytes: Option<u64>| match (bytes, limit) {
+        (Some(n), Some(l)) if l > 0 => {
+            format!("{} ({} %)", human_bytes(n), (u128::from(n) * 100 / u128::from(l)))
+        }
+        (Some(n), _) => human_bytes(n),
+        (None, _) => "?".into(),
+    };
+    let mut rows = Vec::new();
+    for (name, amount) in [("limit", &b.limit), ("request", &b.request)] {
+        rows.push(match amount {
+            Amount::Set { bytes, text, line } => [
+                name.to_string(),
+                format!("resources.{name}s.memory {text} (line {line})"),
+                human_bytes(*bytes),
+            ],
+            Amount::Undecided { why } => [name.to_string(), why.clone(), "undecided".into()],
+        });
+    }
+    for v in &b.volumes {
+        rows.push([
+            "memory volume".into(),
+            format!(
+                "emptyDir {} at {} ({})",
+                v.volume,
+                v.path,
+                v.size_limit_text
+                    .as_deref()
+                    .map_or("no sizeLimit: sized from the node".to_string(), |s| format!(
+                        "sizeLimit {s}"
+                    ))
+            ),
+            size(v.size_limit),
+        ]);
+    }
+    rows.push(["/dev/shm".into(), b.dev_shm.source.clone(), size(b.dev_shm.bytes)]);
+    for c in &b.runtimes {
+        let what = format!("{} {}", c.runtime, c.what.replace('_', " "));
+        let setting = match &c.why {
+            Some(why) => format!("undecided: {why}"),
+            None => c.setting.clone(),
+        };
+        rows.push([what, setting, size(c.bytes)]);
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::java::{JavaOption, OptionSource};
+    use crate::k8s::Input;
+
+    fn container(yaml: &str) -> Container {
+        let read = crate::k8s::read(&[Input {
+            file: "m.yaml".into(),
+            text: format!("kind: Pod\nmetadata: {{name: p}}\nspec:\n{yaml}"),
+        }]);
+        match read {
+            Ok(m) => m.containers[0].clone(),
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+
+    fn jvm(options: &[&str]) -> JavaFacts {
+        let mut j = JavaFacts {
+            options: options
+                .iter()
+                .map(|o| JavaOption {
+                    option: o.to_string(),
+                    source: OptionSource::JavaToolOptions,
+                    variable: None,
+                    path: None,
+                    ignored: None,
+                })
+                .collect(),
+            ..Default::default()
+        };
+        j.memory = crate::facts::java::memory::derive(&j);
+        j
+    }
+
+    const POD: &str = "  containers:
+  - name: app
+    image: app
+    resources:
+      limits: {memory: 2Gi}
+      requests: {memory: 1Gi}
+    volumeMounts:
+    - {name: cache, mountPath: /cache}
+    - {name: dshm, mountPath: /dev/shm}
+  volumes:
+  - name: cache
+    emptyDir: {medium: Memory}
+  - name: dshm
+    emptyDir: {medium: Memory, sizeLimit: 1Gi}
+";
+
+    #[test]
+    fn the_limit_volumes_and_the_jvm_caps_with_their_origins() {
+        let c = container(POD);
+        let j = jvm(&["-Xmx1g", "-XX:MaxDirectMemorySize=256m"]);
+        let b = derive(Some(&c), Some(&j), None, &Default::default(), &Default::default());
+        assert_eq!(b.limit_bytes(), Some(2 << 30));
+        assert!(
+            matches!(&b.limit, Amount::Set { text, line: 8, .. } if text == "2Gi"),
+            "{:?}",
+            b.limit
+        );
+        assert_eq!(b.request.bytes(), Some(1 << 30));
+        assert_eq!(b.volumes.len(), 2);
+        assert_eq!(b.volumes[0].size_limit, None);
+        assert_eq!(b.dev_shm.bytes, Some(1 << 30));
+        assert_eq!(b.dev_shm.source, "emptyDir dshm (medium: Memory)");
+        let heap = b.commitment("jvm", "heap").next().cloned();
+        let heap = heap.unwrap_or_else(|| panic!("{b:?}"));
+        assert_eq!((heap.status, heap.bytes), ("set", Some(1 << 30)));
+        assert_eq!(heap.setting, "-Xmx1g (from JAVA_TOOL_OPTIONS)");
+        let direct = b.commitment("jvm", "direct_memory").next().map(|c| c.bytes);
+        assert_eq!(direct, Some(Some(256 << 20)));
+        let rows = rows(&b);
+        assert!(
+            rows.iter().any(|r| r[0] == "jvm heap" && r[2] == "1 GiB (50 %)"),
+            "{rows:?}"
+        );
+    }
+
+    #[test]
+    fn an_image_alone_has_no_limit_but_its_caps() {
+        let j = jvm(&["-XX:MaxRAMPercentage=75"]);
+        let b = derive(None, Some(&j), None, &Default::default(), &Default::default());
+        assert!(matches!(&b.limit, Amount::Undecided { why } if why.contains("--k8s")));
+        assert_eq!(b.dev_shm.bytes, Some(DEV_SHM_DEFAULT));
+        let heap = &b.runtimes[0];
+        assert_eq!(
+            (heap.status, heap.bytes, heap.percent_of_limit),
+            ("set", None, Some(75.0))
+        );
+        let direct = &b.runtimes[1];
+        assert_eq!((direct.status, direct.bytes), ("default", None));
+        // Under a limit the share is bytes, and direct memory follows the heap.
+        let c =
+            container("  containers:\n  - name: a\n    image: a\n    resources: {limits: {memory: 1Gi}}\n");
+        let b = derive(Some(&c), Some(&j), None, &Default::default(), &Default::default());
+        assert_eq!(b.runtimes[0].bytes, Some(768 << 20));
+        assert_eq!(b.runtimes[1].bytes, Some(768 << 20));
+        assert!(matches!(&b.request, Amount::Undecided { why } if why.contains("requests")));
+    }
+
+    #[test]
+    fn an_undecided_options_variable_leaves_the_heap_undecided() {
+        let mut j = jvm(&["-Xmx1g"]);
+        j.options_undecided = Some("JAVA_OPTS is set by `…`".into());
+        let b = derive(None, Some(&j), None, &Default::default(), &Default::default());
+        assert_eq!(b.runtimes.len(), 1);
+        assert_eq!(b.runtimes[0].status, "undecided");
+    }
+}

@@ -290,6 +290,17 @@ impl fmt::Display for JavaVersion {
     }
 }
 
+/// Why HotSpot refuses an option, as it says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// "Unrecognized VM option".
+    Unrecognized,
+    /// "must be enabled via -XX:+UnlockExperimentalVMOptions".
+    Experimental,
+    /// "Improperly specified VM option".
+    ImproperlySpecified,
+}
+
 /// How a flag exists in a HotSpot release.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FlagSupport {
@@ -511,6 +522,33 @@ impl JavaFacts {
                     || matches!(o.xx_name(), Some("MaxHeapSize" | "MaxRAM")) && o.xx_value().is_some()
             })
             .last()
+    }
+
+    /// Why HotSpot `v` refuses option `index` of [`JavaFacts::options`] and stops at start,
+    /// when it does and `-XX:+IgnoreUnrecognizedVMOptions` does not cover it: JDK 8 accepts
+    /// whatever fails to parse under that flag, JDK 9 and later only what they do not know.
+    pub fn refusal(&self, v: JavaVersion, index: usize) -> Option<Refusal> {
+        let o = self.options.get(index).filter(|o| o.ignored.is_none())?;
+        let name = o.xx_name()?;
+        let refusal = match flag_support(v, name)? {
+            FlagSupport::Absent => Refusal::Unrecognized,
+            FlagSupport::Experimental if !self.unlocked_before(index) => Refusal::Experimental,
+            FlagSupport::Experimental => return None,
+            FlagSupport::Product => {
+                // JDK 8 reads the *RAMPercentage flags as doubles only: `75` is refused.
+                let integer = o
+                    .xx_value()
+                    .is_some_and(|x| !x.is_empty() && x.bytes().all(|b| b.is_ascii_digit()));
+                if v.feature == 8 && name.ends_with("RAMPercentage") && integer {
+                    Refusal::ImproperlySpecified
+                } else {
+                    return None;
+                }
+            }
+        };
+        let silenced =
+            self.ignores_unrecognized().is_some() && (v.feature == 8 || refusal == Refusal::Unrecognized);
+        (!silenced).then_some(refusal)
     }
 
     /// Whether HotSpot is known to run (OpenJ9 takes other options).

@@ -1,8 +1,8 @@
 use super::java::{anchor_of, jvm_evidence, option_evidence, rewrite};
 use super::{Outcome, Rule};
 use crate::facts::java::{
-    flag_support, trim_native_heap_history, trim_native_heap_product_release, FlagSupport, JavaFacts, JavaOption,
-    JavaVersion, Jvm, LAUNCHER_VARIABLES,
+    trim_native_heap_history, trim_native_heap_product_release, JavaFacts, JavaOption, JavaVersion, Jvm, Refusal,
+    LAUNCHER_VARIABLES,
 };
 use crate::facts::Facts;
 use crate::finding::{Anchor, Evidence, Finding, Severity};
@@ -18,13 +18,6 @@ pub(crate) const RULE: Rule = Rule {
     anchor: Anchor::Env(LAUNCHER_VARIABLES),
 };
 
-/// Why HotSpot refuses an option, as it says it.
-enum Refusal {
-    Unrecognized,
-    Experimental,
-    ImproperlySpecified,
-}
-
 fn check(f: &Facts) -> Outcome {
     let Some(j) = &f.java else {
         return Outcome::none();
@@ -35,31 +28,10 @@ fn check(f: &Facts) -> Outcome {
     let Some(v) = j.parsed_version() else {
         return Outcome::undecided("a JVM is present but its version is unknown");
     };
-    let ignore = j.ignores_unrecognized();
     let mut findings = Vec::new();
     for (i, o) in j.options.iter().enumerate().filter(|(_, o)| o.ignored.is_none()) {
         let Some(name) = o.xx_name() else { continue };
-        let Some(support) = flag_support(v, name) else { continue };
-        let refusal = match support {
-            FlagSupport::Absent => Refusal::Unrecognized,
-            FlagSupport::Experimental if !j.unlocked_before(i) => Refusal::Experimental,
-            FlagSupport::Experimental => continue,
-            FlagSupport::Product => {
-                // JDK 8 reads the *RAMPercentage flags as doubles only: `75` is refused.
-                let integer = o.xx_value().is_some_and(|x| !x.is_empty() && x.bytes().all(|b| b.is_ascii_digit()));
-                if v.feature == 8 && name.ends_with("RAMPercentage") && integer {
-                    Refusal::ImproperlySpecified
-                } else {
-                    continue;
-                }
-            }
-        };
-        // JDK 8 accepts whatever fails to parse under IgnoreUnrecognizedVMOptions; JDK 9 and
-        // later only what they do not know.
-        let silenced = ignore.is_some() && (v.feature == 8 || matches!(refusal, Refusal::Unrecognized));
-        if silenced {
-            continue;
-        }
+        let Some(refusal) = j.refusal(v, i) else { continue };
         findings.push(finding(f, j, v, o, name, refusal));
     }
     findings.into()

@@ -79,8 +79,10 @@ impl TestImage {
         }
     }
 
-    /// Any layer entry, as written.
+    /// Any layer entry, as written; it replaces an earlier entry at the same path (so that a
+    /// test can change one file of a shared image).
     pub(crate) fn entry(mut self, e: LayerEntry) -> TestImage {
+        self.entries.retain(|x| x.path != e.path);
         self.entries.push(e);
         self
     }

@@ -22,6 +22,8 @@ pub mod python;
 pub mod ruby;
 pub mod script;
 pub mod sharp;
+#[cfg(test)]
+pub(crate) mod testing;
 
 pub use env::Env;
 

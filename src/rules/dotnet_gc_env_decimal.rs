@@ -134,4 +134,61 @@ mod tests {
         assert_eq!(bytes(104_857_600), "104857600 bytes (100 MiB)");
         assert_eq!(bytes(512), "512 bytes");
     }
+
+    use crate::facts::testing::TestImage;
+
+    const RUNTIMECONFIG: &str = r#"{"runtimeOptions": {"tfm": "net8.0", "frameworks": [{"name": "Microsoft.NETCore.App", "version": "8.0.0"}, {"name": "Microsoft.AspNetCore.App", "version": "8.0.0"}]}}"#;
+
+    /// An ASP.NET Core 8 app with these GC variables in its Env.
+    fn api(env: &[&str]) -> Outcome {
+        let f = TestImage::new()
+            .glibc()
+            .dotnet_runtime("8.0.11")
+            .dotnet_app("/app", "Api", RUNTIMECONFIG, r#"{"libraries": {}}"#)
+            .working_dir("/app")
+            .entrypoint(&["dotnet", "Api.dll"])
+            .env(env)
+            .facts();
+        check(&f)
+    }
+
+    #[test]
+    fn fires_on_a_decimal_value() {
+        let o = api(&["DOTNET_GCHeapHardLimit=100000000"]);
+        assert!(o.undecided.is_none(), "{o:?}");
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        let f = &o.findings[0];
+        assert_eq!(f.severity, Severity::Warning);
+        assert_eq!(
+            f.message,
+            "DOTNET_GCHeapHardLimit=100000000 is read as hexadecimal: 0x100000000 is 4294967296 bytes (4 GiB), not 100000000 bytes (100 MB, 95.4 MiB)"
+        );
+        assert!(f
+            .evidence
+            .iter()
+            .any(|e| e.text() == ".NET app Api (/app/Api.runtimeconfig.json)"));
+        assert_eq!(
+            f.fix,
+            "ENV DOTNET_GCHeapHardLimit=0x5F5E100\n# 0x5F5E100 = 100000000; or in the app's runtimeconfig.json, where values are decimal: \"System.GC.HeapHardLimit\": 100000000"
+        );
+        // A percentage of 75 reads as 0x75 = 117, which the runtime ignores.
+        let o = api(&["COMPlus_GCHeapHardLimitPercent=75"]);
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        assert!(o.findings[0]
+            .message
+            .starts_with("COMPlus_GCHeapHardLimitPercent=75 is read as hexadecimal: 0x75 is 117 %, which the runtime ignores"));
+    }
+
+    #[test]
+    fn silent_on_hexadecimal_or_single_digit_values() {
+        for env in [
+            "DOTNET_GCHeapHardLimit=0x5F5E100",
+            "DOTNET_GCHeapHardLimit=5F5E100",
+            "DOTNET_GCHeapCount=8",
+            "DOTNET_gcServer=1",
+        ] {
+            let o = api(&[env]);
+            assert!(o.findings.is_empty() && o.undecided.is_none(), "{env}: {o:?}");
+        }
+    }
 }

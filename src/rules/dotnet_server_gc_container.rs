@@ -94,3 +94,87 @@ fn finding(app: &AppGc) -> Finding {
         ))
         .fix(fix)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::testing::TestImage;
+
+    /// The runtimeconfig.json `dotnet publish` writes for an ASP.NET Core app on `major`
+    /// (the Web SDK turns Server GC on).
+    fn runtimeconfig(major: u32, server: bool) -> String {
+        format!(
+            r#"{{"runtimeOptions": {{"tfm": "net{major}.0", "frameworks": [{{"name": "Microsoft.NETCore.App", "version": "{major}.0.0"}}, {{"name": "Microsoft.AspNetCore.App", "version": "{major}.0.0"}}], "configProperties": {{"System.GC.Server": {server}}}}}}}"#
+        )
+    }
+
+    const DEPS: &str = r#"{"libraries": {"Api/1.0.0": {"type": "project", "serviceable": false}}}"#;
+
+    fn api(major: u32, server: bool) -> TestImage {
+        TestImage::new()
+            .glibc()
+            .dotnet_runtime(&format!("{major}.0.11"))
+            .dotnet_app("/app", "Api", &runtimeconfig(major, server), DEPS)
+            .working_dir("/app")
+            .entrypoint(&["dotnet", "Api.dll"])
+    }
+
+    #[test]
+    fn fires_for_server_gc_on_dotnet_8_without_datas_or_bounds() {
+        let o = check(&api(8, true).facts());
+        assert!(o.undecided.is_none(), "{o:?}");
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        let finding = &o.findings[0];
+        assert_eq!(finding.severity, Severity::Note);
+        assert_eq!(
+            finding.message,
+            "ASP.NET Core app Api (.NET 8) runs Server GC with DATAS off (the .NET 8 default) and no heap count or hard limit: one heap per visible core, sized from the node rather than the container"
+        );
+        assert!(
+            finding
+                .evidence
+                .iter()
+                .any(|e| e.text() == "Server GC on, from /app/Api.runtimeconfig.json System.GC.Server"),
+            "{:?}",
+            finding.evidence
+        );
+        assert!(finding.fix.starts_with("ENV DOTNET_GCDynamicAdaptationMode=1\n"));
+        // .NET 9 and later turn DATAS on by default: off means someone turned it off.
+        let o = check(&api(9, true).env(&["DOTNET_GCDynamicAdaptationMode=0"]).facts());
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        assert!(o.findings[0].message.contains("(.NET 9) runs Server GC with DATAS turned off"));
+    }
+
+    #[test]
+    fn silent_with_datas_a_bound_or_workstation_gc() {
+        for fixed in [
+            api(8, true).env(&["DOTNET_GCDynamicAdaptationMode=1"]),
+            api(8, true).env(&["DOTNET_GCHeapCount=0x2"]),
+            api(8, true).env(&["DOTNET_GCHeapHardLimit=0x20000000"]),
+            api(8, true).env(&["DOTNET_gcServer=0"]),
+            api(8, false),
+            // DATAS is the .NET 9 default.
+            api(9, true),
+        ] {
+            let o = check(&fixed.facts());
+            assert!(o.findings.is_empty() && o.undecided.is_none(), "{o:?}");
+        }
+    }
+
+    #[test]
+    fn undecided_when_a_bound_is_set_at_run_time() {
+        // The manifest takes the heap limit from a ConfigMap memlint does not see.
+        let f = api(8, true).facts_in(
+            "    env:\n    - name: DOTNET_GCHeapHardLimit\n      valueFrom: {configMapKeyRef: {name: gc, key: limit}}\n",
+        );
+        let o = check(&f);
+        assert!(o.findings.is_empty(), "{o:?}");
+        assert!(o.undecided.unwrap().contains("DOTNET_GCHeapHardLimit"));
+        // A known DOTNET_ value wins over an undecided COMPlus_ one.
+        let f = api(8, true).env(&["DOTNET_GCHeapCount=0x2"]).facts_in(
+            "    env:\n    - name: COMPlus_GCHeapCount\n      valueFrom: {configMapKeyRef: {name: gc, key: heaps}}\n",
+        );
+        let o = check(&f);
+        assert!(o.findings.is_empty() && o.undecided.is_none(), "{o:?}");
+    }
+}

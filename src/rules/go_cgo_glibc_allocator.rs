@@ -176,4 +176,102 @@ mod tests {
         assert!(libs(&binary(&["github.com/mattn/go-sqlite3x"], &[])).is_empty());
         assert!(libs(&binary(&["modernc.org/sqlite"], &["libc.so.6"])).is_empty());
     }
+
+    use crate::elf::go::GoBuildInfo;
+    use crate::facts::testing::{executable, TestImage, GLIBC_LOADER, MUSL_LOADER};
+
+    /// A program built by Go 1.22 with cgo (or not) from module example.com/thumbs,
+    /// which uses govips (libvips), on the loader `interp`.
+    fn thumbs(interp: &str, cgo: bool) -> crate::elf::ElfInfo {
+        let mut e = executable(interp, &["libvips.so.42", "libc.so.6"]);
+        e.scan.go = Some(Box::new(GoBuildInfo {
+            go_version: Some("go1.22.1".into()),
+            main_path: Some("example.com/thumbs".into()),
+            main_module: Some(GoModule {
+                path: "example.com/thumbs".into(),
+                version: "(devel)".into(),
+                replace: None,
+            }),
+            cgo: Some(cgo),
+            deps: vec![GoModule {
+                path: "github.com/davidbyttow/govips/v2".into(),
+                version: "v2.15.0".into(),
+                replace: None,
+            }],
+            complete: true,
+        }));
+        e
+    }
+
+    /// Debian 12 running /app/thumbs.
+    fn debian(cgo: bool) -> TestImage {
+        TestImage::new()
+            .glibc()
+            .elf("/app/thumbs", thumbs(GLIBC_LOADER, cgo))
+            .cmd(&["/app/thumbs"])
+    }
+
+    #[test]
+    fn fires_for_cgo_libvips_on_glibc_malloc() {
+        let o = check(&debian(true).facts());
+        assert!(o.undecided.is_none(), "{o:?}");
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        let f = &o.findings[0];
+        assert_eq!(f.severity, Severity::Note);
+        assert_eq!(
+            f.message,
+            "/app/thumbs calls libvips through cgo on glibc malloc with no arena cap: C memory may climb and not come down"
+        );
+        assert!(f
+            .evidence
+            .iter()
+            .any(|e| e.text() == "/app/thumbs built by go1.22.1 with CGO_ENABLED=1"));
+        assert!(f
+            .evidence
+            .iter()
+            .any(|e| e.text() == "module github.com/davidbyttow/govips/v2 (libvips)"));
+        assert!(f.fix.starts_with("ENV MALLOC_ARENA_MAX=2\n"), "{}", f.fix);
+    }
+
+    #[test]
+    fn silent_with_a_cap_jemalloc_or_no_cgo() {
+        for fixed in [
+            debian(true).env(&["MALLOC_ARENA_MAX=2"]),
+            debian(true)
+                .jemalloc()
+                .env(&["LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"]),
+            debian(false),
+        ] {
+            let o = check(&fixed.facts());
+            assert!(o.findings.is_empty() && o.undecided.is_none(), "{o:?}");
+        }
+    }
+
+    #[test]
+    fn undecided_off_the_entrypoint_or_on_musl() {
+        // In a PATH folder, while the entrypoint runs something else.
+        let f = TestImage::new()
+            .glibc()
+            .elf("/usr/local/bin/thumbs", thumbs(GLIBC_LOADER, true))
+            .program("/usr/local/bin/server")
+            .cmd(&["server"])
+            .facts();
+        let o = check(&f);
+        assert!(o.findings.is_empty(), "{o:?}");
+        assert_eq!(
+            o.undecided.as_deref(),
+            Some("/usr/local/bin/thumbs (cgo, module github.com/davidbyttow/govips/v2) is in a PATH folder but not on the entrypoint's path: memlint cannot tell whether it runs")
+        );
+        let f = TestImage::new()
+            .musl()
+            .elf("/app/thumbs", thumbs(MUSL_LOADER, true))
+            .cmd(&["/app/thumbs"])
+            .facts();
+        let o = check(&f);
+        assert!(o.findings.is_empty(), "{o:?}");
+        assert_eq!(
+            o.undecided.as_deref(),
+            Some("the cgo program runs on musl, which has no per-thread arenas")
+        );
+    }
 }

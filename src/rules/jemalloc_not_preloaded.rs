@@ -86,3 +86,81 @@ fn check(f: &Facts) -> Outcome {
         });
     Outcome::one(finding)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::testing::TestImage;
+
+    const JEMALLOC: &str = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
+
+    /// node:20-bookworm-slim with sharp and Debian's libjemalloc2 installed, `node server.js`.
+    fn sharp_with_jemalloc() -> TestImage {
+        TestImage::new()
+            .glibc()
+            .node("20.11.1")
+            .sharp("/app", "0.34.1", "linux-x64")
+            .jemalloc()
+            .working_dir("/app")
+            .cmd(&["node", "server.js"])
+    }
+
+    #[test]
+    fn fires_when_jemalloc_sits_unused_beside_sharp() {
+        let o = check(&sharp_with_jemalloc().facts());
+        assert!(o.undecided.is_none(), "{o:?}");
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        let f = &o.findings[0];
+        assert_eq!(f.severity, Severity::Warning);
+        assert_eq!(
+            f.message,
+            format!("jemalloc is installed at {JEMALLOC} but the entrypoint runs on glibc malloc")
+        );
+        assert!(f
+            .evidence
+            .iter()
+            .any(|e| e.text() == "sharp 0.34.1 at /app/node_modules/sharp"));
+        assert_eq!(f.fix, format!("ENV LD_PRELOAD={JEMALLOC}"));
+    }
+
+    #[test]
+    fn silent_once_it_is_preloaded() {
+        let o = check(&sharp_with_jemalloc().env(&[&format!("LD_PRELOAD={JEMALLOC}")]).facts());
+        assert!(o.findings.is_empty() && o.undecided.is_none(), "{o:?}");
+        // No allocator installed: nothing unused.
+        let o = check(
+            &TestImage::new()
+                .glibc()
+                .node("20.11.1")
+                .sharp("/app", "0.34.1", "linux-x64")
+                .working_dir("/app")
+                .cmd(&["node", "server.js"])
+                .facts(),
+        );
+        assert!(o.findings.is_empty() && o.undecided.is_none(), "{o:?}");
+    }
+
+    #[test]
+    fn undecided_without_a_workload_or_with_a_broken_preload() {
+        // jemalloc beside a program that needs no other allocator.
+        let f = TestImage::new()
+            .glibc()
+            .jemalloc()
+            .program("/usr/local/bin/app")
+            .cmd(&["app"])
+            .facts();
+        let o = check(&f);
+        assert!(o.findings.is_empty(), "{o:?}");
+        assert_eq!(
+            o.undecided.as_deref(),
+            Some("no workload that needs another allocator (sharp/libvips, .NET) is in the image")
+        );
+        // A preload that names jemalloc at another architecture's path: ld-preload-missing's.
+        let f = sharp_with_jemalloc()
+            .env(&["LD_PRELOAD=/usr/lib/aarch64-linux-gnu/libjemalloc.so.2"])
+            .facts();
+        let o = check(&f);
+        assert!(o.findings.is_empty(), "{o:?}");
+        assert!(o.undecided.unwrap().contains("ld-preload-missing"));
+    }
+}

@@ -100,3 +100,119 @@ fn unlock_fix(f: &Facts, j: &JavaFacts, o: &JavaOption) -> String {
     let both = format!("-XX:+UnlockExperimentalVMOptions {}", o.option);
     rewrite(f, j, o, Some(&both))
 }
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::testing::TestImage;
+
+    /// eclipse-temurin of `version` (as its release file writes it: `17.0.15`, `1.8.0_412`) on
+    /// Debian, running `java -jar app.jar` with `env`.
+    fn temurin(version: &str, variant: &str, env: &[&str]) -> Outcome {
+        let release = format!(
+            "IMPLEMENTOR=\"Eclipse Adoptium\"\nJAVA_VERSION=\"{version}\"\nLIBC=\"gnu\"\nJVM_VARIANT=\"{variant}\"\n"
+        );
+        let f = TestImage::new()
+            .glibc()
+            .jdk("/opt/java/openjdk", &release)
+            .env(&[
+                "JAVA_HOME=/opt/java/openjdk",
+                "PATH=/opt/java/openjdk/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            ])
+            .env(env)
+            .working_dir("/app")
+            .cmd(&["java", "-jar", "app.jar"])
+            .facts();
+        check(&f)
+    }
+
+    fn hotspot(version: &str, env: &[&str]) -> Outcome {
+        temurin(version, "Hotspot", env)
+    }
+
+    #[test]
+    fn fires_for_an_option_this_jdk_does_not_know() {
+        let o = hotspot("17.0.15", &["JAVA_TOOL_OPTIONS=-XX:+UseCGroupMemoryLimitForHeap"]);
+        assert!(o.undecided.is_none(), "{o:?}");
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        let f = &o.findings[0];
+        assert_eq!(f.severity, Severity::Error);
+        assert!(f.message.starts_with("-XX:+UseCGroupMemoryLimitForHeap (from "), "{}", f.message);
+        assert!(
+            f.message.ends_with(
+                "stops Java 17.0.15 from starting: \"Unrecognized VM option 'UseCGroupMemoryLimitForHeap'\""
+            ),
+            "{}",
+            f.message
+        );
+        assert!(f.fix.contains("remove `ENV JAVA_TOOL_OPTIONS`"), "{}", f.fix);
+        assert_eq!(f.anchor, Anchor::Env(&["JAVA_TOOL_OPTIONS"]));
+    }
+
+    #[test]
+    fn fires_for_an_integer_percentage_on_jdk_8() {
+        let o = hotspot("1.8.0_412", &["JAVA_TOOL_OPTIONS=-XX:MaxRAMPercentage=75"]);
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        let f = &o.findings[0];
+        assert!(
+            f.message.ends_with(
+                "stops Java 8.0.412 from starting: \"Improperly specified VM option 'MaxRAMPercentage=75'\""
+            ),
+            "{}",
+            f.message
+        );
+        assert!(f.fix.starts_with("ENV JAVA_TOOL_OPTIONS=\"-XX:MaxRAMPercentage=75.0\""), "{}", f.fix);
+    }
+
+    #[test]
+    fn fires_for_a_locked_experimental_flag() {
+        let o = hotspot("17.0.10", &["JAVA_TOOL_OPTIONS=-XX:TrimNativeHeapInterval=60000"]);
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        let f = &o.findings[0];
+        assert!(f.message.ends_with(
+            "\"VM option 'TrimNativeHeapInterval' is experimental and must be enabled via -XX:+UnlockExperimentalVMOptions\""
+        ));
+        assert!(f
+            .fix
+            .contains("-XX:+UnlockExperimentalVMOptions -XX:TrimNativeHeapInterval=60000"));
+        assert!(f.fix.contains("17.0.12"), "{}", f.fix);
+    }
+
+    #[test]
+    fn silent_for_options_this_jdk_takes() {
+        for (version, options) in [
+            ("17.0.15", "JAVA_TOOL_OPTIONS=-XX:MaxRAMPercentage=75.0"),
+            ("1.8.0_412", "JAVA_TOOL_OPTIONS=-XX:MaxRAMPercentage=75.0"),
+            ("17.0.15", "JAVA_TOOL_OPTIONS=-XX:TrimNativeHeapInterval=60000"),
+            (
+                "17.0.10",
+                "JAVA_TOOL_OPTIONS=-XX:+UnlockExperimentalVMOptions -XX:TrimNativeHeapInterval=60000",
+            ),
+            // JDK 17 ignores what it does not know when told to.
+            (
+                "17.0.15",
+                "JAVA_TOOL_OPTIONS=-XX:+IgnoreUnrecognizedVMOptions -XX:+UseCGroupMemoryLimitForHeap",
+            ),
+        ] {
+            let o = hotspot(version, &[options]);
+            assert!(o.findings.is_empty() && o.undecided.is_none(), "{version} {options}: {o:?}");
+        }
+    }
+
+    #[test]
+    fn undecided_on_openj9_or_an_unknown_version() {
+        let o = temurin("17.0.15", "Openj9", &["JAVA_TOOL_OPTIONS=-XX:+UseCGroupMemoryLimitForHeap"]);
+        assert!(o.findings.is_empty(), "{o:?}");
+        assert_eq!(
+            o.undecided.as_deref(),
+            Some("the JVM is OpenJ9, which takes other options than HotSpot")
+        );
+        let o = hotspot("", &["JAVA_TOOL_OPTIONS=-XX:+UseCGroupMemoryLimitForHeap"]);
+        assert!(o.findings.is_empty(), "{o:?}");
+        assert_eq!(
+            o.undecided.as_deref(),
+            Some("a JVM is present but its version is unknown")
+        );
+    }
+}

@@ -72,3 +72,104 @@ fn check(f: &Facts) -> Outcome {
         .fix(fix),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::testing::TestImage;
+
+    fn release(version: &str, libc: &str, variant: &str) -> String {
+        format!(
+            "IMPLEMENTOR=\"Eclipse Adoptium\"\nJAVA_VERSION=\"{version}\"\nLIBC=\"{libc}\"\nJVM_VARIANT=\"{variant}\"\n"
+        )
+    }
+
+    /// eclipse-temurin:17 (Debian) running `java -jar app.jar`.
+    fn temurin17() -> TestImage {
+        TestImage::new()
+            .glibc()
+            .jdk("/opt/java/openjdk", &release("17.0.15", "gnu", "Hotspot"))
+            .env(&[
+                "JAVA_HOME=/opt/java/openjdk",
+                "PATH=/opt/java/openjdk/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            ])
+            .working_dir("/app")
+            .cmd(&["java", "-jar", "app.jar"])
+    }
+
+    #[test]
+    fn fires_for_hotspot_on_glibc_without_a_cap_or_trimming() {
+        let o = check(&temurin17().facts());
+        assert!(o.undecided.is_none(), "{o:?}");
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        let f = &o.findings[0];
+        assert_eq!(f.severity, Severity::Note);
+        assert_eq!(
+            f.message,
+            "HotSpot runs on glibc malloc with no arena cap and no native heap trimming: native memory (metaspace, JIT, zlib, NIO, JNI) grows in per-thread arenas that glibc is slow to give back"
+        );
+        assert!(
+            f.fix.starts_with(
+                "ENV MALLOC_ARENA_MAX=2\n# or let the JVM give freed native memory back every minute:\n# ENV JAVA_TOOL_OPTIONS=\"-XX:TrimNativeHeapInterval=60000\""
+            ),
+            "{}",
+            f.fix
+        );
+        // A JDK the entrypoint does not plainly run still counts, and says so.
+        let o = check(&temurin17().program("/usr/local/bin/app").cmd(&["app"]).facts());
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        assert!(o.findings[0]
+            .message
+            .contains("(present in the image; the entrypoint does not plainly run it)"));
+    }
+
+    #[test]
+    fn silent_with_a_cap_trimming_or_jemalloc() {
+        for fixed in [
+            temurin17().env(&["MALLOC_ARENA_MAX=2"]),
+            temurin17().env(&["JAVA_TOOL_OPTIONS=-XX:TrimNativeHeapInterval=60000"]),
+            temurin17()
+                .jemalloc()
+                .env(&["LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"]),
+        ] {
+            let o = check(&fixed.facts());
+            assert!(o.findings.is_empty() && o.undecided.is_none(), "{o:?}");
+        }
+        // Trimming this JDK refuses (experimental, not unlocked) settles nothing.
+        let locked = TestImage::new()
+            .glibc()
+            .jdk("/opt/java/openjdk", &release("17.0.10", "gnu", "Hotspot"))
+            .env(&["JAVA_HOME=/opt/java/openjdk", "JAVA_TOOL_OPTIONS=-XX:TrimNativeHeapInterval=60000"])
+            .cmd(&["/opt/java/openjdk/bin/java", "-jar", "/app/app.jar"])
+            .facts();
+        assert_eq!(check(&locked).findings.len(), 1);
+    }
+
+    #[test]
+    fn undecided_on_musl_or_openj9() {
+        let f = TestImage::new()
+            .musl()
+            .jdk("/opt/java/openjdk", &release("17.0.15", "musl", "Hotspot"))
+            .env(&["JAVA_HOME=/opt/java/openjdk"])
+            .cmd(&["/opt/java/openjdk/bin/java", "-jar", "/app/app.jar"])
+            .facts();
+        let o = check(&f);
+        assert!(o.findings.is_empty(), "{o:?}");
+        assert_eq!(
+            o.undecided.as_deref(),
+            Some("the JVM runs on musl, which has no per-thread arenas")
+        );
+        let f = TestImage::new()
+            .glibc()
+            .jdk("/opt/java/openjdk", &release("17.0.15", "gnu", "Openj9"))
+            .env(&["JAVA_HOME=/opt/java/openjdk"])
+            .cmd(&["/opt/java/openjdk/bin/java", "-jar", "/app/app.jar"])
+            .facts();
+        let o = check(&f);
+        assert!(o.findings.is_empty(), "{o:?}");
+        assert_eq!(
+            o.undecided.as_deref(),
+            Some("the JVM is OpenJ9; this rule judges HotSpot")
+        );
+    }
+}

@@ -80,3 +80,88 @@ fn check(f: &Facts) -> Outcome {
             )),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::testing::TestImage;
+
+    /// A JDK of `version` (as its release file writes it) at /opt/java/openjdk on Debian,
+    /// running `java -jar app.jar`, with `env`.
+    fn jdk(version: &str, variant: &str, env: &[&str]) -> TestImage {
+        let release = format!(
+            "IMPLEMENTOR=\"Eclipse Adoptium\"\nJAVA_VERSION=\"{version}\"\nLIBC=\"gnu\"\nJVM_VARIANT=\"{variant}\"\n"
+        );
+        TestImage::new()
+            .glibc()
+            .jdk("/opt/java/openjdk", &release)
+            .env(&[
+                "JAVA_HOME=/opt/java/openjdk",
+                "PATH=/opt/java/openjdk/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            ])
+            .env(env)
+            .working_dir("/app")
+            .cmd(&["java", "-jar", "app.jar"])
+    }
+
+    fn hotspot(version: &str, env: &[&str]) -> Outcome {
+        check(&jdk(version, "Hotspot", env).facts())
+    }
+
+    #[test]
+    fn fires_for_jdks_blind_to_the_container() {
+        let o = hotspot("1.8.0_181", &[]);
+        assert!(o.undecided.is_none(), "{o:?}");
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        let f = &o.findings[0];
+        assert_eq!(f.severity, Severity::Warning);
+        assert!(
+            f.message.starts_with("Java 8.0.181 has no container support: it sizes its heap"),
+            "{}",
+            f.message
+        );
+        assert!(f.fix.contains("move to Java 8u372 or later of the same vendor (Eclipse Adoptium)"), "{}", f.fix);
+        assert!(f.fix.ends_with("ENV JAVA_TOOL_OPTIONS=\"-Xmx768m\""), "{}", f.fix);
+        let o = hotspot("11.0.15", &[]);
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        assert!(o.findings[0]
+            .message
+            .starts_with("Java 11.0.15 reads cgroup v1 limits only"));
+        // Container support turned off by hand.
+        let o = hotspot("17.0.15", &["JAVA_TOOL_OPTIONS=-XX:-UseContainerSupport"]);
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        assert!(o.findings[0].message.starts_with("-XX:-UseContainerSupport (from "));
+        assert!(o.findings[0].message.contains("turns off container support"));
+    }
+
+    #[test]
+    fn silent_for_aware_jdks_or_a_heap_bound() {
+        for (version, env) in [
+            ("17.0.15", &[][..]),
+            ("1.8.0_372", &[]),
+            ("11.0.16", &[]),
+            ("1.8.0_181", &["JAVA_TOOL_OPTIONS=-Xmx512m"]),
+            ("17.0.15", &["JAVA_TOOL_OPTIONS=-XX:-UseContainerSupport -XX:MaxRAM=1g"]),
+        ] {
+            let o = hotspot(version, env);
+            assert!(o.findings.is_empty() && o.undecided.is_none(), "{version} {env:?}: {o:?}");
+        }
+    }
+
+    #[test]
+    fn undecided_on_openj9_or_options_set_at_run_time() {
+        let o = check(&jdk("1.8.0_181", "Openj9", &[]).facts());
+        assert!(o.findings.is_empty(), "{o:?}");
+        assert_eq!(
+            o.undecided.as_deref(),
+            Some("the JVM is OpenJ9, whose container support this rule does not judge")
+        );
+        // The manifest takes JAVA_TOOL_OPTIONS from a ConfigMap: it may hold -Xmx.
+        let f = jdk("1.8.0_181", "Hotspot", &[]).facts_in(
+            "    env:\n    - name: JAVA_TOOL_OPTIONS\n      valueFrom: {configMapKeyRef: {name: jvm, key: options}}\n",
+        );
+        let o = check(&f);
+        assert!(o.findings.is_empty(), "{o:?}");
+        assert!(o.undecided.unwrap().contains("JAVA_TOOL_OPTIONS"));
+    }
+}

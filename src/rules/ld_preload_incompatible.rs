@@ -66,3 +66,79 @@ fn check(f: &Facts) -> Outcome {
         .collect::<Vec<_>>()
         .into()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::testing::{library, library_for, TestImage, AARCH64, LIB};
+
+    const JEMALLOC: &str = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
+
+    /// Debian 12 running `app`, with `LD_PRELOAD` naming jemalloc.
+    fn preloading() -> TestImage {
+        TestImage::new()
+            .glibc()
+            .program("/usr/local/bin/app")
+            .cmd(&["app"])
+            .env(&[&format!("LD_PRELOAD={JEMALLOC}")])
+    }
+
+    #[test]
+    fn fires_for_a_preload_whose_needs_are_missing() {
+        // A jemalloc built with C++ support copied in without libstdc++.
+        let f = preloading()
+            .elf(JEMALLOC, library(&["libc.so.6", "libstdc++.so.6"]))
+            .facts();
+        let o = check(&f);
+        assert!(o.undecided.is_none(), "{o:?}");
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        let finding = &o.findings[0];
+        assert_eq!(finding.severity, Severity::Error);
+        assert_eq!(
+            finding.message,
+            format!("preload `{JEMALLOC}` cannot load: every process in the container fails to start")
+        );
+        assert!(finding
+            .evidence
+            .iter()
+            .any(|e| e.text() == format!("LD_PRELOAD={JEMALLOC}")));
+        assert!(
+            finding
+                .fix
+                .contains("apt-get install -y --no-install-recommends libstdc++6"),
+            "{}",
+            finding.fix
+        );
+    }
+
+    #[test]
+    fn fires_for_a_library_of_another_machine() {
+        let f = preloading().elf(JEMALLOC, library_for(AARCH64, &["libc.so.6"])).facts();
+        let o = check(&f);
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        assert_eq!(
+            o.findings[0].message,
+            format!("preload `{JEMALLOC}` names a library the loader rejects")
+        );
+        assert!(o.findings[0]
+            .evidence
+            .iter()
+            .any(|e| e.text().contains("built for arm64")));
+    }
+
+    #[test]
+    fn silent_when_the_preload_loads_or_is_missing() {
+        let o = check(&preloading().jemalloc().facts());
+        assert!(o.findings.is_empty() && o.undecided.is_none(), "{o:?}");
+        // Its needs installed.
+        let f = preloading()
+            .elf(JEMALLOC, library(&["libc.so.6", "libstdc++.so.6"]))
+            .elf(&format!("{LIB}/libstdc++.so.6"), library(&["libc.so.6"]))
+            .facts();
+        let o = check(&f);
+        assert!(o.findings.is_empty() && o.undecided.is_none(), "{o:?}");
+        // A missing file is ld-preload-missing's finding, not this rule's.
+        let o = check(&preloading().facts());
+        assert!(o.findings.is_empty() && o.undecided.is_none(), "{o:?}");
+    }
+}

@@ -60,3 +60,76 @@ fn check(f: &Facts) -> Outcome {
         .collect::<Vec<_>>()
         .into()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::testing::TestImage;
+
+    const JEMALLOC: &str = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
+
+    fn app() -> TestImage {
+        TestImage::new().glibc().program("/usr/local/bin/app").cmd(&["app"])
+    }
+
+    #[test]
+    fn fires_when_the_preloaded_file_is_not_there() {
+        let o = check(&app().env(&[&format!("LD_PRELOAD={JEMALLOC}")]).facts());
+        assert!(o.undecided.is_none(), "{o:?}");
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        let f = &o.findings[0];
+        assert_eq!(f.severity, Severity::Error);
+        assert_eq!(
+            f.message,
+            format!("preload `{JEMALLOC}` resolves to nothing: the loader prints a warning and runs without it")
+        );
+        assert!(f
+            .evidence
+            .iter()
+            .any(|e| e.text().starts_with(&format!("{JEMALLOC} does not exist in the image"))));
+        assert!(f.fix.contains("apt-get install -y --no-install-recommends libjemalloc2"), "{}", f.fix);
+        assert!(f.fix.contains(&format!("ENV LD_PRELOAD={JEMALLOC}")), "{}", f.fix);
+    }
+
+    #[test]
+    fn fires_for_another_architectures_path_and_names_the_right_one() {
+        // A Dockerfile written on an arm64 Mac, built for amd64.
+        let f = app()
+            .jemalloc()
+            .env(&["LD_PRELOAD=/usr/lib/aarch64-linux-gnu/libjemalloc.so.2"])
+            .facts();
+        let o = check(&f);
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        let f = &o.findings[0];
+        assert!(f.evidence.iter().any(|e| e.text() == format!("the image has {JEMALLOC}")));
+        assert!(f.fix.starts_with(&format!("ENV LD_PRELOAD={JEMALLOC}\n")), "{}", f.fix);
+    }
+
+    #[test]
+    fn says_musl_skips_it() {
+        let f = TestImage::new()
+            .musl()
+            .musl_program("/usr/local/bin/app")
+            .cmd(&["app"])
+            .env(&["LD_PRELOAD=/usr/lib/libjemalloc.so.2"])
+            .facts();
+        let o = check(&f);
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        assert_eq!(
+            o.findings[0].message,
+            "preload `/usr/lib/libjemalloc.so.2` resolves to nothing: musl skips it without a word"
+        );
+        assert!(o.findings[0].fix.contains("apk add --no-cache jemalloc"), "{}", o.findings[0].fix);
+    }
+
+    #[test]
+    fn silent_when_the_preload_resolves() {
+        let o = check(&app().jemalloc().env(&[&format!("LD_PRELOAD={JEMALLOC}")]).facts());
+        assert!(o.findings.is_empty() && o.undecided.is_none(), "{o:?}");
+        // By its name alone, found in the system folders.
+        let o = check(&app().jemalloc().env(&["LD_PRELOAD=libjemalloc.so.2"]).facts());
+        assert!(o.findings.is_empty() && o.undecided.is_none(), "{o:?}");
+        let o = check(&app().facts());
+        assert!(o.findings.is_empty() && o.undecided.is_none(), "{o:?}");
+    }
+}

@@ -147,3 +147,114 @@ fn check(f: &Facts) -> Outcome {
     }
     findings.into()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::testing::TestImage;
+
+    const PRELOAD: &str = "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
+
+    fn glibc_app(env: &[&str]) -> TestImage {
+        TestImage::new()
+            .glibc()
+            .jemalloc()
+            .program("/usr/local/bin/app")
+            .cmd(&["app"])
+            .env(env)
+    }
+
+    fn messages(o: &Outcome) -> Vec<&str> {
+        o.findings.iter().map(|f| f.message.as_str()).collect()
+    }
+
+    #[test]
+    fn fires_for_malloc_conf_without_jemalloc() {
+        let o = check(&glibc_app(&["MALLOC_CONF=narenas:2,background_thread:true"]).facts());
+        assert!(o.undecided.is_none(), "{o:?}");
+        assert_eq!(
+            messages(&o),
+            ["MALLOC_CONF is set but no jemalloc is in effect: nothing reads it"]
+        );
+        assert_eq!(o.findings[0].severity, Severity::Note);
+        assert_eq!(o.findings[0].anchor, Anchor::Env(&["MALLOC_CONF"]));
+        assert!(o.findings[0].fix.starts_with("remove `ENV MALLOC_CONF`\n"), "{}", o.findings[0].fix);
+    }
+
+    #[test]
+    fn fires_for_an_option_jemalloc_does_not_know() {
+        let o = check(&glibc_app(&[PRELOAD, "MALLOC_CONF=narena:2,background_thread:true"]).facts());
+        assert_eq!(
+            messages(&o),
+            ["MALLOC_CONF names `narena` jemalloc does not know: it prints `<jemalloc>: Invalid conf pair` and ignores it"]
+        );
+        let f = &o.findings[0];
+        assert!(f
+            .evidence
+            .iter()
+            .any(|e| e.text() == "`narena` is close to jemalloc's `narenas`"));
+        assert!(f.fix.starts_with("ENV MALLOC_CONF=background_thread:true\n"), "{}", f.fix);
+    }
+
+    #[test]
+    fn fires_for_glibc_settings_that_nothing_reads() {
+        // jemalloc replaces glibc's malloc; GLIBC_TUNABLES keeps its other entries.
+        let o = check(
+            &glibc_app(&[
+                PRELOAD,
+                "MALLOC_ARENA_MAX=2",
+                "GLIBC_TUNABLES=glibc.malloc.arena_max=2:glibc.pthread.rseq=0",
+            ])
+            .facts(),
+        );
+        assert_eq!(
+            messages(&o),
+            [
+                "MALLOC_ARENA_MAX does nothing here: jemalloc replaces glibc's malloc, so glibc's arena settings do not apply",
+                "GLIBC_TUNABLES (glibc.malloc.arena_max=2) does nothing here: jemalloc replaces glibc's malloc, so glibc's arena settings do not apply",
+            ]
+        );
+        assert!(o.findings[1].fix.starts_with("ENV GLIBC_TUNABLES=glibc.pthread.rseq=0\n"));
+        // musl has no arenas.
+        let f = TestImage::new()
+            .musl()
+            .musl_program("/usr/local/bin/app")
+            .cmd(&["app"])
+            .env(&["MALLOC_ARENA_MAX=2"])
+            .facts();
+        let o = check(&f);
+        assert_eq!(
+            messages(&o),
+            ["MALLOC_ARENA_MAX does nothing here: musl's malloc has no arenas and reads no glibc setting"]
+        );
+        assert_eq!(o.findings[0].fix, "remove `ENV MALLOC_ARENA_MAX`");
+    }
+
+    #[test]
+    fn silent_when_each_setting_has_its_reader() {
+        for env in [
+            &[PRELOAD, "MALLOC_CONF=narenas:2,background_thread:true"][..],
+            &["MALLOC_ARENA_MAX=2"],
+            &["GLIBC_TUNABLES=glibc.malloc.arena_max=2"],
+            &[PRELOAD, "GLIBC_TUNABLES=glibc.pthread.rseq=0"],
+            &[],
+        ] {
+            let o = check(&glibc_app(env).facts());
+            assert!(o.findings.is_empty() && o.undecided.is_none(), "{env:?}: {o:?}");
+        }
+    }
+
+    #[test]
+    fn undecided_when_a_script_may_preload_jemalloc() {
+        let f = glibc_app(&["MALLOC_CONF=narenas:2"])
+            .file(
+                "/entry.sh",
+                "#!/bin/sh\nexport LD_PRELOAD=$(cat /etc/jemalloc-path)\nexec app\n",
+            )
+            .entrypoint(&["/entry.sh"])
+            .facts();
+        let o = check(&f);
+        assert!(o.findings.is_empty(), "{o:?}");
+        assert!(o.undecided.unwrap().contains("possibly in effect"));
+    }
+}

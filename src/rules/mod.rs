@@ -238,16 +238,65 @@ mod tests {
                 "{}: second line must state the default severity, got {second:?}",
                 r.id
             );
-            for section in [
-                "## What it does",
-                "## Why it matters",
-                "## How to fix",
-                "## How to silence",
-                "## References",
-            ] {
-                assert!(r.doc.contains(section), "{} lacks {section}", r.id);
-            }
+            // Each section once, as a heading line of its own, in the order every doc has.
+            let headings: Vec<&str> = r.doc.lines().filter(|l| l.starts_with("## ")).collect();
+            assert_eq!(
+                headings,
+                [
+                    "## What it does",
+                    "## Why it matters",
+                    "## How to fix",
+                    "## Example",
+                    "## Known limits",
+                    "## How to silence",
+                    "## References",
+                ],
+                "{}: its sections, in order",
+                r.id
+            );
+            // None is left empty.
+            let mut bodies = r.doc.split("\n## ").skip(1);
+            assert!(
+                bodies.all(|b| b.lines().skip(1).any(|l| !l.trim().is_empty())),
+                "{}: a section is empty",
+                r.id
+            );
         }
+    }
+
+    /// The README's rules table: one row per rule of the registry, with its default severity.
+    #[test]
+    fn readme_lists_every_rule_with_its_severity() {
+        const README: &str = include_str!("../../README.md");
+        let mut lines = README
+            .lines()
+            .skip_while(|l| l.trim() != "| rule | default | fires when |");
+        assert!(lines.next().is_some(), "the README has no rules table");
+        assert!(
+            lines.next().is_some_and(|l| l.starts_with("|---")),
+            "the rules table's header is followed by its separator"
+        );
+        let rows: Vec<(&str, &str)> = lines
+            .take_while(|l| l.starts_with('|'))
+            .map(|l| {
+                let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+                let id = cells.get(1).copied().unwrap_or("").trim_matches('`');
+                (id, cells.get(2).copied().unwrap_or(""))
+            })
+            .collect();
+        for (id, severity) in &rows {
+            let rule = find(id).unwrap_or_else(|| panic!("the README lists `{id}`, which is no rule"));
+            assert_eq!(
+                *severity,
+                rule.severity.to_string(),
+                "the README's severity of {id}"
+            );
+        }
+        for r in ALL {
+            let n = rows.iter().filter(|(id, _)| *id == r.id).count();
+            assert_eq!(n, 1, "the README lists {} {n} times", r.id);
+        }
+        assert_eq!(rows.len(), ALL.len());
     }
 
     #[test]

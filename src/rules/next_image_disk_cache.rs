@@ -48,3 +48,101 @@ fn check(f: &Facts) -> Outcome {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::testing::TestImage;
+
+    const RSF_15: &str = include_str!("../../testdata/node/next-15.5.14-required-server-files.json");
+    const RSF_16: &str = include_str!("../../testdata/node/next-16.1.7-required-server-files.json");
+
+    /// A standalone Next.js build of `version` in /app, with this build manifest.
+    fn standalone(version: &str, manifest: &str) -> TestImage {
+        TestImage::new()
+            .glibc()
+            .node("20.11.1")
+            .npm_package("/app", "next", version)
+            .file("/app/server.js", "")
+            .file("/app/.next/required-server-files.json", manifest)
+            .working_dir("/app")
+            .cmd(&["node", "server.js"])
+    }
+
+    #[test]
+    fn fires_when_the_setting_is_unset() {
+        let o = check(&standalone("15.5.14", RSF_15).facts());
+        assert!(o.undecided.is_none(), "{o:?}");
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        let f = &o.findings[0];
+        assert_eq!(f.severity, Severity::Note);
+        assert_eq!(
+            f.message,
+            "Next.js 15.5.14 may fill half of the free disk with optimized images: maximumDiskCacheSize is unset"
+        );
+        assert!(f
+            .evidence
+            .iter()
+            .any(|e| e.text() == "next 15.5.14 at /app/node_modules/next/package.json"));
+        assert!(f.fix.contains("maximumDiskCacheSize: 512 * 1024 * 1024"));
+    }
+
+    #[test]
+    fn fires_on_versions_without_the_setting() {
+        let o = check(&standalone("15.5.13", RSF_15).facts());
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        assert_eq!(
+            o.findings[0].message,
+            "Next.js 15.5.13 has no bound on its image disk cache: upgrade to 15.5.14 or later"
+        );
+        // 16.1.6 ignores the key its config sets.
+        let o = check(&standalone("16.1.6", RSF_16).facts());
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        assert_eq!(
+            o.findings[0].message,
+            "Next.js 16.1.6 has no bound on its image disk cache: upgrade to 16.1.7 or later"
+        );
+        assert_eq!(
+            o.findings[0].fix,
+            "upgrade next to 16.1.7 or later, then set images.maximumDiskCacheSize in next.config.js"
+        );
+    }
+
+    #[test]
+    fn silent_when_bounded() {
+        // next-16.1.7's manifest sets maximumDiskCacheSize: 0 (no disk cache).
+        let o = check(&standalone("16.1.7", RSF_16).facts());
+        assert!(o.findings.is_empty() && o.undecided.is_none(), "{o:?}");
+        let manifest = RSF_15.replace(
+            "\"minimumCacheTTL\": 60,",
+            "\"minimumCacheTTL\": 60, \"maximumDiskCacheSize\": 536870912,",
+        );
+        assert_ne!(manifest, RSF_15, "the manifest holds the key as written here");
+        let o = check(&standalone("15.5.14", &manifest).facts());
+        assert!(o.findings.is_empty() && o.undecided.is_none(), "{o:?}");
+    }
+
+    #[test]
+    fn undecided_without_the_optimizer_or_a_version() {
+        let manifest = RSF_15.replace("\"unoptimized\": false", "\"unoptimized\": true");
+        assert_ne!(manifest, RSF_15, "the manifest holds the key as written here");
+        let o = check(&standalone("15.5.14", &manifest).facts());
+        assert!(o.findings.is_empty(), "{o:?}");
+        assert!(o.undecided.unwrap().contains("not in use"));
+        let f = TestImage::new()
+            .glibc()
+            .node("20.11.1")
+            .file("/app/node_modules/next/package.json", r#"{"name":"next"}"#)
+            .file("/app/server.js", "")
+            .file("/app/.next/required-server-files.json", RSF_15)
+            .working_dir("/app")
+            .cmd(&["node", "server.js"])
+            .facts();
+        let o = check(&f);
+        assert!(o.findings.is_empty(), "{o:?}");
+        assert_eq!(
+            o.undecided.as_deref(),
+            Some("the Next.js version is unknown, so whether it bounds its disk cache is too")
+        );
+    }
+}

@@ -76,3 +76,92 @@ fn check(f: &Facts) -> Outcome {
          # GSS Encryption Mode=Disable   (in every connection string; wins over PGGSSENCMODE)"
     )))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::testing::{library, TestImage, LIB};
+
+    const RUNTIMECONFIG: &str = r#"{"runtimeOptions": {"tfm": "net10.0", "frameworks": [{"name": "Microsoft.NETCore.App", "version": "10.0.0"}, {"name": "Microsoft.AspNetCore.App", "version": "10.0.0"}], "configProperties": {"System.GC.Server": true}}}"#;
+    const APPSETTINGS: &str = r#"{"ConnectionStrings": {"Default": "Host=db;Database=app;Username=app;Password=secret"}}"#;
+
+    /// An ASP.NET Core 10 app on mcr.microsoft.com/dotnet/aspnet:10.0 (which lacks
+    /// libgssapi_krb5.so.2) that uses Npgsql `npgsql`.
+    fn api(npgsql: &str) -> TestImage {
+        api_with(npgsql, APPSETTINGS)
+    }
+
+    /// [`api`] with this appsettings.json.
+    fn api_with(npgsql: &str, appsettings: &str) -> TestImage {
+        let deps = format!(
+            r#"{{"libraries": {{"Api/1.0.0": {{"type": "project"}}, "Npgsql/{npgsql}": {{"type": "package", "serviceable": true}}}}}}"#
+        );
+        TestImage::new()
+            .glibc()
+            .dotnet_runtime("10.0.1")
+            .dotnet_app("/app", "Api", RUNTIMECONFIG, &deps)
+            .file("/app/appsettings.json", appsettings)
+            .working_dir("/app")
+            .entrypoint(&["dotnet", "Api.dll"])
+    }
+
+    #[test]
+    fn fires_for_npgsql_10_without_kerberos() {
+        let o = check(&api("10.0.0").facts());
+        assert!(o.undecided.is_none(), "{o:?}");
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        let f = &o.findings[0];
+        assert_eq!(f.severity, Severity::Warning);
+        assert_eq!(
+            f.message,
+            "Npgsql 10.0.0 will try GSS encryption on every new connection and fail: libgssapi_krb5.so.2 is not in the image"
+        );
+        assert!(f
+            .evidence
+            .iter()
+            .any(|e| e.text() == "Npgsql 10.0.0 in /app/Api.deps.json"));
+        assert!(f.evidence.iter().any(|e| e.text()
+            == "connection string in /app/appsettings.json#ConnectionStrings:Default: GSS Encryption Mode not set"));
+        assert!(f.fix.contains("ENV PGGSSENCMODE=disable"));
+        assert!(f.fix.contains("apt-get install -y --no-install-recommends libgssapi-krb5-2"));
+    }
+
+    #[test]
+    fn silent_without_npgsql() {
+        let f = TestImage::new()
+            .glibc()
+            .dotnet_runtime("10.0.1")
+            .dotnet_app("/app", "Api", RUNTIMECONFIG, r#"{"libraries": {"Api/1.0.0": {"type": "project"}}}"#)
+            .working_dir("/app")
+            .entrypoint(&["dotnet", "Api.dll"])
+            .facts();
+        let o = check(&f);
+        assert!(o.findings.is_empty() && o.undecided.is_none(), "{o:?}");
+    }
+
+    /// Each fix leaves the rule silent, and `-v` says which one it saw.
+    #[test]
+    fn undecided_once_fixed_or_on_older_npgsql() {
+        let cases = [
+            (api("10.0.0").env(&["PGGSSENCMODE=disable"]), "GSS encryption is off: "),
+            (
+                api("10.0.0").elf(&format!("{LIB}/libgssapi_krb5.so.2"), library(&["libc.so.6"])),
+                "libgssapi_krb5.so.2 resolves to /usr/lib/x86_64-linux-gnu/libgssapi_krb5.so.2",
+            ),
+            (
+                api_with(
+                    "10.0.0",
+                    r#"{"ConnectionStrings": {"Default": "Host=db;Database=app;GSS Encryption Mode=Disable"}}"#,
+                ),
+                "GSS encryption is off: ",
+            ),
+            (api("8.0.5"), "Npgsql is older than 10.0.0"),
+        ];
+        for (image, why) in cases {
+            let o = check(&image.facts());
+            assert!(o.findings.is_empty(), "{o:?}");
+            let undecided = o.undecided.unwrap_or_default();
+            assert!(undecided.starts_with(why), "{undecided}");
+        }
+    }
+}

@@ -78,3 +78,95 @@ fn check(f: &Facts) -> Outcome {
         )),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::testing::{executable, TestImage, GLIBC_LOADER};
+
+    const GEMFILE_LOCK: &str = "GEM\n  remote: https://rubygems.org/\n  specs:\n    nio4r (2.7.4)\n    puma (6.4.3)\n      nio4r (~> 2.0)\n    rails (7.2.2)\n\nPLATFORMS\n  x86_64-linux\n\nDEPENDENCIES\n  puma (>= 5.0)\n  rails (~> 7.2.2)\n";
+
+    /// A Rails app on ruby:3.3-slim (Debian 12): `bundle exec puma` from /rails.
+    fn rails() -> TestImage {
+        TestImage::new()
+            .glibc()
+            .program("/usr/local/bin/ruby")
+            .file("/usr/local/bin/bundle", "#!/usr/local/bin/ruby\n# bundler\n")
+            .file("/rails/Gemfile.lock", GEMFILE_LOCK)
+            .env(&["RUBY_VERSION=3.3.6"])
+            .working_dir("/rails")
+            .cmd(&["bundle", "exec", "puma", "-C", "config/puma.rb"])
+    }
+
+    #[test]
+    fn fires_for_a_server_on_glibc_malloc() {
+        let f = rails().facts();
+        assert_eq!(f.ruby.as_ref().map(|r| r.binary.as_str()), Some("/usr/local/bin/ruby"));
+        let o = check(&f);
+        assert!(o.undecided.is_none(), "{o:?}");
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        let finding = &o.findings[0];
+        assert_eq!(finding.severity, Severity::Warning);
+        assert_eq!(
+            finding.message,
+            "Ruby (puma, rails) runs on glibc malloc with no jemalloc and no arena cap: resident memory will climb and not come down"
+        );
+        assert!(finding
+            .evidence
+            .iter()
+            .any(|e| e.text() == "puma 6.4.3 (from /rails/Gemfile.lock)"));
+        assert!(finding.fix.contains("libjemalloc2"), "{}", finding.fix);
+        assert!(finding.fix.contains("# ENV MALLOC_ARENA_MAX=2"), "{}", finding.fix);
+    }
+
+    #[test]
+    fn silent_with_jemalloc_or_an_arena_cap() {
+        let o = check(&rails().env(&["MALLOC_ARENA_MAX=2"]).facts());
+        assert!(o.findings.is_empty() && o.undecided.is_none(), "{o:?}");
+        let o = check(
+            &rails()
+                .jemalloc()
+                .env(&["LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"])
+                .facts(),
+        );
+        assert!(o.findings.is_empty() && o.undecided.is_none(), "{o:?}");
+        // Ruby built --with-jemalloc (fullstaq-ruby).
+        let built_with = rails()
+            .jemalloc()
+            .elf(
+                "/usr/local/bin/ruby",
+                executable(GLIBC_LOADER, &["libjemalloc.so.2", "libc.so.6"]),
+            )
+            .facts();
+        assert!(built_with.ruby.as_ref().is_some_and(|r| r.jemalloc_linked));
+        let o = check(&built_with);
+        assert!(o.findings.is_empty() && o.undecided.is_none(), "{o:?}");
+    }
+
+    #[test]
+    fn undecided_without_a_known_server_or_on_musl() {
+        let f = TestImage::new()
+            .glibc()
+            .program("/usr/local/bin/ruby")
+            .file("/app/report.rb", "puts 1\n")
+            .working_dir("/app")
+            .cmd(&["ruby", "report.rb"])
+            .facts();
+        let o = check(&f);
+        assert!(o.findings.is_empty(), "{o:?}");
+        assert!(o.undecided.unwrap().starts_with("Ruby at /usr/local/bin/ruby runs no server memlint knows"));
+        let f = TestImage::new()
+            .musl()
+            .musl_program("/usr/local/bin/ruby")
+            .file("/rails/Gemfile.lock", GEMFILE_LOCK)
+            .working_dir("/rails")
+            .cmd(&["ruby", "bin/rails", "server"])
+            .facts();
+        let o = check(&f);
+        assert!(o.findings.is_empty(), "{o:?}");
+        assert_eq!(
+            o.undecided.as_deref(),
+            Some("Ruby at /usr/local/bin/ruby runs on musl, whose malloc has no per-thread arenas")
+        );
+    }
+}

@@ -93,3 +93,94 @@ fn check(f: &Facts) -> Outcome {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::testing::TestImage;
+
+    /// node:20-bookworm-slim with sharp 0.34.1 in /app, `node server.js`.
+    fn node_sharp() -> TestImage {
+        TestImage::new()
+            .glibc()
+            .node("20.11.1")
+            .sharp("/app", "0.34.1", "linux-x64")
+            .working_dir("/app")
+            .cmd(&["node", "server.js"])
+    }
+
+    #[test]
+    fn fires_on_glibc_malloc() {
+        let o = check(&node_sharp().facts());
+        assert!(o.undecided.is_none(), "{o:?}");
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        let f = &o.findings[0];
+        assert_eq!(f.severity, Severity::Warning);
+        assert_eq!(
+            f.message,
+            "sharp runs on glibc malloc: resident memory will climb and not come down"
+        );
+        assert!(f
+            .evidence
+            .iter()
+            .any(|e| e.text() == "the entrypoint /usr/local/bin/node runs on glibc 2.36"));
+        assert!(
+            f.fix.contains("ENV LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"),
+            "{}",
+            f.fix
+        );
+    }
+
+    #[test]
+    fn an_arena_cap_alone_is_a_note() {
+        let o = check(&node_sharp().env(&["MALLOC_ARENA_MAX=2"]).facts());
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        let f = &o.findings[0];
+        assert_eq!(f.severity, Severity::Note);
+        assert_eq!(
+            f.message,
+            "sharp runs on glibc malloc with only an arena cap: growth stops but the level stays high"
+        );
+        assert!(f.evidence.iter().any(|e| e.text()
+            == "sharp older than 0.35.3 keeps its concurrency at 1 despite MALLOC_ARENA_MAX"));
+    }
+
+    #[test]
+    fn silent_with_jemalloc() {
+        let f = node_sharp()
+            .jemalloc()
+            .env(&["LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"])
+            .facts();
+        let o = check(&f);
+        assert!(o.findings.is_empty() && o.undecided.is_none(), "{o:?}");
+        let o = check(&TestImage::new().glibc().node("20.11.1").cmd(&["node", "server.js"]).facts());
+        assert!(o.findings.is_empty() && o.undecided.is_none(), "{o:?}");
+    }
+
+    #[test]
+    fn undecided_on_musl_or_a_computed_preload() {
+        let f = TestImage::new()
+            .musl()
+            .musl_program("/usr/local/bin/node")
+            .sharp("/app", "0.34.1", "linuxmusl-x64")
+            .working_dir("/app")
+            .cmd(&["node", "server.js"])
+            .facts();
+        let o = check(&f);
+        assert!(o.findings.is_empty(), "{o:?}");
+        assert_eq!(
+            o.undecided.as_deref(),
+            Some("sharp is present but the entrypoint runs on musl, which has no per-thread arenas")
+        );
+        let f = node_sharp()
+            .file(
+                "/entry.sh",
+                "#!/bin/sh\nexport LD_PRELOAD=$(cat /etc/jemalloc-path)\nexec node server.js\n",
+            )
+            .entrypoint(&["/entry.sh"])
+            .facts();
+        let o = check(&f);
+        assert!(o.findings.is_empty(), "{o:?}");
+        assert!(o.undecided.unwrap().contains("possibly in effect"));
+    }
+}

@@ -61,3 +61,62 @@ fn check(f: &Facts) -> Outcome {
         .collect::<Vec<_>>()
         .into()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::testing::TestImage;
+
+    /// node:20-bookworm-slim running `node server.js` from /app.
+    fn node() -> TestImage {
+        TestImage::new()
+            .glibc()
+            .node("20.11.1")
+            .working_dir("/app")
+            .cmd(&["node", "server.js"])
+    }
+
+    #[test]
+    fn fires_when_only_another_platforms_addon_is_installed() {
+        // node_modules installed on Alpine (or a Mac) and copied into a Debian image.
+        let o = check(&node().sharp("/app", "0.34.1", "linuxmusl-x64").facts());
+        assert!(o.undecided.is_none(), "{o:?}");
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        let f = &o.findings[0];
+        assert_eq!(f.severity, Severity::Error);
+        assert_eq!(
+            f.message,
+            "no sharp addon at /app/node_modules/sharp fits linux/amd64 on glibc: sharp cannot load"
+        );
+        assert!(f.evidence.iter().any(|e| e.text() == "the image needs the linux-x64 addon"));
+        assert!(f.fix.contains("npm install --os=linux --cpu=x64 --libc=glibc sharp"), "{}", f.fix);
+        // sharp with no addon at all.
+        let o = check(&node().npm_package("/app", "sharp", "0.34.1").facts());
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        assert_eq!(
+            o.findings[0].message,
+            "sharp at /app/node_modules/sharp has no native addon installed: it cannot load"
+        );
+    }
+
+    #[test]
+    fn silent_when_an_addon_fits() {
+        let o = check(&node().sharp("/app", "0.34.1", "linux-x64").facts());
+        assert!(o.findings.is_empty() && o.undecided.is_none(), "{o:?}");
+        let o = check(&node().facts());
+        assert!(o.findings.is_empty() && o.undecided.is_none(), "{o:?}");
+    }
+
+    #[test]
+    fn undecided_when_the_c_library_is_unknown() {
+        // The app's files alone (an app layer, say): no C library to tell the addon it needs.
+        let f = TestImage::new()
+            .sharp("/app", "0.34.1", "linux-x64")
+            .working_dir("/app")
+            .cmd(&["node", "server.js"])
+            .facts();
+        let o = check(&f);
+        assert!(o.findings.is_empty(), "{o:?}");
+        assert!(o.undecided.unwrap().starts_with("the image's C library or architecture is unknown"));
+    }
+}

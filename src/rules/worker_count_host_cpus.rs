@@ -204,4 +204,24 @@ mod tests {
         let o = check(&facts(vec![conf], &["WEB_CONCURRENCY=3"], cmd));
         assert!(o.findings.is_empty() && o.undecided.is_none(), "{o:?}");
     }
+
+    #[test]
+    fn findings_say_what_sizes_the_workers() {
+        let o = check(&facts(vec![script(":")], &[], CELERY));
+        assert!(o.undecided.is_none(), "{o:?}");
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        let f = &o.findings[0];
+        assert_eq!(f.severity, Severity::Warning);
+        assert_eq!(
+            f.message,
+            "celery starts one worker process per CPU of the node, not of the container (20 processes on a 20-core node), each a full copy of the app"
+        );
+        // The variable the worker reads is the fix, and setting it silences the rule.
+        let var = f.fix.lines().next().and_then(|l| l.strip_prefix("ENV ")).unwrap_or_default();
+        assert!(var.ends_with("=2"), "{}", f.fix);
+        let o = check(&facts(vec![script(":")], &[var], CELERY));
+        assert!(o.findings.is_empty() && o.undecided.is_none(), "{o:?}");
+        // No Python at all: nothing to say.
+        assert!(check(&crate::facts::testing::TestImage::new().facts()).findings.is_empty());
+    }
 }

@@ -170,6 +170,27 @@ impl TestImage {
         self.elf("/usr/local/bin/node", node)
     }
 
+    /// A Go program at `path` built by `go_version` (`go1.22.1`) without cgo, with the build
+    /// info the layer reader records: its module dependencies `deps`.
+    pub(crate) fn go(self, path: &str, go_version: &str, deps: &[&str]) -> TestImage {
+        let mut info = executable(GLIBC_LOADER, &["libc.so.6"]);
+        info.scan.go = Some(Box::new(crate::elf::go::GoBuildInfo {
+            go_version: Some(go_version.into()),
+            cgo: Some(false),
+            deps: deps
+                .iter()
+                .map(|d| crate::elf::go::GoModule {
+                    path: d.to_string(),
+                    version: "v1.0.0".into(),
+                    replace: None,
+                })
+                .collect(),
+            complete: true,
+            ..Default::default()
+        }));
+        self.elf(path, info)
+    }
+
     /// `<dir>/node_modules/<name>/package.json` for `name` at `version`.
     pub(crate) fn npm_package(self, dir: &str, name: &str, version: &str) -> TestImage {
         self.file(

@@ -82,6 +82,11 @@ fn check(f: &Facts) -> Outcome {
     };
     let mut caps: Vec<(&Commitment, Guidance, u64)> = Vec::new();
     let mut undecided: Vec<String> = Vec::new();
+    // `-Xmx$(HEAP)` with HEAP from a secret: the cap is in a word memlint cannot read, and
+    // that says more than the word itself read as a size.
+    if let Some(word) = c.unresolved_args.first() {
+        undecided.push(format!("the container's command has {word}"));
+    }
     for commitment in &f.memory.runtimes {
         let Some(g) = guidance(commitment) else { continue };
         match (commitment.status, commitment.bytes) {
@@ -89,10 +94,6 @@ fn check(f: &Facts) -> Outcome {
             ("undecided", _) => undecided.extend(commitment.why.clone()),
             _ => {}
         }
-    }
-    // `-Xmx$(HEAP)` with HEAP from a secret: the cap is in a word memlint cannot read.
-    if let Some(word) = c.unresolved_args.first() {
-        undecided.push(format!("the container's command has {word}"));
     }
     if caps.is_empty() {
         return match undecided.into_iter().next() {
@@ -135,4 +136,123 @@ fn check(f: &Facts) -> Outcome {
         );
     }
     findings.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::testing::TestImage;
+
+    const RELEASE: &str = "IMPLEMENTOR=\"Debian\"\nJAVA_VERSION=\"17.0.15\"\nLIBC=\"gnu\"\n";
+
+    /// Debian's JDK 17 running `java -jar app.jar`, with `env`.
+    fn jvm(env: &[&str]) -> TestImage {
+        TestImage::new()
+            .glibc()
+            .jdk("/usr/lib/jvm/java-17-openjdk-amd64", RELEASE)
+            .env(&["PATH=/usr/lib/jvm/java-17-openjdk-amd64/bin:/usr/bin:/bin"])
+            .env(env)
+            .cmd(&["java", "-jar", "/app/app.jar"])
+    }
+
+    fn limit(memory: &str) -> String {
+        format!("    resources:\n      limits: {{memory: {memory}}}\n")
+    }
+
+    fn one(o: &Outcome) -> &Finding {
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        &o.findings[0]
+    }
+
+    #[test]
+    fn a_fixed_jvm_cap_that_reaches_the_limit_is_an_error() {
+        let o = check(&jvm(&["JAVA_TOOL_OPTIONS=-Xmx2g"]).facts_in(&limit("2Gi")));
+        let f = one(&o);
+        assert_eq!(f.severity, Severity::Error);
+        assert!(
+            f.message.starts_with("-Xmx2g (from JAVA_TOOL_OPTIONS) caps the JVM's heap at 2 GiB, which reaches the container's limits.memory 2Gi (2 GiB)"),
+            "{}",
+            f.message
+        );
+        assert!(f.fix.contains("memory: 2731Mi"), "{}", f.fix);
+        assert!(f.fix.contains("in place of -Xmx"), "{}", f.fix);
+        // Half the limit is within the guidance.
+        assert!(check(&jvm(&["JAVA_TOOL_OPTIONS=-Xmx2g"]).facts_in(&limit("4Gi"))).findings.is_empty());
+    }
+
+    #[test]
+    fn a_cap_past_the_guidance_is_a_warning() {
+        let o = check(&jvm(&["JAVA_TOOL_OPTIONS=-Xmx1800m"]).facts_in(&limit("2Gi")));
+        let f = one(&o);
+        assert_eq!(f.severity, Severity::Warning);
+        assert!(f.message.contains("87 % of the container's limits.memory 2Gi"), "{}", f.message);
+        let o = check(&jvm(&["JAVA_TOOL_OPTIONS=-XX:MaxRAMPercentage=90.0"]).facts_in(&limit("1Gi")));
+        assert_eq!(one(&o).severity, Severity::Warning);
+        assert!(one(&o).fix.ends_with("lower the cap: -XX:MaxRAMPercentage=75.0"), "{}", one(&o).fix);
+        // The default share is the JVM's own choice, not a cap this rule judges.
+        assert!(check(&jvm(&[]).facts_in(&limit("256Mi"))).findings.is_empty());
+    }
+
+    #[test]
+    fn a_share_of_max_ram_is_judged_whatever_the_limit() {
+        let env = ["JAVA_TOOL_OPTIONS=-XX:MaxRAM=4g -XX:MaxRAMPercentage=75"];
+        let o = check(&jvm(&env).facts_in(&limit("2Gi")));
+        let f = one(&o);
+        assert_eq!(f.severity, Severity::Error);
+        assert!(f.message.contains("caps the JVM's heap at 3 GiB"), "{}", f.message);
+        assert!(f.fix.contains("without -XX:MaxRAM"), "{}", f.fix);
+    }
+
+    #[test]
+    fn node_go_and_dotnet_caps() {
+        let node = TestImage::new()
+            .glibc()
+            .node("20.11.1")
+            .env(&["NODE_OPTIONS=--max-old-space-size=2048"])
+            .cmd(&["node", "server.js"]);
+        let o = check(&node.facts_in(&limit("2Gi")));
+        assert!(one(&o).message.starts_with("--max-old-space-size=2048 (from NODE_OPTIONS) caps Node's heap"), "{o:?}");
+        assert!(one(&o).fix.ends_with("--max-old-space-size=1536"), "{}", one(&o).fix);
+        let go = TestImage::new()
+            .glibc()
+            .go("/app/server", "go1.22.1", &[])
+            .env(&["GOMEMLIMIT=1900MiB"])
+            .cmd(&["/app/server"]);
+        let o = check(&go.facts_in(&limit("2Gi")));
+        assert_eq!(one(&o).severity, Severity::Warning, "{o:?}");
+        assert!(one(&o).message.starts_with("GOMEMLIMIT=1900MiB gives the Go runtime's heap 92 %"), "{o:?}");
+        // A Go program before 1.19 does not read GOMEMLIMIT.
+        let old = TestImage::new()
+            .glibc()
+            .go("/app/server", "go1.18.10", &[])
+            .env(&["GOMEMLIMIT=4GiB"])
+            .cmd(&["/app/server"]);
+        assert!(check(&old.facts_in(&limit("2Gi"))).findings.is_empty());
+    }
+
+    #[test]
+    fn undecided_without_a_limit_or_with_options_memlint_cannot_read() {
+        let image = jvm(&["JAVA_TOOL_OPTIONS=-Xmx2g"]);
+        // An image alone: nothing to judge, and nothing to say.
+        let o = check(&image.facts());
+        assert!(o.findings.is_empty() && o.undecided.is_none(), "{o:?}");
+        let o = check(&image.facts_in("    resources: {}\n"));
+        assert!(o.undecided.is_some_and(|w| w.contains("no resources.limits.memory")));
+        // A JVM options variable from a secret may hold an -Xmx that wins.
+        let secret = format!(
+            "{}    env:\n    - name: JAVA_TOOL_OPTIONS\n      valueFrom: {{secretKeyRef: {{name: s, key: k}}}}\n",
+            limit("2Gi")
+        );
+        let o = check(&image.facts_in(&secret));
+        assert!(o.findings.is_empty(), "{o:?}");
+        assert!(o.undecided.is_some_and(|w| w.contains("JAVA_TOOL_OPTIONS")));
+        // `-Xmx$(HEAP)` with HEAP from a secret.
+        let args = format!(
+            "{}    env:\n    - name: HEAP\n      valueFrom: {{secretKeyRef: {{name: s, key: k}}}}\n    args: [\"-Xmx$(HEAP)\", \"-jar\", \"/app/app.jar\"]\n    command: [java]\n",
+            limit("2Gi")
+        );
+        let o = check(&jvm(&[]).facts_in(&args));
+        assert!(o.findings.is_empty(), "{o:?}");
+        assert!(o.undecided.as_ref().is_some_and(|w| w.contains("the container's command has")), "{o:?}");
+    }
 }

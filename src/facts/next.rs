@@ -49,6 +49,33 @@ pub struct NextImageConfig {
     pub formats: Vec<String>,
 }
 
+/// The bound the image optimizer's disk cache has, as this version reads its settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DiskCacheBound {
+    /// No `maximumDiskCacheSize`, or a version that does not have the setting.
+    Unbounded,
+    /// `maximumDiskCacheSize: 0`: no disk cache.
+    Off,
+    /// Bytes.
+    Bytes(u64),
+    /// A value that is not a number of bytes, as written.
+    Unreadable(String),
+}
+
+impl NextImageConfig {
+    /// The disk cache's bound: `maximumDiskCacheSize` where this version has it.
+    pub fn disk_cache_bound(&self) -> DiskCacheBound {
+        match (&self.maximum_disk_cache_size, self.disk_cache_size_supported) {
+            (_, Some(false)) | (None, _) => DiskCacheBound::Unbounded,
+            (Some(v), _) => match v.as_u64() {
+                Some(0) => DiskCacheBound::Off,
+                Some(n) => DiskCacheBound::Bytes(n),
+                None => DiskCacheBound::Unreadable(v.to_string()),
+            },
+        }
+    }
+}
+
 /// Whether a release (no prerelease tag) has `images.maximumDiskCacheSize`.
 fn release_has_disk_cache_size(v: &Version) -> bool {
     (v.at_least(15, 5, 14) && !v.at_least(16, 0, 0)) || v.at_least(16, 1, 7)

@@ -77,3 +77,58 @@ fn check(f: &Facts) -> Outcome {
         )),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::testing::TestImage;
+
+    fn server(go: &str, deps: &[&str], env: &[&str]) -> TestImage {
+        TestImage::new()
+            .glibc()
+            .go("/app/server", go, deps)
+            .env(env)
+            .cmd(&["/app/server"])
+    }
+
+    const LIMIT: &str = "    resources:\n      limits: {memory: 512Mi}\n";
+
+    #[test]
+    fn fires_under_a_limit_with_no_gomemlimit() {
+        let o = check(&server("go1.22.1", &[], &[]).facts_in(LIMIT));
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        let f = &o.findings[0];
+        assert_eq!(f.severity, Severity::Note);
+        assert!(f.message.starts_with("/app/server (go1.22.1) runs under limits.memory 512Mi with no GOMEMLIMIT"), "{}", f.message);
+        assert!(f.fix.contains("value: \"460MiB\""), "{}", f.fix);
+        // An empty GOMEMLIMIT is no limit to the runtime.
+        assert_eq!(check(&server("go1.22.1", &[], &["GOMEMLIMIT="]).facts_in(LIMIT)).findings.len(), 1);
+    }
+
+    #[test]
+    fn silent_when_set_sized_by_a_module_too_old_or_alone() {
+        for env in [&["GOMEMLIMIT=400MiB"][..], &["GOMEMLIMIT=off"]] {
+            let o = check(&server("go1.22.1", &[], env).facts_in(LIMIT));
+            assert!(o.findings.is_empty() && o.undecided.is_none(), "{env:?}: {o:?}");
+        }
+        let o = check(&server("go1.22.1", &[LIMIT_SETTERS[0]], &[]).facts_in(LIMIT));
+        assert!(o.findings.is_empty(), "{o:?}");
+        let o = check(&server("go1.18.10", &[], &[]).facts_in(LIMIT));
+        assert!(o.findings.is_empty(), "{o:?}");
+        assert!(check(&server("go1.22.1", &[], &[]).facts()).findings.is_empty());
+    }
+
+    #[test]
+    fn undecided_from_a_secret_or_env_from() {
+        let secret = format!(
+            "{LIMIT}    env:\n    - name: GOMEMLIMIT\n      valueFrom: {{secretKeyRef: {{name: s, key: k}}}}\n"
+        );
+        let o = check(&server("go1.22.1", &[], &[]).facts_in(&secret));
+        assert!(o.findings.is_empty(), "{o:?}");
+        assert!(o.undecided.is_some_and(|w| w.contains("GOMEMLIMIT")));
+        let env_from = format!("{LIMIT}    envFrom:\n    - configMapRef: {{name: settings}}\n");
+        let o = check(&server("go1.22.1", &[], &[]).facts_in(&env_from));
+        assert!(o.findings.is_empty(), "{o:?}");
+        assert!(o.undecided.is_some_and(|w| w.contains("may set GOMEMLIMIT")));
+    }
+}

@@ -132,6 +132,51 @@ fn fix(source: &Source, value: &str, found: &[Reading]) -> String {
 mod tests {
     use super::*;
     use crate::facts::go::memlimit::readings;
+    use crate::facts::testing::TestImage;
+
+    fn server(env: &[&str], cmd: &[&str]) -> Outcome {
+        let f = TestImage::new()
+            .glibc()
+            .go("/app/server", "go1.22.1", &[])
+            .file("/usr/bin/env", "")
+            .env(&["PATH=/usr/bin:/bin"])
+            .env(env)
+            .cmd(cmd)
+            .facts();
+        check(&f)
+    }
+
+    #[test]
+    fn fires_on_a_value_the_runtime_refuses_with_what_it_meant() {
+        let o = server(&["GOMEMLIMIT=512Mi"], &["/app/server"]);
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        let f = &o.findings[0];
+        assert_eq!(f.severity, Severity::Error);
+        assert!(f.message.starts_with("GOMEMLIMIT=512Mi (set by the image's ENV) is not a size the Go runtime accepts"), "{}", f.message);
+        assert_eq!(f.fix, "ENV GOMEMLIMIT=512MiB");
+        // `env GOMEMLIMIT=… prog` in the command: the fix goes there.
+        let o = server(&[], &["env", "GOMEMLIMIT=1G", "/app/server"]);
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        assert!(o.findings[0].fix.starts_with("# in the image's command `env GOMEMLIMIT=1G /app/server`:\nGOMEMLIMIT=1GiB"), "{}", o.findings[0].fix);
+        assert_eq!(o.findings[0].anchor, Anchor::Command);
+    }
+
+    #[test]
+    fn silent_on_a_value_the_runtime_takes_or_one_the_command_clears() {
+        for env in ["GOMEMLIMIT=512MiB", "GOMEMLIMIT=off", "GOMEMLIMIT=", "OTHER=1"] {
+            let o = server(&[env], &["/app/server"]);
+            assert!(o.findings.is_empty() && o.undecided.is_none(), "{env}: {o:?}");
+        }
+        let o = server(&["GOMEMLIMIT=512Mi"], &["env", "-u", "GOMEMLIMIT", "/app/server"]);
+        assert!(o.findings.is_empty(), "{o:?}");
+    }
+
+    #[test]
+    fn undecided_when_the_command_computes_it() {
+        let o = server(&[], &["env", "GOMEMLIMIT=$LIMIT", "/app/server"]);
+        assert!(o.findings.is_empty(), "{o:?}");
+        assert!(o.undecided.is_some_and(|w| w.contains("cannot work out")));
+    }
 
     #[test]
     fn fixes_name_the_source() {

@@ -1,4 +1,5 @@
 use super::{Outcome, Rule};
+use crate::facts::next::DiskCacheBound;
 use crate::facts::Facts;
 use crate::finding::{Anchor, Evidence, Severity};
 use crate::k8s::quantity::human_bytes;
@@ -27,14 +28,13 @@ fn check(f: &Facts) -> Outcome {
     let Some(cache) = cache_folder(next) else {
         return Outcome::undecided("the folder of the Next.js build is not known");
     };
-    let bound = match (&next.image.maximum_disk_cache_size, next.image.disk_cache_size_supported) {
-        (_, Some(false)) => None,
-        (Some(v), _) => match v.as_u64() {
-            Some(0) => return Outcome::none(),
-            Some(n) => Some(n),
-            None => return Outcome::undecided(format!("images.maximumDiskCacheSize is {v}, not a number of bytes")),
-        },
-        (None, _) => None,
+    let bound = match next.image.disk_cache_bound() {
+        DiskCacheBound::Off => return Outcome::none(),
+        DiskCacheBound::Bytes(n) => Some(n),
+        DiskCacheBound::Unreadable(v) => {
+            return Outcome::undecided(format!("images.maximumDiskCacheSize is {v}, not a number of bytes"))
+        }
+        DiskCacheBound::Unbounded => None,
     };
     if bound.is_some_and(|b| b < limit.value.value) {
         return Outcome::none();
@@ -117,6 +117,54 @@ fn within(path: &str, folder: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::facts::testing::TestImage;
+
+    const RSF_15: &str = include_str!("../../testdata/node/next-15.5.14-required-server-files.json");
+
+    /// A standalone Next.js 15.5.14 build in /app (no maximumDiskCacheSize), run by node.
+    fn standalone() -> TestImage {
+        TestImage::new()
+            .glibc()
+            .node("20.11.1")
+            .npm_package("/app", "next", "15.5.14")
+            .file("/app/server.js", "")
+            .file("/app/.next/required-server-files.json", RSF_15)
+            .working_dir("/app")
+            .cmd(&["node", "server.js"])
+    }
+
+    const LIMITED: &str = "    resources:\n      limits: {memory: 1Gi, ephemeral-storage: 1Gi}\n";
+
+    #[test]
+    fn fires_for_an_unbounded_cache_on_the_writable_layer() {
+        let o = check(&standalone().facts_in(LIMITED));
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        let f = &o.findings[0];
+        assert_eq!(f.severity, Severity::Warning);
+        assert!(f.message.contains("on the container's writable layer"), "{}", f.message);
+    }
+
+    #[test]
+    fn silent_on_a_bounded_memory_volume_or_without_a_limit() {
+        let tmpfs = format!(
+            "{LIMITED}    volumeMounts:\n    - {{name: cache, mountPath: /app/.next/cache}}\n  volumes:\n  - name: cache\n    emptyDir: {{medium: Memory, sizeLimit: 256Mi}}\n"
+        );
+        let o = check(&standalone().facts_in(&tmpfs));
+        assert!(o.findings.is_empty() && o.undecided.is_none(), "{o:?}");
+        let o = check(&standalone().facts_in("    resources:\n      limits: {memory: 1Gi}\n"));
+        assert!(o.findings.is_empty() && o.undecided.is_none(), "{o:?}");
+        // An image alone has no ephemeral-storage limit to outgrow.
+        assert!(check(&standalone().facts()).findings.is_empty());
+    }
+
+    #[test]
+    fn undecided_when_the_cache_bound_is_not_a_number() {
+        let rsf = RSF_15.replacen("\"images\": {", "\"images\": {\"maximumDiskCacheSize\": \"1gb\",", 1);
+        assert_ne!(rsf, RSF_15, "the manifest has an images object");
+        let o = check(&standalone().file("/app/.next/required-server-files.json", &rsf).facts_in(LIMITED));
+        assert!(o.findings.is_empty(), "{o:?}");
+        assert!(o.undecided.is_some_and(|w| w.contains("not a number of bytes")));
+    }
 
     #[test]
     fn mounts_cover_their_subfolders_only() {

@@ -135,6 +135,47 @@ fn without_heap_flag(words: &[String]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::facts::testing::TestImage;
+
+    fn node(version: &str, env: &[&str], cmd: &[&str]) -> Outcome {
+        let f = TestImage::new()
+            .glibc()
+            .node(version)
+            .env(&["PATH=/usr/local/bin:/usr/bin:/bin"])
+            .env(env)
+            .cmd(cmd)
+            .facts();
+        check(&f)
+    }
+
+    #[test]
+    fn fires_for_node_before_20_3_with_no_heap_flag() {
+        let o = node("18.19.0", &[], &["node", "server.js"]);
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        let f = &o.findings[0];
+        assert_eq!(f.severity, Severity::Warning);
+        assert!(f.message.starts_with("Node 18.19.0 does not read cgroup v2 memory limits"), "{}", f.message);
+        assert!(f.fix.starts_with("ENV NODE_OPTIONS=\"--max-old-space-size=384\""), "{}", f.fix);
+        // A flag on the command line is mended there.
+        let o = node("18.19.0", &[], &["node", "--max-old-space-size=abc", "server.js"]);
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        assert_eq!(o.findings[0].anchor, Anchor::Command);
+    }
+
+    #[test]
+    fn silent_from_20_3_or_with_a_heap_flag() {
+        for (version, env) in [("20.3.0", &[][..]), ("18.19.0", &["NODE_OPTIONS=--max-old-space-size=384"])] {
+            let o = node(version, env, &["node", "server.js"]);
+            assert!(o.findings.is_empty() && o.undecided.is_none(), "{version}: {o:?}");
+        }
+    }
+
+    #[test]
+    fn undecided_when_node_is_not_run_or_its_options_are_unknown() {
+        let o = node("18.19.0", &[], &["/bin/true"]);
+        assert!(o.findings.is_empty(), "{o:?}");
+        assert!(o.undecided.is_some_and(|w| w.contains("does not run it")));
+    }
 
     #[test]
     fn heap_flags_are_taken_out_with_their_value() {

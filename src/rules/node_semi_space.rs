@@ -128,3 +128,56 @@ fn with_evidence(
     };
     finding.fix(fix)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::testing::TestImage;
+
+    fn node(version: &str, env: &[&str]) -> TestImage {
+        TestImage::new()
+            .glibc()
+            .node(version)
+            .env(&["PATH=/usr/local/bin:/usr/bin:/bin"])
+            .env(env)
+            .cmd(&["node", "server.js"])
+    }
+
+    const LIMIT: &str = "    resources:\n      limits: {memory: 1Gi}\n";
+
+    #[test]
+    fn fires_with_the_semi_space_the_limit_gives() {
+        let o = check(&node("22.11.0", &[]).facts_in(LIMIT));
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        let f = &o.findings[0];
+        assert_eq!(f.severity, Severity::Note);
+        assert!(f.message.contains("sizes each semi-space to about 4 MiB (measured; 16 MiB without a limit)"), "{}", f.message);
+        assert!(f.fix.contains("--max-semi-space-size=16"), "{}", f.fix);
+        // An image alone: a heap flag hints at a small limit.
+        let o = check(&node("22.11.0", &["NODE_OPTIONS=--max-old-space-size=768"]).facts());
+        assert_eq!(o.findings.len(), 1, "{o:?}");
+        assert!(o.findings[0].message.contains("a memory limit of 2 GiB or less shrinks the young generation"));
+        assert_eq!(o.findings[0].anchor, Anchor::Env(&["NODE_OPTIONS"]));
+    }
+
+    #[test]
+    fn silent_with_the_flag_or_a_large_limit() {
+        let o = check(&node("22.11.0", &["NODE_OPTIONS=--max-semi-space-size=16"]).facts_in(LIMIT));
+        assert!(o.findings.is_empty() && o.undecided.is_none(), "{o:?}");
+        let o = check(&node("22.11.0", &[]).facts_in("    resources:\n      limits: {memory: 4Gi}\n"));
+        assert!(o.findings.is_empty(), "{o:?}");
+    }
+
+    #[test]
+    fn undecided_alone_without_a_heap_flag_or_with_options_from_a_secret() {
+        let o = check(&node("22.11.0", &[]).facts());
+        assert!(o.findings.is_empty(), "{o:?}");
+        assert!(o.undecided.is_some_and(|w| w.contains("without --max-old-space-size")));
+        let secret = format!(
+            "{LIMIT}    env:\n    - name: NODE_OPTIONS\n      valueFrom: {{secretKeyRef: {{name: s, key: k}}}}\n"
+        );
+        let o = check(&node("22.11.0", &[]).facts_in(&secret));
+        assert!(o.findings.is_empty(), "{o:?}");
+        assert!(o.undecided.is_some_and(|w| w.contains("NODE_OPTIONS")));
+    }
+}

@@ -13,8 +13,9 @@ use super::dotnet::gc::HeapCap as DotnetHeapCap;
 use super::go::memlimit::GoMemLimit;
 use super::go::MemLimit;
 use super::java::memory::HeapCap as JvmHeapCap;
-use super::java::JavaFacts;
-use super::node::{semi_space_mib, NodeFacts, YOUNG_GENERATION_SEMI_SPACES};
+use super::java::{JavaFacts, JavaOption};
+use super::node::{semi_space_mib, FlagSource, NodeFacts, YOUNG_GENERATION_SEMI_SPACES};
+use super::Env;
 use crate::k8s::quantity::human_bytes;
 use crate::k8s::quantity::Quantity;
 use crate::k8s::{Container, Lined};
@@ -107,6 +108,10 @@ pub struct Commitment {
     /// The setting as written, with where it came from (`-Xmx2g (from JAVA_TOOL_OPTIONS)`), or
     /// the default in words.
     pub setting: String,
+    /// Where the variable that carries it was set, when a variable does: `set by the image's
+    /// ENV`, `set by the manifest's env at line 12`, `exported by /start line 3`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
     /// Why it is undecided.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
@@ -121,8 +126,15 @@ impl Commitment {
             bytes: None,
             percent_of_limit: None,
             setting,
+            origin: None,
             why: None,
         }
+    }
+
+    /// Where `variable` was set, as the origin.
+    fn from_variable(mut self, env: &Env, variable: Option<&str>) -> Self {
+        self.origin = variable.and_then(|v| env.var(v)).map(|v| v.describe_origin());
+        self
     }
 
     fn bytes(mut self, bytes: Option<u64>) -> Self {
@@ -179,6 +191,7 @@ impl MemoryBudget {
 
 /// Puts the runtimes' settings beside the container's memory.
 pub fn derive(
+    env: &Env,
     container: Option<&Container>,
     java: Option<&JavaFacts>,
     node: Option<&NodeFacts>,
@@ -222,10 +235,10 @@ pub fn derive(
     let l = limit.bytes();
     let mut runtimes = Vec::new();
     if let Some(j) = java {
-        jvm(j, l, &mut runtimes);
+        jvm(j, l, env, &mut runtimes);
     }
     if let Some(n) = node {
-        node_commitments(n, l, &mut runtimes);
+        node_commitments(n, l, env, &mut runtimes);
     }
     if go
         .binaries
@@ -259,7 +272,14 @@ pub fn derive(
     }
 }
 
-fn jvm(j: &JavaFacts, limit: Option<u64>, out: &mut Vec<Commitment>) {
+/// The variable a JVM option was written in, when it was one.
+fn option_variable(o: &JavaOption) -> Option<&'static str> {
+    o.source
+        .variable(o.variable.as_deref())
+        .and_then(|v| v.first().copied())
+}
+
+fn jvm(j: &JavaFacts, limit: Option<u64>, env: &Env, out: &mut Vec<Commitment>) {
     if let Some(why) = &j.options_undecided {
         out.push(Commitment::undecided("jvm", "heap", why.clone()));
         return;
@@ -294,7 +314,7 @@ fn jvm(j: &JavaFacts, limit: Option<u64>, out: &mut Vec<Commitment>) {
             Commitment::new("jvm", "heap", "set", m.heap.describe()).bytes(m.heap.bytes(limit))
         }
     };
-    out.push(heap);
+    out.push(heap.from_variable(env, m.heap.option().and_then(option_variable)));
     out.push(match &m.max_direct_memory {
         Some(s) => Commitment::new(
             "jvm",
@@ -302,14 +322,21 @@ fn jvm(j: &JavaFacts, limit: Option<u64>, out: &mut Vec<Commitment>) {
             "set",
             format!("{} (from {})", s.option.option, s.option.origin()),
         )
-        .bytes(Some(s.bytes)),
-        None => Commitment::new(
-            "jvm",
-            "direct_memory",
-            "default",
-            "no -XX:MaxDirectMemorySize: direct buffers may take as much as the heap cap".into(),
-        )
-        .bytes(m.direct_bytes(limit)),
+        .bytes(Some(s.bytes))
+        .from_variable(env, option_variable(&s.option)),
+        None => {
+            let c = Commitment::new(
+                "jvm",
+                "direct_memory",
+                "default",
+                "no -XX:MaxDirectMemorySize: direct buffers may take as much as the heap cap".into(),
+            )
+            .bytes(m.direct_bytes(limit));
+            match &m.heap {
+                JvmHeapCap::OfLimit { percent, .. } => c.percent(*percent),
+                _ => c,
+            }
+        }
     });
     for (what, s) in [
         ("metaspace", &m.max_metaspace),
@@ -323,18 +350,24 @@ fn jvm(j: &JavaFacts, limit: Option<u64>, out: &mut Vec<Commitment>) {
                     "set",
                     format!("{} (from {})", s.option.option, s.option.origin()),
                 )
-                .bytes(Some(s.bytes)),
+                .bytes(Some(s.bytes))
+                .from_variable(env, option_variable(&s.option)),
             );
         }
     }
 }
 
-fn node_commitments(n: &NodeFacts, limit: Option<u64>, out: &mut Vec<Commitment>) {
+/// `NODE_OPTIONS` for a flag written there.
+fn flag_variable(source: FlagSource) -> Option<&'static str> {
+    (source == FlagSource::NodeOptions).then_some("NODE_OPTIONS")
+}
+
+fn node_commitments(n: &NodeFacts, limit: Option<u64>, env: &Env, out: &mut Vec<Commitment>) {
     // A flag on the command line wins over NODE_OPTIONS, whatever a script puts there.
     let on_command_line = n
         .max_old_space_size
         .as_ref()
-        .is_some_and(|f| f.source == super::node::FlagSource::CommandLine);
+        .is_some_and(|f| f.source == FlagSource::CommandLine);
     if let (Some(why), false) = (&n.options_undecided, on_command_line) {
         out.push(Commitment::undecided("node", "heap", why.clone()));
         return;
@@ -348,7 +381,8 @@ fn node_commitments(n: &NodeFacts, limit: Option<u64>, out: &mut Vec<Commitment>
                     "set",
                     format!("--max-old-space-size={} (from {})", old.value, old.source),
                 )
-                .bytes(Some(bytes)),
+                .bytes(Some(bytes))
+                .from_variable(env, flag_variable(old.source)),
             ),
             None => out.push(Commitment::undecided(
                 "node",
@@ -386,7 +420,8 @@ fn node_commitments(n: &NodeFacts, limit: Option<u64>, out: &mut Vec<Commitment>
                 s.value, s.source
             ),
         )
-        .bytes(Some(semi.saturating_mul(YOUNG_GENERATION_SEMI_SPACES))),
+        .bytes(Some(semi.saturating_mul(YOUNG_GENERATION_SEMI_SPACES)))
+        .from_variable(env, flag_variable(s.source)),
         None => {
             let sees_limit = version.as_ref().is_none_or(super::node::reads_cgroup_v2);
             let (semi, default) = match limit.filter(|_| sees_limit) {
@@ -425,8 +460,12 @@ fn gomemlimit(m: &GoMemLimit) -> Commitment {
         GoMemLimit::Known {
             read: MemLimit::Bytes(_),
             entry,
+            source,
             ..
-        } => Commitment::new("go", "gomemlimit", "set", entry.clone()).bytes(m.bytes()),
+        } => Commitment {
+            origin: Some(source.describe()),
+            ..Commitment::new("go", "gomemlimit", "set", entry.clone()).bytes(m.bytes())
+        },
         GoMemLimit::Known {
             read: MemLimit::Off,
             entry,
@@ -485,11 +524,19 @@ pub fn rows(b: &MemoryBudget) -> Vec<[String; 3]> {
     rows.push(["/dev/shm".into(), b.dev_shm.source.clone(), size(b.dev_shm.bytes)]);
     for c in &b.runtimes {
         let what = format!("{} {}", c.runtime, c.what.replace('_', " "));
-        let setting = match &c.why {
-            Some(why) => format!("undecided: {why}"),
-            None => c.setting.clone(),
+        let setting = match (&c.why, &c.origin) {
+            (Some(why), _) => format!("undecided: {why}"),
+            (None, Some(origin)) if !c.setting.contains(origin.as_str()) => {
+                format!("{}; {origin}", c.setting)
+            }
+            (None, _) => c.setting.clone(),
         };
-        rows.push([what, setting, size(c.bytes)]);
+        let shown = match (c.bytes, c.percent_of_limit) {
+            (None, Some(p)) => format!("{p} % of the limit"),
+            (None, None) if c.status == "default" => "sized from the limit".into(),
+            (bytes, _) => size(bytes),
+        };
+        rows.push([what, setting, shown]);
     }
     rows
 }
@@ -549,7 +596,14 @@ mod tests {
     fn the_limit_volumes_and_the_jvm_caps_with_their_origins() {
         let c = container(POD);
         let j = jvm(&["-Xmx1g", "-XX:MaxDirectMemorySize=256m"]);
-        let b = derive(Some(&c), Some(&j), None, &Default::default(), &Default::default());
+        let b = derive(
+            &Env::default(),
+            Some(&c),
+            Some(&j),
+            None,
+            &Default::default(),
+            &Default::default(),
+        );
         assert_eq!(b.limit_bytes(), Some(2 << 30));
         assert!(
             matches!(&b.limit, Amount::Set { text, line: 8, .. } if text == "2Gi"),
@@ -577,7 +631,14 @@ mod tests {
     #[test]
     fn an_image_alone_has_no_limit_but_its_caps() {
         let j = jvm(&["-XX:MaxRAMPercentage=75"]);
-        let b = derive(None, Some(&j), None, &Default::default(), &Default::default());
+        let b = derive(
+            &Env::default(),
+            None,
+            Some(&j),
+            None,
+            &Default::default(),
+            &Default::default(),
+        );
         assert!(matches!(&b.limit, Amount::Undecided { why } if why.contains("--k8s")));
         assert_eq!(b.dev_shm.bytes, Some(DEV_SHM_DEFAULT));
         let heap = &b.runtimes[0];
@@ -590,7 +651,14 @@ mod tests {
         // Under a limit the share is bytes, and direct memory follows the heap.
         let c =
             container("  containers:\n  - name: a\n    image: a\n    resources: {limits: {memory: 1Gi}}\n");
-        let b = derive(Some(&c), Some(&j), None, &Default::default(), &Default::default());
+        let b = derive(
+            &Env::default(),
+            Some(&c),
+            Some(&j),
+            None,
+            &Default::default(),
+            &Default::default(),
+        );
         assert_eq!(b.runtimes[0].bytes, Some(768 << 20));
         assert_eq!(b.runtimes[1].bytes, Some(768 << 20));
         assert!(matches!(&b.request, Amount::Undecided { why } if why.contains("requests")));
@@ -600,7 +668,14 @@ mod tests {
     fn an_undecided_options_variable_leaves_the_heap_undecided() {
         let mut j = jvm(&["-Xmx1g"]);
         j.options_undecided = Some("JAVA_OPTS is set by `…`".into());
-        let b = derive(None, Some(&j), None, &Default::default(), &Default::default());
+        let b = derive(
+            &Env::default(),
+            None,
+            Some(&j),
+            None,
+            &Default::default(),
+            &Default::default(),
+        );
         assert_eq!(b.runtimes.len(), 1);
         assert_eq!(b.runtimes[0].status, "undecided");
     }

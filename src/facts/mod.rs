@@ -173,7 +173,7 @@ pub fn derive_in(image: &Image, in_container: Option<&crate::k8s::Container>) ->
     let ruby = ruby::derive(&loader, &env, &os, &entrypoint);
     let python = python::derive(tree, &env, &os, &entrypoint);
     let go = go::derive(tree, &env, &entrypoint);
-    let memory = memory::derive(in_container, java.as_ref(), node.as_ref(), &go, &dotnet);
+    let memory = memory::derive(&env, in_container, java.as_ref(), node.as_ref(), &go, &dotnet);
     Facts {
         loader: loader.facts(),
         env: env.clone(),

@@ -132,7 +132,7 @@ impl Commitment {
     }
 
     /// Where `variable` was set, as the origin.
-    fn from_variable(mut self, env: &Env, variable: Option<&str>) -> Self {
+    fn carried_by(mut self, env: &Env, variable: Option<&str>) -> Self {
         self.origin = variable.and_then(|v| env.var(v)).map(|v| v.describe_origin());
         self
     }
@@ -314,7 +314,7 @@ fn jvm(j: &JavaFacts, limit: Option<u64>, env: &Env, out: &mut Vec<Commitment>) 
             Commitment::new("jvm", "heap", "set", m.heap.describe()).bytes(m.heap.bytes(limit))
         }
     };
-    out.push(heap.from_variable(env, m.heap.option().and_then(option_variable)));
+    out.push(heap.carried_by(env, m.heap.option().and_then(option_variable)));
     out.push(match &m.max_direct_memory {
         Some(s) => Commitment::new(
             "jvm",
@@ -323,7 +323,7 @@ fn jvm(j: &JavaFacts, limit: Option<u64>, env: &Env, out: &mut Vec<Commitment>) 
             format!("{} (from {})", s.option.option, s.option.origin()),
         )
         .bytes(Some(s.bytes))
-        .from_variable(env, option_variable(&s.option)),
+        .carried_by(env, option_variable(&s.option)),
         None => {
             let c = Commitment::new(
                 "jvm",
@@ -351,7 +351,7 @@ fn jvm(j: &JavaFacts, limit: Option<u64>, env: &Env, out: &mut Vec<Commitment>) 
                     format!("{} (from {})", s.option.option, s.option.origin()),
                 )
                 .bytes(Some(s.bytes))
-                .from_variable(env, option_variable(&s.option)),
+                .carried_by(env, option_variable(&s.option)),
             );
         }
     }
@@ -382,7 +382,7 @@ fn node_commitments(n: &NodeFacts, limit: Option<u64>, env: &Env, out: &mut Vec<
                     format!("--max-old-space-size={} (from {})", old.value, old.source),
                 )
                 .bytes(Some(bytes))
-                .from_variable(env, flag_variable(old.source)),
+                .carried_by(env, flag_variable(old.source)),
             ),
             None => out.push(Commitment::undecided(
                 "node",
@@ -421,7 +421,7 @@ fn node_commitments(n: &NodeFacts, limit: Option<u64>, env: &Env, out: &mut Vec<
             ),
         )
         .bytes(Some(semi.saturating_mul(YOUNG_GENERATION_SEMI_SPACES)))
-        .from_variable(env, flag_variable(s.source)),
+        .carried_by(env, flag_variable(s.source)),
         None => {
             let sees_limit = version.as_ref().is_none_or(super::node::reads_cgroup_v2);
             let (semi, default) = match limit.filter(|_| sees_limit) {

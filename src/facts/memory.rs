@@ -544,7 +544,6 @@ pub fn rows(b: &MemoryBudget) -> Vec<[String; 3]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::facts::java::{JavaOption, OptionSource};
     use crate::k8s::Input;
 
     fn container(yaml: &str) -> Container {
@@ -558,22 +557,18 @@ mod tests {
         }
     }
 
-    fn jvm(options: &[&str]) -> JavaFacts {
-        let mut j = JavaFacts {
-            options: options
-                .iter()
-                .map(|o| JavaOption {
-                    option: o.to_string(),
-                    source: OptionSource::JavaToolOptions,
-                    variable: None,
-                    path: None,
-                    ignored: None,
-                })
-                .collect(),
-            ..Default::default()
-        };
-        j.memory = crate::facts::java::memory::derive(&j);
-        j
+    use crate::facts::java::memory::tests::jvm;
+
+    /// The budget of a container (or of the image alone) with only a JVM.
+    fn budget(c: Option<&Container>, j: &JavaFacts) -> MemoryBudget {
+        derive(
+            &Env::default(),
+            c,
+            Some(j),
+            None,
+            &Default::default(),
+            &Default::default(),
+        )
     }
 
     const POD: &str = "  containers:
@@ -596,14 +591,7 @@ mod tests {
     fn the_limit_volumes_and_the_jvm_caps_with_their_origins() {
         let c = container(POD);
         let j = jvm(&["-Xmx1g", "-XX:MaxDirectMemorySize=256m"]);
-        let b = derive(
-            &Env::default(),
-            Some(&c),
-            Some(&j),
-            None,
-            &Default::default(),
-            &Default::default(),
-        );
+        let b = budget(Some(&c), &j);
         assert_eq!(b.limit_bytes(), Some(2 << 30));
         assert!(
             matches!(&b.limit, Amount::Set { text, line: 8, .. } if text == "2Gi"),
@@ -631,14 +619,7 @@ mod tests {
     #[test]
     fn an_image_alone_has_no_limit_but_its_caps() {
         let j = jvm(&["-XX:MaxRAMPercentage=75"]);
-        let b = derive(
-            &Env::default(),
-            None,
-            Some(&j),
-            None,
-            &Default::default(),
-            &Default::default(),
-        );
+        let b = budget(None, &j);
         assert!(matches!(&b.limit, Amount::Undecided { why } if why.contains("--k8s")));
         assert_eq!(b.dev_shm.bytes, Some(DEV_SHM_DEFAULT));
         let heap = &b.runtimes[0];
@@ -651,14 +632,7 @@ mod tests {
         // Under a limit the share is bytes, and direct memory follows the heap.
         let c =
             container("  containers:\n  - name: a\n    image: a\n    resources: {limits: {memory: 1Gi}}\n");
-        let b = derive(
-            &Env::default(),
-            Some(&c),
-            Some(&j),
-            None,
-            &Default::default(),
-            &Default::default(),
-        );
+        let b = budget(Some(&c), &j);
         assert_eq!(b.runtimes[0].bytes, Some(768 << 20));
         assert_eq!(b.runtimes[1].bytes, Some(768 << 20));
         assert!(matches!(&b.request, Amount::Undecided { why } if why.contains("requests")));
@@ -668,14 +642,7 @@ mod tests {
     fn an_undecided_options_variable_leaves_the_heap_undecided() {
         let mut j = jvm(&["-Xmx1g"]);
         j.options_undecided = Some("JAVA_OPTS is set by `…`".into());
-        let b = derive(
-            &Env::default(),
-            None,
-            Some(&j),
-            None,
-            &Default::default(),
-            &Default::default(),
-        );
+        let b = budget(None, &j);
         assert_eq!(b.runtimes.len(), 1);
         assert_eq!(b.runtimes[0].status, "undecided");
     }

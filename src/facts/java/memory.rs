@@ -220,12 +220,13 @@ pub fn derive(j: &JavaFacts) -> JvmMemory {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::super::OptionSource;
     use super::*;
 
-    fn jvm(options: &[&str]) -> JavaFacts {
-        JavaFacts {
+    /// A JVM that reads `options` from `JAVA_TOOL_OPTIONS`, its memory worked out.
+    pub(crate) fn jvm(options: &[&str]) -> JavaFacts {
+        let mut j = JavaFacts {
             options: options
                 .iter()
                 .map(|o| JavaOption {
@@ -237,7 +238,9 @@ mod tests {
                 })
                 .collect(),
             ..Default::default()
-        }
+        };
+        j.memory = derive(&j);
+        j
     }
 
     #[test]
@@ -252,11 +255,7 @@ mod tests {
 
     #[test]
     fn the_last_fixed_cap_wins_over_any_share() {
-        let m = derive(&jvm(&[
-            "-XX:MaxRAMPercentage=90",
-            "-Xmx1g",
-            "-XX:MaxHeapSize=512m",
-        ]));
+        let m = jvm(&["-XX:MaxRAMPercentage=90", "-Xmx1g", "-XX:MaxHeapSize=512m"]).memory;
         assert_eq!(m.heap.bytes(Some(4 << 30)), Some(512 << 20));
         assert_eq!(m.heap.describe(), "-XX:MaxHeapSize=512m (from JAVA_TOOL_OPTIONS)");
         assert_eq!(
@@ -264,37 +263,38 @@ mod tests {
             Some(512 << 20),
             "direct memory defaults to the heap cap"
         );
-        let m = derive(&jvm(&[
+        let m = jvm(&[
             "-Xmx1g",
             "-XX:MaxDirectMemorySize=256m",
             "-XX:MaxMetaspaceSize=128m",
-        ]));
+        ])
+        .memory;
         assert_eq!(m.direct_bytes(None), Some(256 << 20));
         assert_eq!(m.max_metaspace.map(|s| s.bytes), Some(128 << 20));
         assert!(matches!(
-            derive(&jvm(&["-Xmx1.5g"])).heap,
+            jvm(&["-Xmx1.5g"]).memory.heap,
             HeapCap::Unreadable { .. }
         ));
     }
 
     #[test]
     fn shares_of_the_limit_or_of_max_ram() {
-        let m = derive(&jvm(&["-XX:MaxRAMPercentage=75.0"]));
+        let m = jvm(&["-XX:MaxRAMPercentage=75.0"]).memory;
         assert_eq!(m.heap.bytes(Some(2 << 30)), Some(3 << 29));
         assert_eq!(m.heap.bytes(None), None);
-        let m = derive(&jvm(&["-XX:MaxRAM=4g"]));
+        let m = jvm(&["-XX:MaxRAM=4g"]).memory;
         assert_eq!(
             m.heap.bytes(None),
             Some(1 << 30),
             "25 % of MaxRAM, whatever the limit"
         );
-        let m = derive(&jvm(&["-XX:MaxRAM=4g", "-XX:MaxRAMPercentage=50"]));
+        let m = jvm(&["-XX:MaxRAM=4g", "-XX:MaxRAMPercentage=50"]).memory;
         assert_eq!(m.heap.bytes(Some(1 << 30)), Some(2 << 30));
         assert!(m
             .heap
             .describe()
             .contains("-XX:MaxRAMPercentage=50 (from JAVA_TOOL_OPTIONS)"));
-        let m = derive(&jvm(&["-XX:MaxRAMPercentage=0"]));
+        let m = jvm(&["-XX:MaxRAMPercentage=0"]).memory;
         assert_eq!(m.heap, HeapCap::Default, "a share of 0 sizes nothing");
     }
 

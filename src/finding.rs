@@ -169,7 +169,7 @@ pub struct Finding {
     #[serde(skip)]
     pub anchor: Anchor,
     /// 0 for a finding a rule made; N for the one that counts, in its place, the N findings of
-    /// its rule past the cap ([`crate::rules::MAX_FINDINGS_PER_RULE`]).
+    /// its rule past the cap ([`crate::judge::MAX_FINDINGS_PER_RULE`]).
     #[serde(skip)]
     pub omitted: usize,
 }

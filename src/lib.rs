@@ -2,8 +2,9 @@
 //!
 //! Data flows one way: [`reference`] → [`sources`] (where the bytes come from) → [`tree`]
 //! (layers streamed into one merged file tree) → [`image`] → [`facts`] → [`rules`] →
-//! [`report`] → [`commands`] (flags, environment, printing). `tests/layering.rs` holds the
-//! table of which module may use which.
+//! [`judge`] (severity overrides, ignores, the per-rule cap) → [`report`] → [`commands`]
+//! (flags, environment, printing). `tests/layering.rs` holds the table of which module may use
+//! which.
 
 pub mod arch;
 pub mod cache;
@@ -17,6 +18,7 @@ pub mod error;
 pub mod facts;
 pub mod finding;
 pub mod image;
+pub mod judge;
 pub mod k8s;
 pub mod locate;
 pub mod platform;

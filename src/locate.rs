@@ -1,11 +1,13 @@
 //! Puts each finding on a line: the Dockerfile instruction its rule names as the finding's
 //! [`Anchor`] (an `ENV` key, the instruction that installs something, `CMD`/`ENTRYPOINT`), or
-//! the target stage's `FROM` when there is none; and says in the evidence which layer brought
+//! the target stage's `FROM` when there is none; with `--k8s`, the line of the Kubernetes
+//! manifest the anchor names ([`in_manifest`]); and says in the evidence which layer brought
 //! the image paths the finding names (from the image history).
 
 use crate::dockerfile::{Dockerfile, Instruction};
 use crate::finding::{Anchor, Evidence, Finding, Location};
 use crate::image::Image;
+use crate::k8s::Container;
 
 /// The Dockerfile a report maps onto.
 pub struct DockerfileContext<'a> {
@@ -82,6 +84,48 @@ pub fn locate(findings: &mut [Finding], ctx: Option<&DockerfileContext>, artifac
                 instruction: None,
             },
         });
+    }
+}
+
+/// Puts findings on the lines of container `c`'s manifest at `manifest_path`
+/// (repository-relative) that its context decides: a memory limit on `limits.memory` (else the
+/// `image:` line), an env key on the last entry that sets it, the command on `args` (else
+/// `command`), the container on its `image:` line. A finding the manifest does not decide keeps
+/// its Dockerfile line when a Dockerfile was given, else goes on the container's `image:` line.
+pub fn in_manifest(findings: &mut [Finding], c: &Container, manifest_path: &str, dockerfile_given: bool) {
+    for f in findings.iter_mut() {
+        let image_line = (c.workload.line, format!("image: {}", c.image));
+        let join = match f.anchor {
+            Anchor::MemoryLimit => c
+                .limits_memory
+                .as_ref()
+                .map(|l| (l.line, format!("limits.memory: {}", l.value.text)))
+                .or(Some(image_line.clone())),
+            Anchor::Container => Some(image_line.clone()),
+            Anchor::Env(keys) => keys
+                .iter()
+                .find_map(|k| c.env.iter().rev().find(|e| e.name == *k))
+                .map(|e| (e.line, format!("env: {}", e.name))),
+            Anchor::Command => c
+                .args
+                .as_ref()
+                .map(|a| (a.line, "args".to_string()))
+                .or(c.command.as_ref().map(|a| (a.line, "command".to_string()))),
+            Anchor::Installs(_) | Anchor::From => None,
+        };
+        let spot = match join {
+            Some(j) => Some(j),
+            None if dockerfile_given && f.location.is_some() => None,
+            None => Some(image_line),
+        };
+        if let Some((line, instruction)) = spot {
+            f.location = Some(Location {
+                path: manifest_path.to_string(),
+                line,
+                end_line: line,
+                instruction: Some(instruction),
+            });
+        }
     }
 }
 
@@ -210,5 +254,125 @@ CMD [\"node\", \"/app/server.js\"]
         assert_eq!(at(&findings[1]).map(|(_, line, _)| line), Some(9));
         locate(&mut findings, None, "Dockerfile");
         assert_eq!(at(&findings[1]), Some(("Dockerfile".to_string(), 1, None)));
+    }
+
+    fn container(spec: &str) -> Container {
+        let m = crate::k8s::read(&[crate::k8s::Input {
+            file: "m.yaml".into(),
+            text: format!(
+                "kind: Pod\nmetadata: {{name: p}}\nspec:\n  containers:\n  - name: c\n    image: app:1\n{spec}"
+            ),
+        }])
+        .unwrap();
+        m.containers[0].clone()
+    }
+
+    #[test]
+    fn findings_land_on_the_manifest_line_their_anchor_names() {
+        let full = container(
+            "    command: [node]
+    args: [server.js]
+    env:
+    - name: MALLOC_ARENA_MAX
+      value: \"2\"
+    - name: MALLOC_ARENA_MAX
+      value: \"4\"
+    resources:
+      limits:
+        memory: 512Mi
+",
+        );
+        let bare = container("");
+        let only_command = container("    command: [node, server.js]\n");
+        let finding = |anchor| Finding {
+            rule: "r",
+            severity: crate::finding::Severity::Note,
+            message: String::new(),
+            evidence: Vec::new(),
+            fix: String::new(),
+            location: None,
+            suppression: None,
+            anchor,
+            omitted: 0,
+        };
+        let anchors = [
+            Anchor::MemoryLimit,
+            Anchor::Container,
+            Anchor::Env(&["GLIBC_TUNABLES", "MALLOC_ARENA_MAX"]),
+            Anchor::Command,
+            Anchor::Installs(&["jemalloc"]),
+            Anchor::From,
+        ];
+        let d = Dockerfile::parse(DOCKERFILE);
+        let ctx = DockerfileContext::new(&d, "Dockerfile", None).unwrap();
+        // Placed as the report places them: on the Dockerfile (or the artifact) first, then on
+        // the manifest.
+        let placed = |c: &Container, dockerfile: bool| {
+            let mut findings: Vec<Finding> = anchors.iter().map(|a| finding(*a)).collect();
+            locate(&mut findings, dockerfile.then_some(&ctx), "Dockerfile");
+            in_manifest(&mut findings, c, "deploy/app.yaml", dockerfile);
+            findings
+                .into_iter()
+                .map(|f| {
+                    f.location
+                        .map(|l| (l.path, l.line, l.end_line, l.instruction.unwrap_or_default()))
+                })
+                .collect::<Vec<_>>()
+        };
+        let m = |line: u32, what: &str| Some(("deploy/app.yaml".to_string(), line, line, what.to_string()));
+        let image = m(6, "image: app:1");
+        // The manifest decides: limits.memory, the image line, the last entry of the first key
+        // any entry sets, args before command. Installs and From keep their Dockerfile line.
+        assert_eq!(
+            placed(&full, true),
+            [
+                m(16, "limits.memory: 512Mi"),
+                image.clone(),
+                m(12, "env: MALLOC_ARENA_MAX"),
+                m(8, "args"),
+                Some((
+                    "Dockerfile".to_string(),
+                    3,
+                    3,
+                    "RUN apt-get install -y libjemalloc2".to_string()
+                )),
+                Some(("Dockerfile".to_string(), 8, 8, "FROM base".to_string())),
+            ]
+        );
+        // Without a Dockerfile, what the manifest does not decide goes on the image line.
+        assert_eq!(
+            placed(&full, false),
+            [
+                m(16, "limits.memory: 512Mi"),
+                image.clone(),
+                m(12, "env: MALLOC_ARENA_MAX"),
+                m(8, "args"),
+                image.clone(),
+                image.clone(),
+            ]
+        );
+        // A container that sets nothing: a memory limit and the container still go on the
+        // image line; env and command keep their Dockerfile line, or go on the image line.
+        let dockerfile_lines = placed(&bare, true);
+        assert_eq!(dockerfile_lines[..2], [image.clone(), image.clone()]);
+        assert_eq!(
+            dockerfile_lines[2..]
+                .iter()
+                .map(|l| l.clone().map(|(path, line, _, _)| (path, line)))
+                .collect::<Vec<_>>(),
+            [
+                Some(("Dockerfile".to_string(), 2)),
+                Some(("Dockerfile".to_string(), 11)),
+                Some(("Dockerfile".to_string(), 3)),
+                Some(("Dockerfile".to_string(), 8)),
+            ]
+        );
+        assert_eq!(placed(&bare, false), vec![image.clone(); 6]);
+        // `command` without `args`.
+        assert_eq!(placed(&only_command, false)[3], m(7, "command"));
+        // A Dockerfile was given but the finding has no line yet: the image line.
+        let mut unplaced = [finding(Anchor::From)];
+        in_manifest(&mut unplaced, &bare, "deploy/app.yaml", true);
+        assert_eq!(unplaced[0].location.as_ref().map(|l| l.line), Some(6));
     }
 }

@@ -62,9 +62,12 @@ const LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     ("rules", &["arch", "facts", "finding", "k8s", "version"]),
-    // Reporting: ignores, findings placed on Dockerfile lines, output formats.
+    // Policy and placement: settings, findings placed on Dockerfile and manifest lines, and the
+    // judge (severity overrides, ignores, the cap) between the rules and the report.
     ("settings", &["error", "finding", "rules", "tree", "user_file"]),
-    ("locate", &["dockerfile", "finding", "image"]),
+    ("locate", &["dockerfile", "finding", "image", "k8s"]),
+    ("judge", &["finding", "locate", "rules", "settings"]),
+    // Reporting: output formats.
     (
         "report",
         &[
@@ -73,6 +76,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "facts",
             "finding",
             "image",
+            "judge",
             "k8s",
             "locate",
             "platform",

@@ -1,12 +1,13 @@
 //! The result of linting one image, shared by every output format.
 
 use crate::facts::Facts;
-use crate::finding::{Anchor, Evidence, Finding, Location, Severity, Suppression};
+use crate::finding::{Finding, Severity};
 use crate::image::Image;
+use crate::judge::{self, Policy, Verdict};
 use crate::k8s::Container;
 use crate::locate::{self, DockerfileContext};
 use crate::report::inspect::InspectReport;
-use crate::rules::{self, RuleResult};
+use crate::rules::RuleResult;
 use crate::settings::{Date, Settings};
 use serde::Serialize;
 
@@ -42,49 +43,25 @@ impl<'a> LintReport<'a> {
         results: Vec<RuleResult>,
         ctx: &ReportContext,
     ) -> LintReport<'a> {
-        let mut all: Vec<Finding> = results
-            .iter()
-            .flat_map(|r| r.outcome.findings.iter().cloned())
-            .collect();
-        for f in &mut all {
-            if let Some(s) = ctx.settings.severity.get(f.rule) {
-                f.severity = *s;
-            }
-        }
-        locate::provenance(&mut all, image);
-        locate::locate(&mut all, ctx.dockerfile, ctx.artifact);
         let names: Vec<&str> = [Some(image.reference.as_str()), image.name.as_deref()]
             .into_iter()
             .flatten()
             .collect();
-        let mut used = vec![false; ctx.settings.scoped.len()];
-        let mut findings = Vec::new();
-        let mut ignored = Vec::new();
-        for mut f in all {
-            f.suppression = suppression(&mut f, ctx, &names, &mut used);
-            if f.suppression.is_some() {
-                ignored.push(f);
-            } else {
-                findings.push(f);
-            }
-        }
-        let (mut findings, ignored) = (rules::cap(findings), rules::cap(ignored));
-        let mut notes = Vec::new();
-        for (i, s) in ctx.settings.scoped.iter().enumerate() {
-            if !used[i] {
-                notes.push(format!(
-                    "the ignore of {} at {} matched no finding",
-                    s.rule, s.origin
-                ));
-            }
-        }
-        if ctx.dockerfile.is_none() && !findings.is_empty() {
-            notes.push(format!(
-                "no Dockerfile was given (--dockerfile): findings point at {}:1",
-                ctx.artifact
-            ));
-        }
-        findings.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.rule.cmp(b.rule)));
+        let policy = Policy {
+            settings: ctx.settings,
+            dockerfile: ctx.dockerfile,
+            artifact: ctx.artifact,
+            image_names: &names,
+            today: ctx.today,
+        };
+        let Verdict {
+            findings,
+            ignored,
+            notes,
+        } = judge::judge(&results, &policy, |all| {
+            locate::provenance(all, image);
+            locate::locate(all, ctx.dockerfile, ctx.artifact);
+        });
         LintReport {
             image,
             facts,
@@ -101,42 +78,8 @@ impl<'a> LintReport<'a> {
     /// manifest at `manifest_path` (repository-relative); the others keep their Dockerfile line
     /// when a Dockerfile was given, else go on the container's `image:` line.
     pub fn in_container(mut self, c: &'a Container, manifest_path: &str, dockerfile_given: bool) -> Self {
-        let place = |f: &mut Finding| {
-            let image_line = (c.workload.line, format!("image: {}", c.image));
-            let join = match f.anchor {
-                Anchor::MemoryLimit => c
-                    .limits_memory
-                    .as_ref()
-                    .map(|l| (l.line, format!("limits.memory: {}", l.value.text)))
-                    .or(Some(image_line.clone())),
-                Anchor::Container => Some(image_line.clone()),
-                Anchor::Env(keys) => keys
-                    .iter()
-                    .find_map(|k| c.env.iter().rev().find(|e| e.name == *k))
-                    .map(|e| (e.line, format!("env: {}", e.name))),
-                Anchor::Command => c
-                    .args
-                    .as_ref()
-                    .map(|a| (a.line, "args".to_string()))
-                    .or(c.command.as_ref().map(|a| (a.line, "command".to_string()))),
-                Anchor::Installs(_) | Anchor::From => None,
-            };
-            let spot = match join {
-                Some(j) => Some(j),
-                None if dockerfile_given && f.location.is_some() => None,
-                None => Some(image_line),
-            };
-            if let Some((line, instruction)) = spot {
-                f.location = Some(Location {
-                    path: manifest_path.to_string(),
-                    line,
-                    end_line: line,
-                    instruction: Some(instruction),
-                });
-            }
-        };
-        self.findings.iter_mut().for_each(place);
-        self.ignored.iter_mut().for_each(place);
+        locate::in_manifest(&mut self.findings, c, manifest_path, dockerfile_given);
+        locate::in_manifest(&mut self.ignored, c, manifest_path, dockerfile_given);
         self.notes.retain(|n| !n.starts_with("no Dockerfile was given"));
         self.k8s = Some(c);
         self
@@ -204,63 +147,4 @@ impl<'a> LintReport<'a> {
             None => serde_json::to_value(&doc).unwrap_or_default(),
         }
     }
-}
-
-/// The ignore that hides a finding, if any: a `# memlint ignore=` comment above its Dockerfile
-/// line, a rule ignored everywhere, or a scoped ignore that has not expired. An expired one
-/// stops hiding the finding and says so in its evidence.
-fn suppression(
-    f: &mut Finding,
-    ctx: &ReportContext,
-    names: &[&str],
-    used: &mut [bool],
-) -> Option<Suppression> {
-    if let (Some(df), Some(loc)) = (ctx.dockerfile, f.location.as_ref()) {
-        let inline = df
-            .dockerfile
-            .instructions
-            .iter()
-            .filter(|i| i.line == loc.line)
-            .flat_map(|i| i.ignores.iter())
-            .find(|ig| ig.rules.iter().any(|r| r == f.rule));
-        if let Some(ig) = inline {
-            return Some(Suppression {
-                kind: "inSource",
-                justification: ig
-                    .reason
-                    .clone()
-                    .unwrap_or_else(|| "(no reason given)".to_string()),
-                origin: format!("{}:{}", df.path, ig.line),
-            });
-        }
-    }
-    if let Some((_, origin)) = ctx.settings.ignore.iter().find(|(r, _)| r == f.rule) {
-        return Some(Suppression {
-            kind: "external",
-            justification: format!("ignored by {origin}"),
-            origin: origin.clone(),
-        });
-    }
-    for (i, s) in ctx.settings.scoped.iter().enumerate() {
-        if !s.covers(f.rule, names, &f.evidence) {
-            continue;
-        }
-        used[i] = true;
-        match s.expires {
-            Some(d) if d < ctx.today => {
-                f.evidence.push(Evidence::plain(format!(
-                    "the ignore at {} expired on {d} and no longer hides this ({})",
-                    s.origin, s.reason
-                )));
-            }
-            _ => {
-                return Some(Suppression {
-                    kind: "external",
-                    justification: s.reason.clone(),
-                    origin: s.origin.clone(),
-                });
-            }
-        }
-    }
-    None
 }

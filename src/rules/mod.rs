@@ -160,53 +160,6 @@ pub fn run(facts: &Facts) -> Vec<RuleResult> {
         .collect()
 }
 
-/// The findings of one rule on one image that a report lists; [`cap`] counts the rest in one
-/// more finding. An image config of 35 KB can list 5,000 preloads: a report that lists each
-/// one helps no reader, and every format (text, JSON, SARIF, GitHub annotations) grows with it.
-pub const MAX_FINDINGS_PER_RULE: usize = 50;
-
-/// Keeps the first [`MAX_FINDINGS_PER_RULE`] findings of each rule, in their order, and adds
-/// for each rule that had more one finding that counts the rest ("and N more …"; its
-/// [`Finding::omitted`] is N). That finding takes the place, anchor and suppression of the
-/// first finding it stands for, and the highest severity among them. For every rule alike,
-/// whatever its check: the report applies it once ignores have been decided, so that an ignore
-/// still hides exactly the findings it covers.
-pub fn cap(findings: Vec<Finding>) -> Vec<Finding> {
-    let mut listed: std::collections::HashMap<&'static str, usize> = Default::default();
-    let mut kept = Vec::with_capacity(findings.len().min(MAX_FINDINGS_PER_RULE * ALL.len()));
-    // One counting finding per rule, in the order the rules first went past the cap.
-    let mut rest: Vec<Finding> = Vec::new();
-    for f in findings {
-        let n = listed.entry(f.rule).or_default();
-        *n += 1;
-        if *n <= MAX_FINDINGS_PER_RULE {
-            kept.push(f);
-        } else if let Some(more) = rest.iter_mut().find(|m| m.rule == f.rule) {
-            more.omitted += f.count();
-            more.severity = more.severity.max(f.severity);
-        } else {
-            rest.push(Finding {
-                message: String::new(),
-                evidence: Vec::new(),
-                fix: String::new(),
-                omitted: f.count(),
-                ..f
-            });
-        }
-    }
-    for mut more in rest {
-        more.message = format!(
-            "and {} more {} findings on this image, not listed: a report lists the first {MAX_FINDINGS_PER_RULE} of a rule",
-            more.omitted, more.rule
-        );
-        more.fix = format!(
-            "fix the {MAX_FINDINGS_PER_RULE} findings listed and run memlint again to see the rest; `memlint inspect` shows every fact behind them"
-        );
-        kept.push(more);
-    }
-    kept
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,44 +250,6 @@ mod tests {
             assert_eq!(n, 1, "the README lists {} {n} times", r.id);
         }
         assert_eq!(rows.len(), ALL.len());
-    }
-
-    #[test]
-    fn each_rule_lists_at_most_50_findings_and_counts_the_rest() {
-        let a = find("ld-preload-missing").unwrap_or(ALL[0]);
-        let b = find("ld-preload-incompatible").unwrap_or(ALL[1]);
-        let mut findings: Vec<Finding> = (0..120)
-            .map(|i| a.finding(format!("a{i}")).severity(Severity::Note))
-            .collect();
-        findings.insert(7, b.finding("b0"));
-        findings.push(b.finding("b1"));
-        // The first past the cap (a50) gives its place to the finding that counts; the highest
-        // severity past the cap is its severity.
-        findings[51] = findings[51].clone().anchor(Anchor::From);
-        findings[60] = findings[60].clone().severity(Severity::Warning);
-        let capped = cap(findings);
-        let of = |rule: &str| capped.iter().filter(|f| f.rule == rule).collect::<Vec<_>>();
-        let listed = of(a.id);
-        assert_eq!(listed.len(), MAX_FINDINGS_PER_RULE + 1);
-        assert_eq!(listed[49].message, "a49");
-        let more = listed[50];
-        assert_eq!(more.omitted, 70);
-        assert!(
-            more.message
-                .starts_with("and 70 more ld-preload-missing findings"),
-            "{}",
-            more.message
-        );
-        assert!(more.evidence.is_empty());
-        assert_eq!(more.anchor, Anchor::From);
-        assert_eq!(more.severity, Severity::Warning);
-        assert_eq!(of(b.id).len(), 2, "another rule keeps its own count");
-        assert_eq!(capped.iter().map(Finding::count).sum::<usize>(), 122);
-        // Capping again changes nothing: the counting finding keeps counting.
-        let again = cap(capped.clone());
-        assert_eq!(again, capped);
-        let few: Vec<Finding> = (0..3).map(|i| a.finding(format!("a{i}"))).collect();
-        assert_eq!(cap(few.clone()), few);
     }
 
     #[test]

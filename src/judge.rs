@@ -33,6 +33,9 @@ pub struct Verdict {
     pub ignored: Vec<Finding>,
     /// Things the reader should know about the run itself.
     pub notes: Vec<String>,
+    /// Whether the last note says that findings point at the nominal `artifact:1` (no
+    /// Dockerfile was given): a report placed on a manifest's lines drops it.
+    pub nominal_note: bool,
 }
 
 /// Judges the rules' findings. In this order, which the reports' snapshots depend on: severity
@@ -70,7 +73,8 @@ pub fn judge(results: &[RuleResult], policy: &Policy, place: impl FnOnce(&mut [F
             ));
         }
     }
-    if policy.dockerfile.is_none() && !findings.is_empty() {
+    let nominal_note = policy.dockerfile.is_none() && !findings.is_empty();
+    if nominal_note {
         notes.push(format!(
             "no Dockerfile was given (--dockerfile): findings point at {}:1",
             policy.artifact
@@ -81,6 +85,7 @@ pub fn judge(results: &[RuleResult], policy: &Policy, place: impl FnOnce(&mut [F
         findings,
         ignored,
         notes,
+        nominal_note,
     }
 }
 

@@ -25,6 +25,8 @@ pub struct LintReport<'a> {
     pub notes: Vec<String>,
     /// With `--k8s`: the container this report lints the image as.
     pub k8s: Option<&'a Container>,
+    /// The last of `notes` says findings point at the nominal `artifact:1`.
+    nominal_note: bool,
 }
 
 /// What shapes a report besides the image: settings and the Dockerfile.
@@ -58,6 +60,7 @@ impl<'a> LintReport<'a> {
             findings,
             ignored,
             notes,
+            nominal_note,
         } = judge::judge(&results, &policy, |all| {
             locate::provenance(all, image);
             locate::locate(all, ctx.dockerfile, ctx.artifact);
@@ -70,6 +73,7 @@ impl<'a> LintReport<'a> {
             ignored,
             notes,
             k8s: None,
+            nominal_note,
         }
     }
 
@@ -80,7 +84,9 @@ impl<'a> LintReport<'a> {
     pub fn in_container(mut self, c: &'a Container, manifest_path: &str, dockerfile_given: bool) -> Self {
         locate::in_manifest(&mut self.findings, c, manifest_path, dockerfile_given);
         locate::in_manifest(&mut self.ignored, c, manifest_path, dockerfile_given);
-        self.notes.retain(|n| !n.starts_with("no Dockerfile was given"));
+        if std::mem::take(&mut self.nominal_note) {
+            self.notes.pop();
+        }
         self.k8s = Some(c);
         self
     }

@@ -355,6 +355,23 @@ pub enum ContainerBlindness {
     NoCgroupV2,
 }
 
+impl ContainerBlindness {
+    /// When the JDK learned to see it, in words.
+    pub fn history(self) -> String {
+        match self {
+            ContainerBlindness::NoContainerSupport => {
+                format!("container support came in JDK 10 (JDK-8146115) and {CONTAINER_SUPPORT_JDK8}")
+            }
+            ContainerBlindness::NoCgroupV2 => {
+                "cgroup v2 support: JDK 15 (JDK-8230305), backported to 11.0.16 and 8u372".to_string()
+            }
+        }
+    }
+}
+
+/// The JDK 8 update with container support and the `*RAMPercentage` flags (JDK-8146115).
+pub const CONTAINER_SUPPORT_JDK8: &str = "8u191";
+
 /// What HotSpot of version `v` cannot see of its container's memory limit, if anything.
 pub fn container_blindness(v: JavaVersion) -> Option<ContainerBlindness> {
     match v.feature {

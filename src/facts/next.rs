@@ -33,6 +33,13 @@ pub struct NextFacts {
     pub notes: Vec<String>,
 }
 
+impl NextFacts {
+    /// The version, parsed.
+    pub fn parsed_version(&self) -> Option<Version> {
+        self.version.as_deref().and_then(Version::parse)
+    }
+}
+
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct NextImageConfig {
     /// Seconds: the configured value, else this version's default.
@@ -76,9 +83,33 @@ impl NextImageConfig {
     }
 }
 
+/// The first releases with `images.maximumDiskCacheSize`: 15.5.14 in 15.x, 16.1.7 in 16.x.
+const DISK_CACHE_SIZE_FROM: [(u64, u64, u64); 2] = [(15, 5, 14), (16, 1, 7)];
+
 /// Whether a release (no prerelease tag) has `images.maximumDiskCacheSize`.
 fn release_has_disk_cache_size(v: &Version) -> bool {
-    (v.at_least(15, 5, 14) && !v.at_least(16, 0, 0)) || v.at_least(16, 1, 7)
+    let [(a, b, c), (d, e, f)] = DISK_CACHE_SIZE_FROM;
+    (v.at_least(a, b, c) && !v.at_least(d, 0, 0)) || v.at_least(d, e, f)
+}
+
+/// The first release of `version`'s line (or the next line) with `maximumDiskCacheSize`.
+pub fn disk_cache_size_release(version: Option<&Version>) -> String {
+    let [(a, b, c), (d, e, f)] = DISK_CACHE_SIZE_FROM;
+    match version {
+        Some(v) if v.major >= d => format!("{d}.{e}.{f}"),
+        _ => format!("{a}.{b}.{c}"),
+    }
+}
+
+/// Where `maximumDiskCacheSize` exists, in words: `15.5.14+ (15.x) and 16.1.7+ (16.x)`, or
+/// `15.5.14+ or 16.1.7+` when `short`.
+pub fn disk_cache_size_releases(short: bool) -> String {
+    let [(a, b, c), (d, e, f)] = DISK_CACHE_SIZE_FROM;
+    if short {
+        format!("{a}.{b}.{c}+ or {d}.{e}.{f}+")
+    } else {
+        format!("{a}.{b}.{c}+ ({a}.x) and {d}.{e}.{f}+ ({d}.x)")
+    }
 }
 
 /// Whether a version has `images.maximumDiskCacheSize`; `None` when that cannot be told.

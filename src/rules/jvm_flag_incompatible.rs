@@ -1,7 +1,7 @@
 use super::java::{anchor_of, jvm_evidence, option_evidence, rewrite};
 use super::{Outcome, Rule};
 use crate::facts::java::{
-    trim_native_heap_history, trim_native_heap_product_release, JavaFacts, JavaOption, JavaVersion, Jvm, Refusal,
+    trim_native_heap_history, trim_native_heap_product_release, JavaFacts, JavaOption, JavaVersion, Jvm, Refusal, CONTAINER_SUPPORT_JDK8,
     LAUNCHER_VARIABLES,
 };
 use crate::facts::Facts;
@@ -83,7 +83,7 @@ fn finding(f: &Facts, j: &JavaFacts, v: JavaVersion, o: &JavaOption, name: &str,
         ),
         (_, Refusal::Experimental) => unlock_fix(f, j, o),
         _ if v.feature == 8 => format!(
-            "{}\n# or move to 8u191 or later of the same vendor{}, which has {name} (container support, JDK-8146115)",
+            "{}\n# or move to {CONTAINER_SUPPORT_JDK8} or later of the same vendor{}, which has {name} (container support, JDK-8146115)",
             rewrite(f, j, o, None),
             j.vendor.as_deref().map(|v| format!(" ({v})")).unwrap_or_default()
         ),

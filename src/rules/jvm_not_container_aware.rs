@@ -60,11 +60,11 @@ fn check(f: &Facts) -> Outcome {
     let (message, why) = match b {
         ContainerBlindness::NoContainerSupport => (
             format!("Java {version} has no container support: it sizes its heap (a quarter of RAM by default) and its GC threads from the host, not the container's memory limit"),
-            "container support came in JDK 10 (JDK-8146115) and 8u191",
+            b.history(),
         ),
         ContainerBlindness::NoCgroupV2 => (
             format!("Java {version} reads cgroup v1 limits only: on a cgroup v2 host (current Kubernetes nodes, Docker on recent distributions) it sizes its heap from the host's memory"),
-            "cgroup v2 support: JDK 15 (JDK-8230305), backported to 11.0.16 and 8u372",
+            b.history(),
         ),
     };
     let vendor = j.vendor.as_deref().map(|v| format!(" ({v})")).unwrap_or_default();

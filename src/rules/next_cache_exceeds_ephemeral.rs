@@ -1,5 +1,5 @@
 use super::{Outcome, Rule};
-use crate::facts::next::DiskCacheBound;
+use crate::facts::next::{disk_cache_size_releases, DiskCacheBound};
 use crate::facts::Facts;
 use crate::finding::{Anchor, Evidence, Severity};
 use crate::k8s::quantity::human_bytes;
@@ -85,7 +85,8 @@ fn check(f: &Facts) -> Outcome {
         ))
         .evidence(super::k8s::limit_evidence(c, "ephemeral-storage", limit))
         .fix(format!(
-            "// next.config.js (Next.js 15.5.14+ or 16.1.7+): below the ephemeral-storage limit, with room for logs\nimages: {{ maximumDiskCacheSize: {fix_size} }}\n# or mount a memory-backed emptyDir with a sizeLimit on {cache} (it counts toward the memory limit)"
+            "// next.config.js (Next.js {}): below the ephemeral-storage limit, with room for logs\nimages: {{ maximumDiskCacheSize: {fix_size} }}\n# or mount a memory-backed emptyDir with a sizeLimit on {cache} (it counts toward the memory limit)",
+            disk_cache_size_releases(true)
         )),
     )
 }

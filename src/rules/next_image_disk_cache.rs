@@ -1,7 +1,7 @@
 use super::{Outcome, Rule};
 use crate::facts::Facts;
 use crate::finding::{Anchor, Evidence, Severity};
-use crate::version::Version;
+use crate::facts::next::{disk_cache_size_release, disk_cache_size_releases};
 
 pub(crate) const RULE: Rule = Rule {
     id: "next-image-disk-cache",
@@ -35,14 +35,14 @@ fn check(f: &Facts) -> Outcome {
                 .fix("in next.config.js: images: { maximumDiskCacheSize: 512 * 1024 * 1024 }   // bytes; 0 turns the disk cache off"),
         ),
         Some(false) => {
-            let target = match Version::parse(version) {
-                Some(v) if v.major >= 16 => "16.1.7",
-                _ => "15.5.14",
-            };
+            let target = disk_cache_size_release(next.parsed_version().as_ref());
             Outcome::one(
                 RULE.finding(format!("Next.js {version} has no bound on its image disk cache: upgrade to {target} or later"))
                     .evidence(evidence)
-                    .evidence(Evidence::plain("maximumDiskCacheSize exists only in 15.5.14+ (15.x) and 16.1.7+ (16.x)"))
+                    .evidence(Evidence::plain(format!(
+                        "maximumDiskCacheSize exists only in {}",
+                        disk_cache_size_releases(false)
+                    )))
                     .fix(format!("upgrade next to {target} or later, then set images.maximumDiskCacheSize in next.config.js")),
             )
         }

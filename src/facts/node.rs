@@ -75,6 +75,10 @@ pub struct NodeFacts {
     pub node_options: Option<String>,
     pub max_old_space_size: Option<NodeFlag>,
     pub max_semi_space_size: Option<NodeFlag>,
+    /// Whether the entrypoint runs node: it is the program, its interpreter, or a step on the
+    /// way (as far as memlint can follow it).
+    #[serde(skip)]
+    pub runs: bool,
     /// Why the flags are not all known, when a script sets `NODE_OPTIONS` in a way memlint
     /// cannot work out: a rule that judges a flag stays undecided.
     #[serde(skip)]
@@ -156,6 +160,9 @@ pub fn derive(tree: &FileTree, env: &Env, entry: &Entrypoint, os: &OsFacts) -> O
     facts.max_old_space_size = flags.old;
     facts.max_semi_space_size = flags.semi;
     facts.options_undecided = env.first_undecided(&["NODE_OPTIONS"]);
+    facts.runs = facts.entrypoint_is_node
+        || entry.interpreter.as_deref().is_some_and(is_node_word)
+        || entry.steps.iter().any(|s| s.argv.first().is_some_and(|w| is_node_word(w)));
     Some(facts)
 }
 

@@ -128,7 +128,7 @@ fn worker_count(server: &str, cpu: &CpuSizedWorkers, env: &Env) -> WorkerCount {
     }
     // GUNICORN_CMD_ARGS overrides a config's workers: one a script computes may.
     if server == "gunicorn" {
-        if let Some(why) = env.first_undecided(&["GUNICORN_CMD_ARGS"]) {
+        if let Some(why) = env.first_undecided(&GUNICORN_VARIABLES[..1]) {
             return WorkerCount::Undecided(why);
         }
     }
@@ -273,14 +273,18 @@ struct EnvInputs<'a> {
     celery_worker_autoscale: Option<&'a str>,
 }
 
+/// The variables gunicorn reads its workers and threads from (`GUNICORN_CMD_ARGS` over a
+/// config, `WEB_CONCURRENCY` as the default of `workers`).
+pub const GUNICORN_VARIABLES: &[&str] = &["GUNICORN_CMD_ARGS", "WEB_CONCURRENCY"];
+
 fn env_inputs(env: &Env) -> EnvInputs<'_> {
     EnvInputs {
         env,
         path: env.get("PATH").unwrap_or(DEFAULT_PATH),
         python_version: env.non_empty("PYTHON_VERSION"),
         pythonmalloc: env.non_empty("PYTHONMALLOC"),
-        gunicorn_cmd_args: env.non_empty("GUNICORN_CMD_ARGS"),
-        web_concurrency: env.non_empty("WEB_CONCURRENCY"),
+        gunicorn_cmd_args: env.non_empty(GUNICORN_VARIABLES[0]),
+        web_concurrency: env.non_empty(GUNICORN_VARIABLES[1]),
         // 0 is Celery's "one per CPU", as if unset.
         celery_worker_concurrency: env.non_empty(CELERY_CONCURRENCY_VAR).filter(|v| v.trim() != "0"),
         celery_worker_pool: env.non_empty("CELERY_WORKER_POOL"),

@@ -18,14 +18,7 @@ fn check(f: &Facts) -> Outcome {
     let Some(node) = &f.node else {
         return Outcome::none();
     };
-    let is_node = |w: &str| matches!(w.rsplit('/').next(), Some("node" | "nodejs"));
-    let runs_node = node.entrypoint_is_node
-        || f.entrypoint.interpreter.as_deref().is_some_and(is_node)
-        || f.entrypoint
-            .steps
-            .iter()
-            .any(|s| s.argv.first().is_some_and(|w| is_node(w)));
-    if !runs_node {
+    if !node.runs {
         return Outcome::undecided(
             "Node is installed but the entrypoint does not run it (as far as memlint can follow it)",
         );

@@ -4,6 +4,7 @@ use crate::facts::python::{normalize, Concurrency};
 use crate::facts::Facts;
 use crate::finding::{Anchor, Evidence, Severity};
 use crate::facts::allocator::ARENA_CAP_VARIABLES;
+use crate::facts::python::GUNICORN_VARIABLES;
 
 pub(crate) const RULE: Rule = Rule {
     id: "python-glibc-allocator",
@@ -37,9 +38,6 @@ const NATIVE_HEAVY: &[&str] = &[
 
 /// Distributions that bring their own allocator for their buffers.
 const OWN_ALLOCATOR: &[&str] = &["polars", "pyarrow"];
-
-/// The environment variables gunicorn reads its workers and threads from.
-const SERVER_VARIABLES: &[&str] = &["GUNICORN_CMD_ARGS", "WEB_CONCURRENCY"];
 
 /// What the allocator facts say that settles it, read in one place: a replacement allocator in
 /// effect for the entrypoint, or glibc's arena cap.
@@ -94,7 +92,7 @@ fn check(f: &Facts) -> Outcome {
             .servers
             .iter()
             .any(|s| s.name == "gunicorn")
-            .then(|| SERVER_VARIABLES.iter().find_map(|k| f.env.undecided(k)))
+            .then(|| GUNICORN_VARIABLES.iter().find_map(|k| f.env.undecided(k)))
             .flatten()
         {
             return Outcome::undecided(format!(
@@ -135,7 +133,7 @@ fn check(f: &Facts) -> Outcome {
     evidence.extend(busy.iter().map(|s| Evidence::plain(format!("{}: {}", s.name, s.evidence))));
     // A server setting an entrypoint script exports: the script and line that decided.
     evidence.extend(
-        SERVER_VARIABLES
+        GUNICORN_VARIABLES
             .iter()
             .filter(|k| f.env.from_script(k))
             .filter_map(|k| f.env.evidence(k)),

@@ -29,6 +29,7 @@ pub mod settings;
 pub mod shell;
 pub mod sources;
 pub mod tree;
+pub mod units;
 pub mod untrusted;
 pub mod user_file;
 pub mod version;

@@ -26,6 +26,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("version", &[]),
     ("warnings", &[]),
     ("untrusted", &[]),
+    ("units", &[]),
     ("duration", &[]),
     ("arch", &["elf"]),
     ("platform", &["arch", "error"]),
@@ -49,6 +50,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "platform",
             "reference",
             "tree",
+            "units",
             "untrusted",
             "user_file",
             "warnings",
@@ -58,10 +60,10 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "facts",
         &[
-            "arch", "elf", "finding", "image", "k8s", "platform", "shell", "tree", "version",
+            "arch", "elf", "finding", "image", "k8s", "platform", "shell", "tree", "units", "version",
         ],
     ),
-    ("rules", &["arch", "facts", "finding", "k8s", "version"]),
+    ("rules", &["arch", "facts", "finding", "k8s", "units", "version"]),
     // Policy and placement: settings, findings placed on Dockerfile and manifest lines, and the
     // judge (severity overrides, ignores, the cap) between the rules and the report.
     ("settings", &["error", "finding", "rules", "tree", "user_file"]),
@@ -83,6 +85,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "rules",
             "settings",
             "tree",
+            "units",
             "untrusted",
         ],
     ),

@@ -16,9 +16,9 @@ use super::java::memory::HeapCap as JvmHeapCap;
 use super::java::{JavaFacts, JavaOption};
 use super::node::{semi_space_mib, FlagSource, NodeFacts, YOUNG_GENERATION_SEMI_SPACES};
 use super::Env;
-use crate::k8s::quantity::human_bytes;
 use crate::k8s::quantity::Quantity;
 use crate::k8s::{Container, Lined};
+use crate::units::human_bytes;
 use serde::Serialize;
 
 /// `/dev/shm` as containerd, CRI-O and Docker give a container that mounts nothing there.

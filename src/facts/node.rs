@@ -162,7 +162,10 @@ pub fn derive(tree: &FileTree, env: &Env, entry: &Entrypoint, os: &OsFacts) -> O
     facts.options_undecided = env.first_undecided(&["NODE_OPTIONS"]);
     facts.runs = facts.entrypoint_is_node
         || entry.interpreter.as_deref().is_some_and(is_node_word)
-        || entry.steps.iter().any(|s| s.argv.first().is_some_and(|w| is_node_word(w)));
+        || entry
+            .steps
+            .iter()
+            .any(|s| s.argv.first().is_some_and(|w| is_node_word(w)));
     Some(facts)
 }
 

@@ -292,16 +292,8 @@ fn put(w: &mut dyn Write, text: String) -> io::Result<()> {
 }
 
 fn human(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u < UNITS.len() - 1 {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
+    match crate::units::scaled_bytes(bytes) {
+        Some((v, unit)) => format!("{v:.1} {unit}"),
+        None => format!("{bytes} B"),
     }
 }

@@ -99,19 +99,9 @@ fn finding(f: &Facts, var: &GcEnvVar, decimal: u64, hex: u64) -> Finding {
 
 /// `4294967296 bytes (4 GiB)`.
 fn bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
-    let mut unit = "";
-    let mut v = n as f64;
-    for u in UNITS {
-        if v < 1024.0 {
-            break;
-        }
-        v /= 1024.0;
-        unit = u;
-    }
-    if unit.is_empty() {
+    let Some((v, unit)) = crate::units::scaled_bytes(n) else {
         return format!("{n} bytes");
-    }
+    };
     let shown = format!("{v:.1}");
     let shown = shown.strip_suffix(".0").unwrap_or(&shown);
     // A round number of decimal megabytes or gigabytes is likely what was meant: say it too.

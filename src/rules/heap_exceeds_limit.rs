@@ -2,7 +2,7 @@ use super::{Outcome, Rule};
 use crate::facts::memory::{Amount, Commitment};
 use crate::facts::Facts;
 use crate::finding::{Anchor, Evidence, Finding, Severity};
-use crate::k8s::quantity::human_bytes;
+use crate::units::human_bytes;
 
 pub(crate) const RULE: Rule = Rule {
     id: "heap-exceeds-limit",

@@ -2,7 +2,7 @@ use super::{Outcome, Rule};
 use crate::facts::next::{disk_cache_size_releases, DiskCacheBound};
 use crate::facts::Facts;
 use crate::finding::{Anchor, Evidence, Severity};
-use crate::k8s::quantity::human_bytes;
+use crate::units::human_bytes;
 use crate::k8s::Mount;
 
 pub(crate) const RULE: Rule = Rule {

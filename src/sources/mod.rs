@@ -126,17 +126,7 @@ pub(crate) fn limit_error(
         if !bytes {
             return v.to_string();
         }
-        for (unit, size) in [
-            ("TiB", 1u64 << 40),
-            ("GiB", 1 << 30),
-            ("MiB", 1 << 20),
-            ("KiB", 1 << 10),
-        ] {
-            if v >= size && v.is_multiple_of(size) {
-                return format!("{} {unit}", v / size);
-            }
-        }
-        format!("{v} bytes")
+        crate::units::exact_bytes(v).unwrap_or_else(|| format!("{v} bytes"))
     };
     let suggested = value.saturating_mul(4).max(1);
     let suggested_text = match show(suggested).split_once(' ') {

@@ -373,27 +373,7 @@ fn checked_limits(
 /// `*` and `?` globs over whole strings.
 pub fn glob(pattern: &str, s: &str) -> bool {
     let (p, s): (Vec<char>, Vec<char>) = (pattern.chars().collect(), s.chars().collect());
-    let (mut pi, mut si, mut star, mut mark) = (0, 0, None, 0);
-    while si < s.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == s[si]) {
-            pi += 1;
-            si += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some(pi);
-            mark = si;
-            pi += 1;
-        } else if let Some(st) = star {
-            pi = st + 1;
-            mark += 1;
-            si = mark;
-        } else {
-            return false;
-        }
-    }
-    while pi < p.len() && p[pi] == '*' {
-        pi += 1;
-    }
-    pi == p.len()
+    crate::tree::wildcard_match(&p, &s, '*', '?')
 }
 
 #[cfg(test)]

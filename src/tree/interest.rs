@@ -49,17 +49,25 @@ fn match_parts(pat: &[String], path: &[&str]) -> bool {
 
 /// `*` and `?` within one path component.
 fn glob_component(pat: &[u8], s: &[u8]) -> bool {
+    wildcard_match(pat, s, b'*', b'?')
+}
+
+/// Whether `s` matches `pat`, where `star` stands for any run of elements (none included) and
+/// `any` for exactly one: the one wildcard matcher of interests (bytes of a path component) and
+/// of `.memlint.toml` ignores (characters of an image name or path). Entrypoint scripts' shell
+/// patterns, with classes and quoting, have their own (`facts::script`).
+pub fn wildcard_match<T: Copy + PartialEq>(pat: &[T], s: &[T], star: T, any: T) -> bool {
     let (mut p, mut i) = (0, 0);
-    let (mut star, mut mark) = (None, 0);
+    let (mut last_star, mut mark) = (None, 0);
     while i < s.len() {
-        if p < pat.len() && (pat[p] == b'?' || pat[p] == s[i]) {
+        if p < pat.len() && (pat[p] == any || pat[p] == s[i]) {
             p += 1;
             i += 1;
-        } else if p < pat.len() && pat[p] == b'*' {
-            star = Some(p);
+        } else if p < pat.len() && pat[p] == star {
+            last_star = Some(p);
             mark = i;
             p += 1;
-        } else if let Some(sp) = star {
+        } else if let Some(sp) = last_star {
             p = sp + 1;
             mark += 1;
             i = mark;
@@ -67,7 +75,7 @@ fn glob_component(pat: &[u8], s: &[u8]) -> bool {
             return false;
         }
     }
-    while p < pat.len() && pat[p] == b'*' {
+    while p < pat.len() && pat[p] == star {
         p += 1;
     }
     p == pat.len()

@@ -21,7 +21,7 @@ mod resolve;
 mod table;
 
 pub use entries::Entries;
-pub use interest::Interests;
+pub use interest::{wildcard_match, Interests};
 pub use layer::{Budget, Compression, EntryKind, LayerDiff, LayerEntry};
 pub use limits::Limits;
 pub use resolve::ResolveError;

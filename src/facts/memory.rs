@@ -181,8 +181,11 @@ impl MemoryBudget {
     }
 
     /// The commitments of `runtime` to `what`.
-    pub fn commitment(&self, runtime: &str, what: &str) -> impl Iterator<Item = &Commitment> {
-        let (runtime, what) = (runtime.to_string(), what.to_string());
+    pub fn commitment<'a>(
+        &'a self,
+        runtime: &'a str,
+        what: &'a str,
+    ) -> impl Iterator<Item = &'a Commitment> + 'a {
         self.runtimes
             .iter()
             .filter(move |c| c.runtime == runtime && c.what == what)

@@ -36,6 +36,23 @@ pub fn scaled_bytes(n: u64) -> Option<(f64, &'static str)> {
     Some((n as f64 / (1u64 << shift) as f64, unit))
 }
 
+/// `4294967296 bytes (4 GiB)`, `100000000 bytes (100 MB, 95.4 MiB)`: every byte, for a value a
+/// person may have meant another way.
+pub fn bytes_spelled_out(n: u64) -> String {
+    let Some((v, unit)) = scaled_bytes(n) else {
+        return format!("{n} bytes");
+    };
+    let shown = format!("{v:.1}");
+    let shown = shown.strip_suffix(".0").unwrap_or(&shown);
+    // A round number of decimal megabytes or gigabytes is likely what was meant: say it too.
+    let decimal = match n {
+        _ if n.is_multiple_of(1_000_000_000) => format!("{} GB, ", n / 1_000_000_000),
+        _ if n.is_multiple_of(1_000_000) => format!("{} MB, ", n / 1_000_000),
+        _ => String::new(),
+    };
+    format!("{n} bytes ({decimal}{shown} {unit})")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -51,5 +68,12 @@ mod tests {
         assert_eq!(scaled_bytes(1536 << 20), Some((1.5, "GiB")));
         assert_eq!(scaled_bytes(1023), None);
         assert_eq!(scaled_bytes(1 << 50), Some((1.0, "PiB")));
+        assert_eq!(bytes_spelled_out(0x1_0000_0000), "4294967296 bytes (4 GiB)");
+        assert_eq!(
+            bytes_spelled_out(100_000_000),
+            "100000000 bytes (100 MB, 95.4 MiB)"
+        );
+        assert_eq!(bytes_spelled_out(104_857_600), "104857600 bytes (100 MiB)");
+        assert_eq!(bytes_spelled_out(512), "512 bytes");
     }
 }

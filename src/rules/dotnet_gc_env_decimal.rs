@@ -1,6 +1,7 @@
 use super::{Outcome, Rule};
 use crate::facts::dotnet::gc::GcEnvVar;
 use crate::facts::Facts;
+use crate::units::bytes_spelled_out;
 use crate::finding::{Anchor, Evidence, Finding, Severity};
 
 /// Every variable name the rule reads, for the Dockerfile `ENV` line that sets one.
@@ -59,7 +60,7 @@ fn finding(f: &Facts, var: &GcEnvVar, decimal: u64, hex: u64) -> Finding {
             format!("the mask {decimal:#b}"),
             format!("the mask {hex:#b} ({} processors)", hex.count_ones()),
         ),
-        _ => (bytes(decimal), bytes(hex)),
+        _ => (bytes_spelled_out(decimal), bytes_spelled_out(hex)),
     };
     let message = format!(
         "{} is read as hexadecimal: 0x{} is {read}, not {meant}",
@@ -97,33 +98,10 @@ fn finding(f: &Facts, var: &GcEnvVar, decimal: u64, hex: u64) -> Finding {
     finding.fix(fix)
 }
 
-/// `4294967296 bytes (4 GiB)`.
-fn bytes(n: u64) -> String {
-    let Some((v, unit)) = crate::units::scaled_bytes(n) else {
-        return format!("{n} bytes");
-    };
-    let shown = format!("{v:.1}");
-    let shown = shown.strip_suffix(".0").unwrap_or(&shown);
-    // A round number of decimal megabytes or gigabytes is likely what was meant: say it too.
-    let decimal = match n {
-        _ if n.is_multiple_of(1_000_000_000) => format!("{} GB, ", n / 1_000_000_000),
-        _ if n.is_multiple_of(1_000_000) => format!("{} MB, ", n / 1_000_000),
-        _ => String::new(),
-    };
-    format!("{n} bytes ({decimal}{shown} {unit})")
-}
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes_for_people() {
-        assert_eq!(bytes(0x1_0000_0000), "4294967296 bytes (4 GiB)");
-        assert_eq!(bytes(100_000_000), "100000000 bytes (100 MB, 95.4 MiB)");
-        assert_eq!(bytes(104_857_600), "104857600 bytes (100 MiB)");
-        assert_eq!(bytes(512), "512 bytes");
-    }
 
     use crate::facts::testing::TestImage;
 

@@ -756,3 +756,122 @@ fn the_manifest_env_and_command_are_what_the_program_gets() {
     );
     assert!(text.contains("from the secret `go`"), "{text}");
 }
+
+/// `facts.memory`, the container's memory budget (issue #27): Debian's OpenJDK 17 image run by
+/// a Deployment with a memory limit, a `medium: Memory` emptyDir and JVM options in its env. The
+/// JSON names the limit with its line, the volume, and the heap and direct-memory caps with the
+/// option and the manifest line that set them; `lint -v` shows them as one table; `inspect` of
+/// the image alone has the caps and an undecided limit.
+#[test]
+fn the_memory_budget_joins_the_limit_volumes_and_the_jvm_caps() {
+    let java = build_image("java17-ram-percentage");
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = "apiVersion: apps/v1
+kind: Deployment
+metadata: {name: orders}
+spec:
+  template:
+    spec:
+      containers:
+      - name: api
+        image: registry.local/orders:1
+        env:
+        - name: JAVA_TOOL_OPTIONS
+          value: -Xmx1536m -XX:MaxDirectMemorySize=256m
+        resources:
+          limits: {memory: 2Gi}
+        volumeMounts:
+        - {name: scratch, mountPath: /tmp}
+      volumes:
+      - name: scratch
+        emptyDir: {medium: Memory, sizeLimit: 256Mi}
+";
+    std::fs::write(dir.path().join("orders.yaml"), yaml).unwrap();
+    let stand_in = format!("registry.local/orders:1={java}");
+    let v = lint_k8s(dir.path(), "orders.yaml", &[&stand_in]);
+    let m = &v["reports"][0]["facts"]["memory"];
+    assert_eq!(m["limit"]["status"], "set", "{m}");
+    assert_eq!(m["limit"]["bytes"], 2u64 << 30);
+    assert_eq!(m["limit"]["line"], 14);
+    assert_eq!(m["request"]["status"], "undecided");
+    assert_eq!(m["volumes"][0]["volume"], "scratch");
+    assert_eq!(m["volumes"][0]["path"], "/tmp");
+    assert_eq!(m["volumes"][0]["size_limit"], 256u64 << 20);
+    assert_eq!(m["dev_shm"]["bytes"], 64u64 << 20);
+    let commitment = |what: &str| {
+        m["runtimes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["runtime"] == "jvm" && c["what"] == what)
+            .unwrap_or_else(|| panic!("no jvm {what} in {m}"))
+            .clone()
+    };
+    let heap = commitment("heap");
+    assert_eq!(heap["status"], "set");
+    assert_eq!(heap["bytes"], 1536u64 << 20);
+    assert_eq!(heap["setting"], "-Xmx1536m (from JAVA_TOOL_OPTIONS)");
+    assert_eq!(heap["origin"], "set by the manifest's env at line 11");
+    let direct = commitment("direct_memory");
+    assert_eq!(direct["bytes"], 256u64 << 20);
+    assert_eq!(direct["origin"], "set by the manifest's env at line 11");
+    // `facts.container` keeps its keys.
+    assert_eq!(v["reports"][0]["facts"]["container"]["limits_memory"]["line"], 14);
+
+    let out = memlint_in(
+        dir.path(),
+        &[
+            "lint",
+            "-v",
+            "--k8s",
+            "orders.yaml",
+            "--image",
+            &stand_in,
+            "--fail-on",
+            "never",
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let table: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("Memory"))
+        .take(6)
+        .collect();
+    assert!(table[0].contains("WHAT") && table[0].contains("SIZE"), "{text}");
+    assert!(
+        table[1].contains("resources.limits.memory 2Gi (line 14)") && table[1].ends_with("2 GiB"),
+        "{table:?}"
+    );
+    assert!(
+        table.iter().any(
+            |l| l.contains("emptyDir scratch at /tmp (sizeLimit 256Mi)") && l.ends_with("256 MiB (12 %)")
+        ),
+        "{table:?}"
+    );
+    assert!(
+        table
+            .iter()
+            .any(|l| l.contains("jvm heap") && l.ends_with("1536 MiB (75 %)")),
+        "{table:?}"
+    );
+
+    let out = memlint_in(dir.path(), &["inspect", "--format", "json", &java]);
+    let alone = json_of(&out);
+    let m = &alone["facts"]["memory"];
+    assert_eq!(m["limit"]["status"], "undecided", "{m}");
+    assert!(m["limit"]["why"].as_str().unwrap().contains("--k8s"));
+    let heap = &m["runtimes"][0];
+    assert_eq!(
+        (heap["what"].as_str(), heap["status"].as_str()),
+        (Some("heap"), Some("set"))
+    );
+    assert_eq!(heap["percent_of_limit"], 75.0);
+    assert_eq!(heap["bytes"], Value::Null);
+    let out = memlint_in(dir.path(), &["inspect", &java]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.contains("jvm heap") && l.ends_with("75 % of the limit")),
+        "{text}"
+    );
+}

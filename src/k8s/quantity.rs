@@ -192,7 +192,4 @@ mod tests {
         }
         assert!(parse("1gi").unwrap_err().contains("Gi"));
     }
-
-    #[test]
-    fn readable() {}
 }

@@ -197,6 +197,27 @@ pub struct Suppression {
 }
 
 impl Finding {
+    /// A finding of `rule` with its message, placed by `anchor`; evidence, fix and placement
+    /// come after.
+    pub fn new(
+        rule: &'static str,
+        severity: Severity,
+        message: impl Into<String>,
+        anchor: Anchor,
+    ) -> Finding {
+        Finding {
+            rule,
+            severity,
+            message: message.into(),
+            evidence: Vec::new(),
+            fix: String::new(),
+            location: None,
+            suppression: None,
+            anchor,
+            omitted: 0,
+        }
+    }
+
     pub fn evidence(mut self, e: Evidence) -> Self {
         self.evidence.push(e);
         self

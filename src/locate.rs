@@ -229,17 +229,7 @@ CMD [\"node\", \"/app/server.js\"]
     fn findings_land_on_their_anchor_or_on_the_artifact() {
         let d = Dockerfile::parse(DOCKERFILE);
         let ctx = DockerfileContext::new(&d, "deploy/Dockerfile", None).unwrap();
-        let finding = |anchor| Finding {
-            rule: "r",
-            severity: crate::finding::Severity::Note,
-            message: String::new(),
-            evidence: Vec::new(),
-            fix: String::new(),
-            location: None,
-            suppression: None,
-            anchor,
-            omitted: 0,
-        };
+        let finding = |anchor| Finding::new("r", crate::finding::Severity::Note, "", anchor);
         let mut findings = [finding(Anchor::Command), finding(Anchor::Env(&["NODE_OPTIONS"]))];
         locate(&mut findings, Some(&ctx), "Dockerfile");
         let at = |f: &Finding| f.location.clone().map(|l| (l.path, l.line, l.instruction));
@@ -284,17 +274,7 @@ CMD [\"node\", \"/app/server.js\"]
         );
         let bare = container("");
         let only_command = container("    command: [node, server.js]\n");
-        let finding = |anchor| Finding {
-            rule: "r",
-            severity: crate::finding::Severity::Note,
-            message: String::new(),
-            evidence: Vec::new(),
-            fix: String::new(),
-            location: None,
-            suppression: None,
-            anchor,
-            omitted: 0,
-        };
+        let finding = |anchor| Finding::new("r", crate::finding::Severity::Note, "", anchor);
         let anchors = [
             Anchor::MemoryLimit,
             Anchor::Container,

@@ -71,17 +71,7 @@ impl std::fmt::Debug for Rule {
 impl Rule {
     /// A finding of this rule at its default severity.
     pub fn finding(&self, message: impl Into<String>) -> Finding {
-        Finding {
-            rule: self.id,
-            severity: self.severity,
-            message: message.into(),
-            evidence: Vec::new(),
-            fix: String::new(),
-            location: None,
-            suppression: None,
-            anchor: self.anchor,
-            omitted: 0,
-        }
+        Finding::new(self.id, self.severity, message, self.anchor)
     }
 }
 

@@ -27,10 +27,6 @@ use std::fmt;
 
 pub mod memory;
 
-/// The variables HotSpot and its launcher read options from, in the order they apply them
-/// (`JDK_JAVA_OPTIONS`: the launcher of JDK 9 and later).
-pub const LAUNCHER_VARIABLES: &[&str] = &["JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS"];
-
 /// The variables that may carry JVM options: [`LAUNCHER_VARIABLES`] and `JAVA_OPTS`, which the
 /// usual start scripts put on the command line. A script that sets one in a way memlint cannot
 /// work out leaves every option it might hold undecided.
@@ -40,6 +36,11 @@ pub const OPTION_VARIABLES: &[&str] = &[
     "_JAVA_OPTIONS",
     "JAVA_OPTS",
 ];
+
+/// The variables HotSpot and its launcher read options from, in the order they apply them
+/// (`JDK_JAVA_OPTIONS`: the launcher of JDK 9 and later): the first three of
+/// [`OPTION_VARIABLES`].
+pub const LAUNCHER_VARIABLES: &[&str] = OPTION_VARIABLES.split_at(3).0;
 
 /// A `release` file is about 2 KiB (its `MODULES` line is the longest); anything longer is
 /// read no further than this.
@@ -175,6 +176,20 @@ impl JavaOption {
             (OptionSource::StartScript, Some(v), Some(p)) => format!("{v} in {p}"),
             (OptionSource::Argfile, _, Some(p)) => format!("the argfile @{p}"),
             (s, _, _) => s.as_str().to_string(),
+        }
+    }
+
+    /// The option with where it came from: `-Xmx2g (from JAVA_TOOL_OPTIONS)`.
+    pub fn described(&self) -> String {
+        format!("{} (from {})", self.option, self.origin())
+    }
+
+    /// The size `-Xmx` or `-XX:MaxHeapSize=` sets, as written.
+    pub fn max_heap_size(&self) -> Option<&str> {
+        match self.option.strip_prefix("-Xmx") {
+            Some(size) => Some(size),
+            None if self.xx_name() == Some("MaxHeapSize") => self.xx_value(),
+            None => None,
         }
     }
 
@@ -535,8 +550,7 @@ impl JavaFacts {
     pub fn heap_bound(&self) -> Option<&JavaOption> {
         self.effective()
             .filter(|o| {
-                o.option.starts_with("-Xmx")
-                    || matches!(o.xx_name(), Some("MaxHeapSize" | "MaxRAM")) && o.xx_value().is_some()
+                o.max_heap_size().is_some() || o.xx_name() == Some("MaxRAM") && o.xx_value().is_some()
             })
             .last()
     }

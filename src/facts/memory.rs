@@ -12,9 +12,11 @@
 use super::dotnet::gc::HeapCap as DotnetHeapCap;
 use super::go::memlimit::GoMemLimit;
 use super::go::MemLimit;
-use super::java::memory::HeapCap as JvmHeapCap;
+use super::java::memory::{HeapCap as JvmHeapCap, SizedOption};
 use super::java::{JavaFacts, JavaOption};
-use super::node::{semi_space_mib, FlagSource, NodeFacts, YOUNG_GENERATION_SEMI_SPACES};
+use super::node::{
+    default_semi_space_mib, semi_space_mib, FlagSource, NodeFacts, YOUNG_GENERATION_SEMI_SPACES,
+};
 use super::Env;
 use crate::k8s::quantity::Quantity;
 use crate::k8s::{Container, Lined};
@@ -90,6 +92,18 @@ pub struct DevShm {
     pub source: String,
 }
 
+/// How a setting sizes what it commits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Sizing {
+    /// A size in bytes (`-Xmx`, `GCHeapHardLimit`, `GOMEMLIMIT`), or the runtime's own choice.
+    #[default]
+    Bytes,
+    /// A share of the container's limit (`-XX:MaxRAMPercentage`, `GCHeapHardLimitPercent`).
+    ShareOfLimit,
+    /// A share of `-XX:MaxRAM`, which the JVM takes in place of the limit.
+    ShareOfMaxRam,
+}
+
 /// What a runtime's setting commits of the container's memory.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Commitment {
@@ -105,6 +119,9 @@ pub struct Commitment {
     /// A share of the memory limit, when that is how it is set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub percent_of_limit: Option<f64>,
+    /// How the setting sizes it, for a rule that writes the fix in the same terms.
+    #[serde(skip)]
+    pub sizing: Sizing,
     /// The setting as written, with where it came from (`-Xmx2g (from JAVA_TOOL_OPTIONS)`), or
     /// the default in words.
     pub setting: String,
@@ -125,6 +142,7 @@ impl Commitment {
             status,
             bytes: None,
             percent_of_limit: None,
+            sizing: Sizing::Bytes,
             setting,
             origin: None,
             why: None,
@@ -144,6 +162,7 @@ impl Commitment {
 
     fn percent(mut self, percent: f64) -> Self {
         self.percent_of_limit = Some(percent);
+        self.sizing = Sizing::ShareOfLimit;
         self
     }
 
@@ -252,19 +271,20 @@ pub fn derive(
     }
     for app in &dotnet.gc.apps {
         let cap = app.heap_cap();
-        let status = if matches!(cap, DotnetHeapCap::Default) {
-            "default"
-        } else {
-            "set"
+        let c = match cap {
+            DotnetHeapCap::Default if l.is_none() => Commitment::new(
+                "dotnet",
+                "heap",
+                "default",
+                "no GCHeapHardLimit and no memory limit: the heap is not capped".into(),
+            ),
+            DotnetHeapCap::Default => Commitment::new("dotnet", "heap", "default", cap.describe()),
+            DotnetHeapCap::Percent(p) => {
+                Commitment::new("dotnet", "heap", "set", cap.describe()).percent(p.value as f64)
+            }
+            DotnetHeapCap::Fixed(_) => Commitment::new("dotnet", "heap", "set", cap.describe()),
         };
-        let mut c = Commitment::new("dotnet", "heap", status, cap.describe()).bytes(cap.bytes(l));
-        if let DotnetHeapCap::Percent(p) = cap {
-            c = c.percent(p.value as f64);
-        }
-        if matches!(cap, DotnetHeapCap::Default) && l.is_none() {
-            c.setting = "no GCHeapHardLimit and no memory limit: the heap is not capped".into();
-        }
-        runtimes.push(c);
+        runtimes.push(c.bytes(cap.bytes(l)));
     }
     MemoryBudget {
         limit,
@@ -298,35 +318,27 @@ fn jvm(j: &JavaFacts, limit: Option<u64>, env: &Env, out: &mut Vec<Commitment>) 
         return;
     }
     let heap = match &m.heap {
-        JvmHeapCap::Default => {
-            Commitment::new("jvm", "heap", "default", m.heap.describe()).bytes(m.heap.bytes(limit))
-        }
-        JvmHeapCap::OfLimit { percent, .. } => Commitment::new("jvm", "heap", "set", m.heap.describe())
-            .bytes(m.heap.bytes(limit))
-            .percent(*percent),
         JvmHeapCap::Unreadable { option } => Commitment::undecided(
             "jvm",
             "heap",
-            format!(
-                "{} (from {}) is not a size HotSpot reads",
-                option.option,
-                option.origin()
-            ),
+            format!("{} is not a size HotSpot reads", option.described()),
         ),
-        JvmHeapCap::Fixed(_) | JvmHeapCap::OfMaxRam { .. } => {
-            Commitment::new("jvm", "heap", "set", m.heap.describe()).bytes(m.heap.bytes(limit))
+        cap => {
+            let status = if cap.is_set() { "set" } else { "default" };
+            let c = Commitment::new("jvm", "heap", status, cap.describe()).bytes(cap.bytes(limit));
+            match cap {
+                JvmHeapCap::OfLimit { percent, .. } => c.percent(*percent),
+                JvmHeapCap::OfMaxRam { .. } => Commitment {
+                    sizing: Sizing::ShareOfMaxRam,
+                    ..c
+                },
+                _ => c,
+            }
         }
     };
     out.push(heap.carried_by(env, m.heap.option().and_then(option_variable)));
-    out.push(match &m.max_direct_memory {
-        Some(s) => Commitment::new(
-            "jvm",
-            "direct_memory",
-            "set",
-            format!("{} (from {})", s.option.option, s.option.origin()),
-        )
-        .bytes(Some(s.bytes))
-        .carried_by(env, option_variable(&s.option)),
+    let direct = match &m.max_direct_memory {
+        Some(s) => sized_option("direct_memory", s, env),
         None => {
             let c = Commitment::new(
                 "jvm",
@@ -340,24 +352,22 @@ fn jvm(j: &JavaFacts, limit: Option<u64>, env: &Env, out: &mut Vec<Commitment>) 
                 _ => c,
             }
         }
-    });
+    };
+    out.push(direct);
     for (what, s) in [
         ("metaspace", &m.max_metaspace),
         ("code_cache", &m.reserved_code_cache),
     ] {
-        if let Some(s) = s {
-            out.push(
-                Commitment::new(
-                    "jvm",
-                    what,
-                    "set",
-                    format!("{} (from {})", s.option.option, s.option.origin()),
-                )
-                .bytes(Some(s.bytes))
-                .carried_by(env, option_variable(&s.option)),
-            );
-        }
+        out.extend(s.as_ref().map(|s| sized_option(what, s, env)));
     }
+}
+
+/// What a JVM option that sets a size commits: the size, the option with where it came from,
+/// and where the variable that carries it was set.
+fn sized_option(what: &'static str, s: &SizedOption, env: &Env) -> Commitment {
+    Commitment::new("jvm", what, "set", s.option.described())
+        .bytes(Some(s.bytes))
+        .carried_by(env, option_variable(&s.option))
 }
 
 /// `NODE_OPTIONS` for a flag written there.
@@ -427,12 +437,10 @@ fn node_commitments(n: &NodeFacts, limit: Option<u64>, env: &Env, out: &mut Vec<
         .carried_by(env, flag_variable(s.source)),
         None => {
             let sees_limit = version.as_ref().is_none_or(super::node::reads_cgroup_v2);
-            let (semi, default) = match limit.filter(|_| sees_limit) {
-                Some(l) => semi_space_mib(l, version.as_ref()),
-                None => {
-                    let (_, d) = semi_space_mib(u64::MAX, version.as_ref());
-                    (d, d)
-                }
+            let default = default_semi_space_mib(version.as_ref());
+            let semi = match limit.filter(|_| sees_limit) {
+                Some(l) => semi_space_mib(l, version.as_ref()).0,
+                None => default,
             };
             let from = if semi == default {
                 "V8's default"

@@ -38,7 +38,7 @@ pub fn semi_space_flag_in_node_options(v: &Version) -> bool {
 /// without a limit, in MiB (measured, ../shared/domain-sources.md 3.2: Node 18–22; Node 24
 /// and later take the second table). Gaps between the measured rows take the next row up.
 pub fn semi_space_mib(limit: u64, version: Option<&Version>) -> (u64, u64) {
-    let newer = version.is_some_and(|v| v.major >= 24);
+    let newer = semi_spaces_of_node_24(version);
     let mib = limit >> 20;
     let (older, newest) = match mib {
         0..=512 => (1, 1),
@@ -46,10 +46,23 @@ pub fn semi_space_mib(limit: u64, version: Option<&Version>) -> (u64, u64) {
         1025..=2048 => (8, 32),
         _ => (16, 64),
     };
-    if newer {
-        (newest, 64)
+    (
+        if newer { newest } else { older },
+        default_semi_space_mib(version),
+    )
+}
+
+/// Whether Node `version` sizes its semi-spaces as Node 24 does (the second measured table).
+fn semi_spaces_of_node_24(version: Option<&Version>) -> bool {
+    version.is_some_and(|v| v.major >= 24)
+}
+
+/// The semi-space Node uses without a memory limit, in MiB: 16, and 64 from Node 24.
+pub fn default_semi_space_mib(version: Option<&Version>) -> u64 {
+    if semi_spaces_of_node_24(version) {
+        64
     } else {
-        (older, 16)
+        16
     }
 }
 

@@ -1,5 +1,5 @@
 use super::{Outcome, Rule};
-use crate::facts::memory::{Amount, Commitment};
+use crate::facts::memory::{Amount, Commitment, Sizing};
 use crate::facts::Facts;
 use crate::finding::{Anchor, Evidence, Finding, Severity};
 use crate::units::human_bytes;
@@ -35,13 +35,13 @@ fn guidance(c: &Commitment) -> Option<Guidance> {
             runtime: "the JVM",
             percent: 75,
             outside: JVM_OUTSIDE,
-            fix: |c, _| match c.percent_of_limit {
-                Some(_) => "-XX:MaxRAMPercentage=75.0".to_string(),
-                None if c.setting.contains("MaxRAM=") => {
+            fix: |c, _| match c.sizing {
+                Sizing::ShareOfLimit => "-XX:MaxRAMPercentage=75.0".to_string(),
+                Sizing::ShareOfMaxRam => {
                     "-XX:MaxRAMPercentage=75.0 without -XX:MaxRAM (the JVM then sizes from the container's limit)"
                         .to_string()
                 }
-                None => "-XX:MaxRAMPercentage=75.0 (in place of -Xmx, which wins over it)".to_string(),
+                Sizing::Bytes => "-XX:MaxRAMPercentage=75.0 (in place of -Xmx, which wins over it)".to_string(),
             },
         },
         ("node", "heap") => Guidance {
@@ -60,9 +60,9 @@ fn guidance(c: &Commitment) -> Option<Guidance> {
             runtime: ".NET",
             percent: 75,
             outside: DOTNET_OUTSIDE,
-            fix: |c, _| match c.percent_of_limit {
-                Some(_) => "GCHeapHardLimitPercent=0x4B (75 %)".to_string(),
-                None => "no GCHeapHardLimit (the container default is 75 % of the limit)".to_string(),
+            fix: |c, _| match c.sizing {
+                Sizing::ShareOfLimit => "GCHeapHardLimitPercent=0x4B (75 %)".to_string(),
+                _ => "no GCHeapHardLimit (the container default is 75 % of the limit)".to_string(),
             },
         },
         _ => return None,

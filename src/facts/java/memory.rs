@@ -81,18 +81,20 @@ impl HeapCap {
     /// The setting as written, with where it came from: `-Xmx2g (from JAVA_TOOL_OPTIONS)`;
     /// `-XX:MaxRAM=4g with MaxRAMPercentage 25 (the default)`.
     pub fn describe(&self) -> String {
-        let from = |o: &JavaOption| format!("{} (from {})", o.option, o.origin());
         match self {
-            HeapCap::Fixed(s) => from(&s.option),
+            HeapCap::Fixed(s) => s.option.described(),
             HeapCap::OfMaxRam {
                 percent,
                 max_ram,
                 percentage,
             } => match percentage {
-                Some(p) => format!("{} and {}", from(&max_ram.option), from(p)),
-                None => format!("{} with MaxRAMPercentage {percent} (the default)", from(&max_ram.option)),
+                Some(p) => format!("{} and {}", max_ram.option.described(), p.described()),
+                None => format!(
+                    "{} with MaxRAMPercentage {percent} (the default)",
+                    max_ram.option.described()
+                ),
             },
-            HeapCap::OfLimit { option, .. } | HeapCap::Unreadable { option } => from(option),
+            HeapCap::OfLimit { option, .. } | HeapCap::Unreadable { option } => option.described(),
             HeapCap::Default => format!(
                 "no -Xmx, -XX:MaxHeapSize, -XX:MaxRAM or -XX:MaxRAMPercentage: HotSpot's default share ({DEFAULT_MAX_RAM_PERCENTAGE} % of the limit, {DEFAULT_MIN_RAM_PERCENTAGE} % of a small one)"
             ),
@@ -184,13 +186,10 @@ fn sized_xx(j: &JavaFacts, name: &str) -> Option<SizedOption> {
 pub fn derive(j: &JavaFacts) -> JvmMemory {
     let fixed = j
         .effective()
-        .filter(|o| {
-            o.option.starts_with("-Xmx") || o.xx_name() == Some("MaxHeapSize") && o.xx_value().is_some()
-        })
+        .filter_map(|o| o.max_heap_size().map(|size| (o, size)))
         .last();
-    let heap = if let Some(o) = fixed {
-        let text = o.option.strip_prefix("-Xmx").or(o.xx_value()).unwrap_or("");
-        match jvm_size(text) {
+    let heap = if let Some((o, size)) = fixed {
+        match jvm_size(size) {
             Some(bytes) => HeapCap::Fixed(SizedOption {
                 bytes,
                 option: o.clone(),

@@ -172,11 +172,6 @@ impl Commitment {
             ..Commitment::new(runtime, what, "undecided", "undecided".into())
         }
     }
-
-    /// Whether an option or variable sets it (not the runtime's default, not undecided).
-    pub fn is_set(&self) -> bool {
-        self.status == "set"
-    }
 }
 
 /// The container's memory budget.

@@ -218,6 +218,12 @@ impl Finding {
         }
     }
 
+    /// Whether one of its evidence lines reads `text` exactly (for tests).
+    #[cfg(test)]
+    pub fn has_evidence(&self, text: &str) -> bool {
+        self.evidence.iter().any(|e| e.text() == text)
+    }
+
     pub fn evidence(mut self, e: Evidence) -> Self {
         self.evidence.push(e);
         self

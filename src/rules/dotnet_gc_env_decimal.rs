@@ -123,18 +123,13 @@ mod tests {
     #[test]
     fn fires_on_a_decimal_value() {
         let o = api(&["DOTNET_GCHeapHardLimit=100000000"]);
-        assert!(o.undecided.is_none(), "{o:?}");
-        assert_eq!(o.findings.len(), 1, "{o:?}");
-        let f = &o.findings[0];
+        let f = o.sole_finding();
         assert_eq!(f.severity, Severity::Warning);
         assert_eq!(
             f.message,
             "DOTNET_GCHeapHardLimit=100000000 is read as hexadecimal: 0x100000000 is 4294967296 bytes (4 GiB), not 100000000 bytes (100 MB, 95.4 MiB)"
         );
-        assert!(f
-            .evidence
-            .iter()
-            .any(|e| e.text() == ".NET app Api (/app/Api.runtimeconfig.json)"));
+        assert!(f.has_evidence(".NET app Api (/app/Api.runtimeconfig.json)"));
         assert_eq!(
             f.fix,
             "ENV DOTNET_GCHeapHardLimit=0x5F5E100\n# 0x5F5E100 = 100000000; or in the app's runtimeconfig.json, where values are decimal: \"System.GC.HeapHardLimit\": 100000000"

@@ -122,19 +122,14 @@ mod tests {
     #[test]
     fn fires_for_server_gc_on_dotnet_8_without_datas_or_bounds() {
         let o = check(&api(8, true).facts());
-        assert!(o.undecided.is_none(), "{o:?}");
-        assert_eq!(o.findings.len(), 1, "{o:?}");
-        let finding = &o.findings[0];
+        let finding = o.sole_finding();
         assert_eq!(finding.severity, Severity::Note);
         assert_eq!(
             finding.message,
             "ASP.NET Core app Api (.NET 8) runs Server GC with DATAS off (the .NET 8 default) and no heap count or hard limit: one heap per visible core, sized from the node rather than the container"
         );
         assert!(
-            finding
-                .evidence
-                .iter()
-                .any(|e| e.text() == "Server GC on, from /app/Api.runtimeconfig.json System.GC.Server"),
+            finding.has_evidence("Server GC on, from /app/Api.runtimeconfig.json System.GC.Server"),
             "{:?}",
             finding.evidence
         );

@@ -159,15 +159,10 @@ mod tests {
         format!("    resources:\n      limits: {{memory: {memory}}}\n")
     }
 
-    fn one(o: &Outcome) -> &Finding {
-        assert_eq!(o.findings.len(), 1, "{o:?}");
-        &o.findings[0]
-    }
-
     #[test]
     fn a_fixed_jvm_cap_that_reaches_the_limit_is_an_error() {
         let o = check(&jvm(&["JAVA_TOOL_OPTIONS=-Xmx2g"]).facts_in(&limit("2Gi")));
-        let f = one(&o);
+        let f = o.sole_finding();
         assert_eq!(f.severity, Severity::Error);
         assert!(
             f.message.starts_with("-Xmx2g (from JAVA_TOOL_OPTIONS) caps the JVM's heap at 2 GiB, which reaches the container's limits.memory 2Gi (2 GiB)"),
@@ -183,12 +178,12 @@ mod tests {
     #[test]
     fn a_cap_past_the_guidance_is_a_warning() {
         let o = check(&jvm(&["JAVA_TOOL_OPTIONS=-Xmx1800m"]).facts_in(&limit("2Gi")));
-        let f = one(&o);
+        let f = o.sole_finding();
         assert_eq!(f.severity, Severity::Warning);
         assert!(f.message.contains("87 % of the container's limits.memory 2Gi"), "{}", f.message);
         let o = check(&jvm(&["JAVA_TOOL_OPTIONS=-XX:MaxRAMPercentage=90.0"]).facts_in(&limit("1Gi")));
-        assert_eq!(one(&o).severity, Severity::Warning);
-        assert!(one(&o).fix.ends_with("lower the cap: -XX:MaxRAMPercentage=75.0"), "{}", one(&o).fix);
+        assert_eq!(o.sole_finding().severity, Severity::Warning);
+        assert!(o.sole_finding().fix.ends_with("lower the cap: -XX:MaxRAMPercentage=75.0"), "{}", o.sole_finding().fix);
         // The default share is the JVM's own choice, not a cap this rule judges.
         assert!(check(&jvm(&[]).facts_in(&limit("256Mi"))).findings.is_empty());
     }
@@ -197,7 +192,7 @@ mod tests {
     fn a_share_of_max_ram_is_judged_whatever_the_limit() {
         let env = ["JAVA_TOOL_OPTIONS=-XX:MaxRAM=4g -XX:MaxRAMPercentage=75"];
         let o = check(&jvm(&env).facts_in(&limit("2Gi")));
-        let f = one(&o);
+        let f = o.sole_finding();
         assert_eq!(f.severity, Severity::Error);
         assert!(f.message.contains("caps the JVM's heap at 3 GiB"), "{}", f.message);
         assert!(f.fix.contains("without -XX:MaxRAM"), "{}", f.fix);
@@ -211,16 +206,16 @@ mod tests {
             .env(&["NODE_OPTIONS=--max-old-space-size=2048"])
             .cmd(&["node", "server.js"]);
         let o = check(&node.facts_in(&limit("2Gi")));
-        assert!(one(&o).message.starts_with("--max-old-space-size=2048 (from NODE_OPTIONS) caps Node's heap"), "{o:?}");
-        assert!(one(&o).fix.ends_with("--max-old-space-size=1536"), "{}", one(&o).fix);
+        assert!(o.sole_finding().message.starts_with("--max-old-space-size=2048 (from NODE_OPTIONS) caps Node's heap"), "{o:?}");
+        assert!(o.sole_finding().fix.ends_with("--max-old-space-size=1536"), "{}", o.sole_finding().fix);
         let go = TestImage::new()
             .glibc()
             .go("/app/server", "go1.22.1", &[])
             .env(&["GOMEMLIMIT=1900MiB"])
             .cmd(&["/app/server"]);
         let o = check(&go.facts_in(&limit("2Gi")));
-        assert_eq!(one(&o).severity, Severity::Warning, "{o:?}");
-        assert!(one(&o).message.starts_with("GOMEMLIMIT=1900MiB gives the Go runtime's heap 92 %"), "{o:?}");
+        assert_eq!(o.sole_finding().severity, Severity::Warning, "{o:?}");
+        assert!(o.sole_finding().message.starts_with("GOMEMLIMIT=1900MiB gives the Go runtime's heap 92 %"), "{o:?}");
         // A Go program before 1.19 does not read GOMEMLIMIT.
         let old = TestImage::new()
             .glibc()

@@ -108,18 +108,13 @@ mod tests {
     #[test]
     fn fires_when_jemalloc_sits_unused_beside_sharp() {
         let o = check(&sharp_with_jemalloc().facts());
-        assert!(o.undecided.is_none(), "{o:?}");
-        assert_eq!(o.findings.len(), 1, "{o:?}");
-        let f = &o.findings[0];
+        let f = o.sole_finding();
         assert_eq!(f.severity, Severity::Warning);
         assert_eq!(
             f.message,
             format!("jemalloc is installed at {JEMALLOC} but the entrypoint runs on glibc malloc")
         );
-        assert!(f
-            .evidence
-            .iter()
-            .any(|e| e.text() == "sharp 0.34.1 at /app/node_modules/sharp"));
+        assert!(f.has_evidence("sharp 0.34.1 at /app/node_modules/sharp"));
         assert_eq!(f.fix, format!("ENV LD_PRELOAD={JEMALLOC}"));
     }
 

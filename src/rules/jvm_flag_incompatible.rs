@@ -134,9 +134,7 @@ mod tests {
     #[test]
     fn fires_for_an_option_this_jdk_does_not_know() {
         let o = hotspot("17.0.15", &["JAVA_TOOL_OPTIONS=-XX:+UseCGroupMemoryLimitForHeap"]);
-        assert!(o.undecided.is_none(), "{o:?}");
-        assert_eq!(o.findings.len(), 1, "{o:?}");
-        let f = &o.findings[0];
+        let f = o.sole_finding();
         assert_eq!(f.severity, Severity::Error);
         assert!(f.message.starts_with("-XX:+UseCGroupMemoryLimitForHeap (from "), "{}", f.message);
         assert!(

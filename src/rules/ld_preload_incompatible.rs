@@ -90,18 +90,13 @@ mod tests {
             .elf(JEMALLOC, library(&["libc.so.6", "libstdc++.so.6"]))
             .facts();
         let o = check(&f);
-        assert!(o.undecided.is_none(), "{o:?}");
-        assert_eq!(o.findings.len(), 1, "{o:?}");
-        let finding = &o.findings[0];
+        let finding = o.sole_finding();
         assert_eq!(finding.severity, Severity::Error);
         assert_eq!(
             finding.message,
             format!("preload `{JEMALLOC}` cannot load: every process in the container fails to start")
         );
-        assert!(finding
-            .evidence
-            .iter()
-            .any(|e| e.text() == format!("LD_PRELOAD={JEMALLOC}")));
+        assert!(finding.has_evidence(&format!("LD_PRELOAD={JEMALLOC}")));
         assert!(
             finding
                 .fix

@@ -189,10 +189,7 @@ mod tests {
             ["MALLOC_CONF names `narena` jemalloc does not know: it prints `<jemalloc>: Invalid conf pair` and ignores it"]
         );
         let f = &o.findings[0];
-        assert!(f
-            .evidence
-            .iter()
-            .any(|e| e.text() == "`narena` is close to jemalloc's `narenas`"));
+        assert!(f.has_evidence("`narena` is close to jemalloc's `narenas`"));
         assert!(f.fix.starts_with("ENV MALLOC_CONF=background_thread:true\n"), "{}", f.fix);
     }
 

@@ -41,6 +41,17 @@ impl Outcome {
     }
 }
 
+#[cfg(test)]
+impl Outcome {
+    /// The one finding of a decided outcome: a test that expects a rule to fire once asserts
+    /// that it decided and found exactly one thing.
+    pub fn sole_finding(&self) -> &Finding {
+        assert!(self.undecided.is_none(), "{self:?}");
+        assert_eq!(self.findings.len(), 1, "{self:?}");
+        &self.findings[0]
+    }
+}
+
 impl From<Vec<Finding>> for Outcome {
     fn from(findings: Vec<Finding>) -> Self {
         Outcome {

@@ -82,9 +82,7 @@ mod tests {
     #[test]
     fn fires_on_next_15s_default_of_a_minute() {
         let o = check(&standalone("15.5.14", RSF_15).facts());
-        assert!(o.undecided.is_none(), "{o:?}");
-        assert_eq!(o.findings.len(), 1, "{o:?}");
-        let f = &o.findings[0];
+        let f = o.sole_finding();
         assert_eq!(f.severity, Severity::Note);
         assert_eq!(
             f.message,

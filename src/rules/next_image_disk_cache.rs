@@ -72,18 +72,13 @@ mod tests {
     #[test]
     fn fires_when_the_setting_is_unset() {
         let o = check(&standalone("15.5.14", RSF_15).facts());
-        assert!(o.undecided.is_none(), "{o:?}");
-        assert_eq!(o.findings.len(), 1, "{o:?}");
-        let f = &o.findings[0];
+        let f = o.sole_finding();
         assert_eq!(f.severity, Severity::Note);
         assert_eq!(
             f.message,
             "Next.js 15.5.14 may fill half of the free disk with optimized images: maximumDiskCacheSize is unset"
         );
-        assert!(f
-            .evidence
-            .iter()
-            .any(|e| e.text() == "next 15.5.14 at /app/node_modules/next/package.json"));
+        assert!(f.has_evidence("next 15.5.14 at /app/node_modules/next/package.json"));
         assert!(f.fix.contains("maximumDiskCacheSize: 512 * 1024 * 1024"));
     }
 

@@ -103,18 +103,13 @@ mod tests {
         let f = rails().facts();
         assert_eq!(f.ruby.as_ref().map(|r| r.binary.as_str()), Some("/usr/local/bin/ruby"));
         let o = check(&f);
-        assert!(o.undecided.is_none(), "{o:?}");
-        assert_eq!(o.findings.len(), 1, "{o:?}");
-        let finding = &o.findings[0];
+        let finding = o.sole_finding();
         assert_eq!(finding.severity, Severity::Warning);
         assert_eq!(
             finding.message,
             "Ruby (puma, rails) runs on glibc malloc with no jemalloc and no arena cap: resident memory will climb and not come down"
         );
-        assert!(finding
-            .evidence
-            .iter()
-            .any(|e| e.text() == "puma 6.4.3 (from /rails/Gemfile.lock)"));
+        assert!(finding.has_evidence("puma 6.4.3 (from /rails/Gemfile.lock)"));
         assert!(finding.fix.contains("libjemalloc2"), "{}", finding.fix);
         assert!(finding.fix.contains("# ENV MALLOC_ARENA_MAX=2"), "{}", finding.fix);
     }

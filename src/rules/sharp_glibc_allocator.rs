@@ -112,18 +112,13 @@ mod tests {
     #[test]
     fn fires_on_glibc_malloc() {
         let o = check(&node_sharp().facts());
-        assert!(o.undecided.is_none(), "{o:?}");
-        assert_eq!(o.findings.len(), 1, "{o:?}");
-        let f = &o.findings[0];
+        let f = o.sole_finding();
         assert_eq!(f.severity, Severity::Warning);
         assert_eq!(
             f.message,
             "sharp runs on glibc malloc: resident memory will climb and not come down"
         );
-        assert!(f
-            .evidence
-            .iter()
-            .any(|e| e.text() == "the entrypoint /usr/local/bin/node runs on glibc 2.36"));
+        assert!(f.has_evidence("the entrypoint /usr/local/bin/node runs on glibc 2.36"));
         assert!(
             f.fix.contains("ENV LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"),
             "{}",

@@ -208,9 +208,7 @@ mod tests {
     #[test]
     fn findings_say_what_sizes_the_workers() {
         let o = check(&facts(vec![script(":")], &[], CELERY));
-        assert!(o.undecided.is_none(), "{o:?}");
-        assert_eq!(o.findings.len(), 1, "{o:?}");
-        let f = &o.findings[0];
+        let f = o.sole_finding();
         assert_eq!(f.severity, Severity::Warning);
         assert_eq!(
             f.message,

@@ -20,6 +20,12 @@ use crate::platform::Platform;
 use crate::tree::{EntryKind, FileTree, LayerEntry};
 use oci_spec::image::ImageConfiguration;
 
+/// The `required-server-files.json` of real Next.js 15.5.14 and 16.1.7 standalone builds.
+pub(crate) const NEXT_15_SERVER_FILES: &str =
+    include_str!("../../testdata/node/next-15.5.14-required-server-files.json");
+pub(crate) const NEXT_16_SERVER_FILES: &str =
+    include_str!("../../testdata/node/next-16.1.7-required-server-files.json");
+
 /// glibc's x86-64 loader, as executables name it (PT_INTERP).
 pub(crate) const GLIBC_LOADER: &str = "/lib64/ld-linux-x86-64.so.2";
 /// musl's x86-64 loader.
@@ -189,6 +195,18 @@ impl TestImage {
             ..Default::default()
         }));
         self.elf(path, info)
+    }
+
+    /// A standalone Next.js build of `version` in /app with the build manifest
+    /// `required_server_files` (`.next/required-server-files.json`), run as `node server.js`.
+    pub(crate) fn next_standalone(self, version: &str, required_server_files: &str) -> TestImage {
+        self.glibc()
+            .node("20.11.1")
+            .npm_package("/app", "next", version)
+            .file("/app/server.js", "")
+            .file("/app/.next/required-server-files.json", required_server_files)
+            .working_dir("/app")
+            .cmd(&["node", "server.js"])
     }
 
     /// `<dir>/node_modules/<name>/package.json` for `name` at `version`.

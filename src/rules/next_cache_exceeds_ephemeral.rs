@@ -120,18 +120,11 @@ mod tests {
     use super::*;
     use crate::facts::testing::TestImage;
 
-    const RSF_15: &str = include_str!("../../testdata/node/next-15.5.14-required-server-files.json");
+    use crate::facts::testing::NEXT_15_SERVER_FILES as RSF_15;
 
     /// A standalone Next.js 15.5.14 build in /app (no maximumDiskCacheSize), run by node.
     fn standalone() -> TestImage {
-        TestImage::new()
-            .glibc()
-            .node("20.11.1")
-            .npm_package("/app", "next", "15.5.14")
-            .file("/app/server.js", "")
-            .file("/app/.next/required-server-files.json", RSF_15)
-            .working_dir("/app")
-            .cmd(&["node", "server.js"])
+        TestImage::new().next_standalone("15.5.14", RSF_15)
     }
 
     const LIMITED: &str = "    resources:\n      limits: {memory: 1Gi, ephemeral-storage: 1Gi}\n";

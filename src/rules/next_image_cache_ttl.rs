@@ -64,19 +64,12 @@ mod tests {
     use crate::facts::testing::TestImage;
 
     /// `.next/required-server-files.json` of `next build` with `output: 'standalone'`.
-    const RSF_15: &str = include_str!("../../testdata/node/next-15.5.14-required-server-files.json");
-    const RSF_16: &str = include_str!("../../testdata/node/next-16.1.7-required-server-files.json");
+    use crate::facts::testing::NEXT_15_SERVER_FILES as RSF_15;
+    use crate::facts::testing::NEXT_16_SERVER_FILES as RSF_16;
 
     /// A standalone Next.js build of `version` in /app, with this build manifest.
     fn standalone(version: &str, manifest: &str) -> TestImage {
-        TestImage::new()
-            .glibc()
-            .node("20.11.1")
-            .npm_package("/app", "next", version)
-            .file("/app/server.js", "")
-            .file("/app/.next/required-server-files.json", manifest)
-            .working_dir("/app")
-            .cmd(&["node", "server.js"])
+        TestImage::new().next_standalone(version, manifest)
     }
 
     #[test]

@@ -236,6 +236,14 @@ mod tests {
         judge(&results(findings), &policy, |_| {})
     }
 
+    /// The hidden findings' rules, each with the suppression that hides it.
+    fn hidden(v: &Verdict) -> Vec<(&'static str, Suppression)> {
+        v.ignored
+            .iter()
+            .map(|f| (f.rule, f.suppression.clone().unwrap()))
+            .collect()
+    }
+
     fn preload(path: &str) -> Finding {
         let mut f = rule("ld-preload-missing").finding(format!("{path} is missing"));
         f.evidence
@@ -298,11 +306,7 @@ mod tests {
             rule("sharp-glibc-allocator").finding("s"),
         ];
         let v = judged(findings, &s, &["registry.example/app:1.2"]);
-        let hidden: Vec<_> = v
-            .ignored
-            .iter()
-            .map(|f| (f.rule, f.suppression.clone().unwrap()))
-            .collect();
+        let hidden = hidden(&v);
         assert_eq!(
             hidden,
             [
@@ -427,11 +431,7 @@ mod tests {
         let v = judge(&results(findings), &policy, |all| {
             crate::locate::locate(all, Some(&ctx), "Dockerfile")
         });
-        let hidden: Vec<_> = v
-            .ignored
-            .iter()
-            .map(|f| (f.rule, f.suppression.clone().unwrap()))
-            .collect();
+        let hidden = hidden(&v);
         assert_eq!(
             hidden,
             [

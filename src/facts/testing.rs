@@ -249,6 +249,23 @@ impl TestImage {
             .file(&format!("{home}/release"), release)
     }
 
+    /// eclipse-temurin's JDK of `version` (as its release file writes it: `17.0.15`,
+    /// `1.8.0_412`) at /opt/java/openjdk, built for `libc` (`gnu` or `musl`, the C library of
+    /// the image too) with `variant` (`Hotspot`, `Openj9`), running `java -jar app.jar` in /app.
+    pub(crate) fn temurin(self, version: &str, libc: &str, variant: &str) -> TestImage {
+        let base = if libc == "musl" { self.musl() } else { self.glibc() };
+        let release = format!(
+            "IMPLEMENTOR=\"Eclipse Adoptium\"\nJAVA_VERSION=\"{version}\"\nLIBC=\"{libc}\"\nJVM_VARIANT=\"{variant}\"\n"
+        );
+        base.jdk("/opt/java/openjdk", &release)
+            .env(&[
+                "JAVA_HOME=/opt/java/openjdk",
+                "PATH=/opt/java/openjdk/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            ])
+            .working_dir("/app")
+            .cmd(&["java", "-jar", "app.jar"])
+    }
+
     /// The shared .NET runtime `version` (and ASP.NET Core beside it) under `/usr/share/dotnet`,
     /// with `dotnet` on glibc's loader linked from `/usr/bin/dotnet`, as the official images
     /// lay them out.

@@ -110,21 +110,7 @@ mod tests {
     /// eclipse-temurin of `version` (as its release file writes it: `17.0.15`, `1.8.0_412`) on
     /// Debian, running `java -jar app.jar` with `env`.
     fn temurin(version: &str, variant: &str, env: &[&str]) -> Outcome {
-        let release = format!(
-            "IMPLEMENTOR=\"Eclipse Adoptium\"\nJAVA_VERSION=\"{version}\"\nLIBC=\"gnu\"\nJVM_VARIANT=\"{variant}\"\n"
-        );
-        let f = TestImage::new()
-            .glibc()
-            .jdk("/opt/java/openjdk", &release)
-            .env(&[
-                "JAVA_HOME=/opt/java/openjdk",
-                "PATH=/opt/java/openjdk/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-            ])
-            .env(env)
-            .working_dir("/app")
-            .cmd(&["java", "-jar", "app.jar"])
-            .facts();
-        check(&f)
+        check(&TestImage::new().temurin(version, "gnu", variant).env(env).facts())
     }
 
     fn hotspot(version: &str, env: &[&str]) -> Outcome {

@@ -78,23 +78,9 @@ mod tests {
     use super::*;
     use crate::facts::testing::TestImage;
 
-    fn release(version: &str, libc: &str, variant: &str) -> String {
-        format!(
-            "IMPLEMENTOR=\"Eclipse Adoptium\"\nJAVA_VERSION=\"{version}\"\nLIBC=\"{libc}\"\nJVM_VARIANT=\"{variant}\"\n"
-        )
-    }
-
     /// eclipse-temurin:17 (Debian) running `java -jar app.jar`.
     fn temurin17() -> TestImage {
-        TestImage::new()
-            .glibc()
-            .jdk("/opt/java/openjdk", &release("17.0.15", "gnu", "Hotspot"))
-            .env(&[
-                "JAVA_HOME=/opt/java/openjdk",
-                "PATH=/opt/java/openjdk/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-            ])
-            .working_dir("/app")
-            .cmd(&["java", "-jar", "app.jar"])
+        TestImage::new().temurin("17.0.15", "gnu", "Hotspot")
     }
 
     #[test]
@@ -135,10 +121,8 @@ mod tests {
         }
         // Trimming this JDK refuses (experimental, not unlocked) settles nothing.
         let locked = TestImage::new()
-            .glibc()
-            .jdk("/opt/java/openjdk", &release("17.0.10", "gnu", "Hotspot"))
-            .env(&["JAVA_HOME=/opt/java/openjdk", "JAVA_TOOL_OPTIONS=-XX:TrimNativeHeapInterval=60000"])
-            .cmd(&["/opt/java/openjdk/bin/java", "-jar", "/app/app.jar"])
+            .temurin("17.0.10", "gnu", "Hotspot")
+            .env(&["JAVA_TOOL_OPTIONS=-XX:TrimNativeHeapInterval=60000"])
             .facts();
         assert_eq!(check(&locked).findings.len(), 1);
     }
@@ -146,10 +130,7 @@ mod tests {
     #[test]
     fn undecided_on_musl_or_openj9() {
         let f = TestImage::new()
-            .musl()
-            .jdk("/opt/java/openjdk", &release("17.0.15", "musl", "Hotspot"))
-            .env(&["JAVA_HOME=/opt/java/openjdk"])
-            .cmd(&["/opt/java/openjdk/bin/java", "-jar", "/app/app.jar"])
+            .temurin("17.0.15", "musl", "Hotspot")
             .facts();
         let o = check(&f);
         assert!(o.findings.is_empty(), "{o:?}");
@@ -158,10 +139,7 @@ mod tests {
             Some("the JVM runs on musl, which has no per-thread arenas")
         );
         let f = TestImage::new()
-            .glibc()
-            .jdk("/opt/java/openjdk", &release("17.0.15", "gnu", "Openj9"))
-            .env(&["JAVA_HOME=/opt/java/openjdk"])
-            .cmd(&["/opt/java/openjdk/bin/java", "-jar", "/app/app.jar"])
+            .temurin("17.0.15", "gnu", "Openj9")
             .facts();
         let o = check(&f);
         assert!(o.findings.is_empty(), "{o:?}");

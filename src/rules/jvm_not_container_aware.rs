@@ -89,19 +89,7 @@ mod tests {
     /// A JDK of `version` (as its release file writes it) at /opt/java/openjdk on Debian,
     /// running `java -jar app.jar`, with `env`.
     fn jdk(version: &str, variant: &str, env: &[&str]) -> TestImage {
-        let release = format!(
-            "IMPLEMENTOR=\"Eclipse Adoptium\"\nJAVA_VERSION=\"{version}\"\nLIBC=\"gnu\"\nJVM_VARIANT=\"{variant}\"\n"
-        );
-        TestImage::new()
-            .glibc()
-            .jdk("/opt/java/openjdk", &release)
-            .env(&[
-                "JAVA_HOME=/opt/java/openjdk",
-                "PATH=/opt/java/openjdk/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-            ])
-            .env(env)
-            .working_dir("/app")
-            .cmd(&["java", "-jar", "app.jar"])
+        TestImage::new().temurin(version, "gnu", variant).env(env)
     }
 
     fn hotspot(version: &str, env: &[&str]) -> Outcome {

@@ -93,8 +93,7 @@ mod tests {
             ".NET runs on glibc malloc with no arena cap: native memory will climb and not come down"
         );
         assert!(
-            finding.evidence.iter().any(|e| e.text()
-                == "Microsoft.NETCore.App 8.0.11 at /usr/share/dotnet/shared/Microsoft.NETCore.App/8.0.11"),
+            finding.has_evidence("Microsoft.NETCore.App 8.0.11 at /usr/share/dotnet/shared/Microsoft.NETCore.App/8.0.11"),
             "{:?}",
             finding.evidence
         );

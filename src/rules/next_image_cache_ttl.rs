@@ -63,31 +63,25 @@ mod tests {
     use super::*;
     use crate::facts::testing::TestImage;
 
-    /// `.next/required-server-files.json` of `next build` with `output: 'standalone'`.
     use crate::facts::testing::NEXT_15_SERVER_FILES as RSF_15;
     use crate::facts::testing::NEXT_16_SERVER_FILES as RSF_16;
 
-    /// A standalone Next.js build of `version` in /app, with this build manifest.
-    fn standalone(version: &str, manifest: &str) -> TestImage {
-        TestImage::new().next_standalone(version, manifest)
-    }
 
     #[test]
     fn fires_on_next_15s_default_of_a_minute() {
-        let o = check(&standalone("15.5.14", RSF_15).facts());
+        let o = check(&TestImage::new().next_standalone("15.5.14", RSF_15).facts());
         let f = o.sole_finding();
         assert_eq!(f.severity, Severity::Note);
         assert_eq!(
             f.message,
             "Next.js 15.5.14 keeps optimized images for only 60 s (the default of this version)"
         );
-        assert!(f.evidence.iter().any(|e| e.text()
-            == "images.minimumCacheTTL = 60 in /app/.next/required-server-files.json"));
+        assert!(f.has_evidence("images.minimumCacheTTL = 60 in /app/.next/required-server-files.json"));
         assert!(f.fix.contains("minimumCacheTTL: 14400"));
         // Set lower on purpose: "as configured".
         let manifest = RSF_16.replace("\"minimumCacheTTL\": 14400", "\"minimumCacheTTL\": 30");
         assert_ne!(manifest, RSF_16, "the manifest holds the key as written here");
-        let o = check(&standalone("16.1.7", &manifest).facts());
+        let o = check(&TestImage::new().next_standalone("16.1.7", &manifest).facts());
         assert_eq!(o.findings.len(), 1, "{o:?}");
         assert_eq!(
             o.findings[0].message,
@@ -97,11 +91,11 @@ mod tests {
 
     #[test]
     fn silent_with_a_longer_ttl() {
-        let o = check(&standalone("16.1.7", RSF_16).facts());
+        let o = check(&TestImage::new().next_standalone("16.1.7", RSF_16).facts());
         assert!(o.findings.is_empty() && o.undecided.is_none(), "{o:?}");
         let manifest = RSF_15.replace("\"minimumCacheTTL\": 60", "\"minimumCacheTTL\": 3600");
         assert_ne!(manifest, RSF_15, "the manifest holds the key as written here");
-        let o = check(&standalone("15.5.14", &manifest).facts());
+        let o = check(&TestImage::new().next_standalone("15.5.14", &manifest).facts());
         assert!(o.findings.is_empty() && o.undecided.is_none(), "{o:?}");
         // No Next.js at all.
         let o = check(&TestImage::new().glibc().node("20.11.1").cmd(&["node", "server.js"]).facts());
@@ -112,7 +106,7 @@ mod tests {
     fn undecided_without_the_optimizer_or_a_known_ttl() {
         let manifest = RSF_15.replace("\"unoptimized\": false", "\"unoptimized\": true");
         assert_ne!(manifest, RSF_15, "the manifest holds the key as written here");
-        let o = check(&standalone("15.5.14", &manifest).facts());
+        let o = check(&TestImage::new().next_standalone("15.5.14", &manifest).facts());
         assert!(o.findings.is_empty(), "{o:?}");
         assert!(o.undecided.unwrap().contains("not in use"));
         // A package.json with no version and no build manifest: the default is unknown.

@@ -57,14 +57,10 @@ mod tests {
     use crate::facts::testing::NEXT_15_SERVER_FILES as RSF_15;
     use crate::facts::testing::NEXT_16_SERVER_FILES as RSF_16;
 
-    /// A standalone Next.js build of `version` in /app, with this build manifest.
-    fn standalone(version: &str, manifest: &str) -> TestImage {
-        TestImage::new().next_standalone(version, manifest)
-    }
 
     #[test]
     fn fires_when_the_setting_is_unset() {
-        let o = check(&standalone("15.5.14", RSF_15).facts());
+        let o = check(&TestImage::new().next_standalone("15.5.14", RSF_15).facts());
         let f = o.sole_finding();
         assert_eq!(f.severity, Severity::Note);
         assert_eq!(
@@ -77,14 +73,14 @@ mod tests {
 
     #[test]
     fn fires_on_versions_without_the_setting() {
-        let o = check(&standalone("15.5.13", RSF_15).facts());
+        let o = check(&TestImage::new().next_standalone("15.5.13", RSF_15).facts());
         assert_eq!(o.findings.len(), 1, "{o:?}");
         assert_eq!(
             o.findings[0].message,
             "Next.js 15.5.13 has no bound on its image disk cache: upgrade to 15.5.14 or later"
         );
         // 16.1.6 ignores the key its config sets.
-        let o = check(&standalone("16.1.6", RSF_16).facts());
+        let o = check(&TestImage::new().next_standalone("16.1.6", RSF_16).facts());
         assert_eq!(o.findings.len(), 1, "{o:?}");
         assert_eq!(
             o.findings[0].message,
@@ -99,14 +95,14 @@ mod tests {
     #[test]
     fn silent_when_bounded() {
         // next-16.1.7's manifest sets maximumDiskCacheSize: 0 (no disk cache).
-        let o = check(&standalone("16.1.7", RSF_16).facts());
+        let o = check(&TestImage::new().next_standalone("16.1.7", RSF_16).facts());
         assert!(o.findings.is_empty() && o.undecided.is_none(), "{o:?}");
         let manifest = RSF_15.replace(
             "\"minimumCacheTTL\": 60,",
             "\"minimumCacheTTL\": 60, \"maximumDiskCacheSize\": 536870912,",
         );
         assert_ne!(manifest, RSF_15, "the manifest holds the key as written here");
-        let o = check(&standalone("15.5.14", &manifest).facts());
+        let o = check(&TestImage::new().next_standalone("15.5.14", &manifest).facts());
         assert!(o.findings.is_empty() && o.undecided.is_none(), "{o:?}");
     }
 
@@ -114,7 +110,7 @@ mod tests {
     fn undecided_without_the_optimizer_or_a_version() {
         let manifest = RSF_15.replace("\"unoptimized\": false", "\"unoptimized\": true");
         assert_ne!(manifest, RSF_15, "the manifest holds the key as written here");
-        let o = check(&standalone("15.5.14", &manifest).facts());
+        let o = check(&TestImage::new().next_standalone("15.5.14", &manifest).facts());
         assert!(o.findings.is_empty(), "{o:?}");
         assert!(o.undecided.unwrap().contains("not in use"));
         let f = TestImage::new()

@@ -49,9 +49,8 @@ fn finding(f: &Facts, j: &JavaFacts, v: JavaVersion, o: &JavaOption, name: &str,
         Refusal::ImproperlySpecified => format!("Improperly specified VM option '{written}'"),
     };
     let message = format!(
-        "{} (from {}) stops Java {version} from starting: \"{said}\"",
-        o.option,
-        o.origin()
+        "{} stops Java {version} from starting: \"{said}\"",
+        o.described()
     );
     let mut ev = vec![option_evidence(o), jvm_evidence(j)];
     if matches!(refusal, Refusal::Experimental) && j.ignores_unrecognized().is_some() {

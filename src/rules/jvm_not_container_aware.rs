@@ -36,9 +36,8 @@ fn check(f: &Facts) -> Outcome {
     if let Some((false, o)) = j.xx_bool("UseContainerSupport") {
         return Outcome::one(
             RULE.finding(format!(
-                "{} (from {}) turns off container support: the JVM sizes its heap from the host's memory, not the container's limit",
-                o.option,
-                o.origin()
+                "{} turns off container support: the JVM sizes its heap from the host's memory, not the container's limit",
+                o.described()
             ))
             .anchor(anchor_of(o))
             .evidence(option_evidence(o))

@@ -1,7 +1,7 @@
 //! Diagnostics for input that cannot be read. Every variant says what failed, where, and what
 //! to do; all of them end the run with exit code 2.
 
-use miette::{Diagnostic, NamedSource, SourceSpan};
+use miette::{Diagnostic, SourceSpan};
 use thiserror::Error;
 
 /// Anything that stops memlint from reading an image or its own input.
@@ -338,7 +338,7 @@ pub struct ManifestError {
     pub message: String,
     pub help: String,
     #[source_code]
-    pub src: NamedSource<String>,
+    pub src: SourceWindow,
     #[label("here")]
     pub span: Option<SourceSpan>,
 }
@@ -351,7 +351,184 @@ pub struct ConfigError {
     pub message: String,
     pub help: String,
     #[source_code]
-    pub src: NamedSource<String>,
+    pub src: SourceWindow,
     #[label("here")]
     pub span: Option<SourceSpan>,
+}
+
+/// The characters shown on each side of a diagnostic's span, and the most of the span itself.
+pub const WINDOW_CHARS: usize = 60;
+
+/// The source a config or manifest diagnostic shows: at most [`WINDOW_CHARS`] characters on
+/// each side of the error, on its own line, never the whole file or line.
+///
+/// Why: a file can be anything a repository links it to (a line of `/proc/self/environ` is the
+/// whole environment of the job), and miette renders every line its context reaches, padding
+/// each label to its column (a column past 65,535 made it panic). Line and column numbers stay
+/// those of the whole file.
+#[derive(Debug)]
+pub struct SourceWindow {
+    name: String,
+    /// The window's text and its offset, 0-based line and 0-based column in the whole file.
+    text: String,
+    offset: usize,
+    line: usize,
+    column: usize,
+}
+
+impl SourceWindow {
+    /// A window of `text` around `span` (byte offsets into `text`), and the span to label in
+    /// it: the error's own span, shortened to at most [`WINDOW_CHARS`] characters and to its
+    /// line. Without a span, nothing of the file is shown.
+    pub fn around(
+        name: impl Into<String>,
+        text: &str,
+        span: Option<std::ops::Range<usize>>,
+    ) -> (Self, Option<SourceSpan>) {
+        let name = name.into();
+        let Some(range) = span else {
+            let empty = SourceWindow {
+                name,
+                text: String::new(),
+                offset: 0,
+                line: 0,
+                column: 0,
+            };
+            return (empty, None);
+        };
+        let start = floor_char_boundary(text, range.start.min(text.len()));
+        let end = floor_char_boundary(text, range.end.clamp(start, text.len()));
+        let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = text[start..].find(['\n', '\r']).map_or(text.len(), |i| start + i);
+        // The label: the span on its own line, at most WINDOW_CHARS characters of it.
+        let label_end = {
+            let on_line = &text[start..end.min(line_end)];
+            start
+                + on_line
+                    .char_indices()
+                    .nth(WINDOW_CHARS)
+                    .map_or(on_line.len(), |(i, _)| i)
+        };
+        let before = &text[line_start..start];
+        let window_start = before
+            .char_indices()
+            .rev()
+            .nth(WINDOW_CHARS.saturating_sub(1))
+            .map_or(line_start, |(i, _)| line_start + i);
+        let after = &text[label_end..line_end];
+        let window_end = label_end
+            + after
+                .char_indices()
+                .nth(WINDOW_CHARS)
+                .map_or(after.len(), |(i, _)| i);
+        let line = text[..line_start].matches('\n').count();
+        let column = text[line_start..window_start].chars().count();
+        let window = SourceWindow {
+            name,
+            text: text[window_start..window_end].to_string(),
+            offset: window_start,
+            line,
+            column,
+        };
+        (window, Some(SourceSpan::from(start..label_end)))
+    }
+}
+
+fn floor_char_boundary(text: &str, mut at: usize) -> usize {
+    while at > 0 && !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+impl miette::SourceCode for SourceWindow {
+    fn read_span<'a>(
+        &'a self,
+        span: &SourceSpan,
+        context_lines_before: usize,
+        context_lines_after: usize,
+    ) -> std::result::Result<Box<dyn miette::SpanContents<'a> + 'a>, miette::MietteError> {
+        let end = self.offset + self.text.len();
+        if span.offset() < self.offset || span.offset() > end {
+            return Err(miette::MietteError::OutOfBounds);
+        }
+        // With context (the snippet): the whole window, which is all of the line there is to
+        // show. Without (the header's line:column): from the span's start.
+        let from = if context_lines_before == 0 && context_lines_after == 0 {
+            floor_char_boundary(&self.text, span.offset() - self.offset)
+        } else {
+            0
+        };
+        let data = &self.text[from..];
+        let offset = self.offset + from;
+        let column = self.column + self.text[..from].chars().count();
+        Ok(Box::new(miette::MietteSpanContents::new_named(
+            self.name.clone(),
+            data.as_bytes(),
+            SourceSpan::from((offset, data.len())),
+            self.line,
+            column,
+            1,
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rendered(text: &str, span: std::ops::Range<usize>) -> String {
+        let (src, span) = SourceWindow::around("memlint.toml", text, Some(span));
+        let error = ConfigError {
+            message: "memlint.toml: unexpected key".to_string(),
+            help: "fix it".to_string(),
+            src,
+            span,
+        };
+        let mut out = String::new();
+        miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
+            .render_report(&mut out, &error)
+            .unwrap();
+        out
+    }
+
+    #[test]
+    fn a_diagnostic_shows_a_short_window_of_its_line_with_the_whole_file_s_line_and_column() {
+        let secret = "SECRET_TOKEN=hunter2";
+        let long_line = format!(
+            "{secret}\0{}\0bad = [\0{}\0{secret}",
+            "A=1\0".repeat(30_000),
+            "B=2\0".repeat(30_000)
+        );
+        let text = format!("[limits]\nmax_path_len = 1\n{long_line}\nlast = 1\n");
+        let at = text.find("bad").unwrap();
+        let out = rendered(&text, at..at + 3);
+        assert!(out.len() < 1_000, "{out}");
+        assert!(!out.contains("hunter2"), "{out}");
+        assert!(!out.contains("last = 1"), "{out}");
+        let column = long_line.find("bad").unwrap() + 1;
+        assert!(out.contains(&format!("[memlint.toml:3:{column}]")), "{out}");
+        assert!(out.contains("bad = ["), "{out}");
+    }
+
+    #[test]
+    fn a_span_past_column_65535_renders_without_panicking() {
+        let text = format!("x = \"{}\"\ny = [", "é".repeat(70_000));
+        let at = text.len() - 1;
+        let out = rendered(&text, at..at + 1);
+        assert!(out.contains("[memlint.toml:2:5]"), "{out}");
+        let line_one = text.find('\n').unwrap() - 3;
+        let out = rendered(&text, line_one..line_one + 200);
+        assert!(out.lines().all(|l| l.chars().count() < 200), "{out}");
+        assert!(out.contains("[memlint.toml:1:"), "{out}");
+    }
+
+    #[test]
+    fn without_a_span_nothing_of_the_file_is_shown() {
+        let (src, span) = SourceWindow::around("x", "secret", None);
+        assert!(span.is_none());
+        assert!(miette::SourceCode::read_span(&src, &SourceSpan::from(0..0), 1, 1)
+            .map(|c| c.data().is_empty())
+            .unwrap_or(true));
+    }
 }

@@ -7,7 +7,6 @@ use crate::error::ConfigError;
 use crate::finding::{Evidence, FailOn, Severity};
 use crate::rules;
 use crate::tree::Limits;
-use miette::{NamedSource, SourceSpan};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -143,12 +142,14 @@ impl Settings {
         start.ancestors().map(|d| d.join(FILE_NAME)).find(|p| p.exists())
     }
 
-    pub fn load(path: &Path) -> Result<Settings, Box<ConfigError>> {
-        let text = crate::user_file::read_to_string(path, crate::user_file::MAX_BYTES).map_err(|e| {
+    /// The config file at `path`; `inside`, for a file memlint found by itself, is the folder
+    /// its links must stay inside.
+    pub fn load(path: &Path, inside: Option<&Path>) -> Result<Settings, Box<ConfigError>> {
+        let text = read_config(path, inside).map_err(|e| {
             Box::new(ConfigError {
                 message: format!("cannot read {}: {}", path.display(), e.reason()),
                 help: e.help().to_string(),
-                src: NamedSource::new(path.display().to_string(), String::new()),
+                src: crate::error::SourceWindow::around(path.display().to_string(), "", None).0,
                 span: None,
             })
         })?;
@@ -288,9 +289,9 @@ struct RawLimitsOnly {
 }
 
 /// The `[limits]` table of the config file at `path`, checked.
-pub fn load_limits(path: &Path) -> Result<Vec<(String, String)>, Box<ConfigError>> {
+pub fn load_limits(path: &Path, inside: Option<&Path>) -> Result<Vec<(String, String)>, Box<ConfigError>> {
     let name = path.display().to_string();
-    let text = crate::user_file::read_to_string(path, crate::user_file::MAX_BYTES).map_err(|e| {
+    let text = read_config(path, inside).map_err(|e| {
         config_error(
             &name,
             "",
@@ -311,6 +312,13 @@ pub fn load_limits(path: &Path) -> Result<Vec<(String, String)>, Box<ConfigError
     checked_limits(&raw.limits, &text, &name)
 }
 
+fn read_config(path: &Path, inside: Option<&Path>) -> Result<String, crate::user_file::ReadError> {
+    match inside {
+        Some(folder) => crate::user_file::read_inside_to_string(path, folder, crate::user_file::MAX_BYTES),
+        None => crate::user_file::read_to_string(path, crate::user_file::MAX_BYTES),
+    }
+}
+
 fn config_error(
     name: &str,
     text: &str,
@@ -318,11 +326,12 @@ fn config_error(
     help: String,
     span: Option<std::ops::Range<usize>>,
 ) -> Box<ConfigError> {
+    let (src, span) = crate::error::SourceWindow::around(name, text, span);
     Box::new(ConfigError {
         message: format!("{name}: {message}"),
         help,
-        src: NamedSource::new(name, text.to_string()),
-        span: span.map(|r| SourceSpan::from(r.start..r.end)),
+        src,
+        span,
     })
 }
 

@@ -6,7 +6,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The bound of every file the user names: configs, Dockerfiles and CA bundles are far
 /// smaller (a system CA bundle is about 200 KiB).
@@ -21,6 +21,10 @@ pub enum ReadError {
     NotRegular(&'static str),
     /// Larger than the bound.
     TooLarge { max: u64 },
+    /// A file of a kernel pseudo-filesystem (procfs, sysfs…): which one.
+    Pseudo(&'static str),
+    /// A file memlint found by itself whose links lead out of the folder it was found under.
+    Outside { folder: PathBuf },
 }
 
 impl ReadError {
@@ -30,6 +34,10 @@ impl ReadError {
             ReadError::Io(e) => e.to_string(),
             ReadError::NotRegular(kind) => format!("it is {kind}, not a regular file"),
             ReadError::TooLarge { max } => format!("it is larger than {} MiB", max >> 20),
+            ReadError::Pseudo(fs) => format!("it is a file of the kernel's {fs}, not a regular file"),
+            ReadError::Outside { folder } => {
+                format!("it is a symbolic link that leads out of {}", folder.display())
+            }
         }
     }
 
@@ -47,6 +55,12 @@ impl ReadError {
             }
             ReadError::TooLarge { .. } => {
                 "check the path: a config file, Dockerfile or CA bundle is far smaller than that"
+            }
+            ReadError::Pseudo(_) => {
+                "name a regular file: memlint reads no kernel files (/proc, /sys), which can hold the environment of this job"
+            }
+            ReadError::Outside { .. } => {
+                "memlint follows the links of files it finds by itself only inside the repository or the --k8s folder: replace the link with the file, or name the file on the command line (--config, --dockerfile, --k8s FILE)"
             }
         }
     }
@@ -90,15 +104,76 @@ pub fn read(path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
             "not a file"
         }));
     }
+    if let Some(fs) = pseudo_filesystem(&file) {
+        return Err(ReadError::Pseudo(fs));
+    }
     if meta.len() > max {
         return Err(ReadError::TooLarge { max });
     }
     read_bounded(file, max)
 }
 
+/// [`read`] for a file memlint found by itself (`.memlint.toml` above the working folder,
+/// `./Dockerfile`, the manifests of a `--k8s` folder): refused when it is a link whose target
+/// lies outside `folder`, so that a file added to a repository cannot make memlint read, and
+/// print in a diagnostic, a file of the machine that runs it (`~/.docker/config.json`).
+pub fn read_inside(path: &Path, folder: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
+    let target = std::fs::canonicalize(path).map_err(ReadError::Io)?;
+    let folder = std::fs::canonicalize(folder).map_err(ReadError::Io)?;
+    if !target.starts_with(&folder) {
+        return Err(ReadError::Outside { folder });
+    }
+    read(&target, max)
+}
+
+/// [`read_inside`], as UTF-8 text.
+pub fn read_inside_to_string(path: &Path, folder: &Path, max: u64) -> Result<String, ReadError> {
+    utf8(read_inside(path, folder, max)?)
+}
+
+/// The folder a file memlint finds by itself under `start` may link within: the repository
+/// that holds `start` (the nearest folder above it with a `.git`), else `start` itself.
+pub fn repository_of(start: &Path) -> PathBuf {
+    start
+        .ancestors()
+        .find(|d| d.join(".git").exists())
+        .unwrap_or(start)
+        .to_path_buf()
+}
+
+/// The kernel pseudo-filesystem `file` is on, if any: their files claim to be regular files
+/// of size 0 and hold what the kernel makes up on read (`/proc/self/environ`: the job's
+/// secrets).
+#[cfg(target_os = "linux")]
+fn pseudo_filesystem(file: &File) -> Option<&'static str> {
+    let magic = rustix::fs::fstatfs(file).ok()?.f_type as u64;
+    Some(match magic {
+        0x9fa0 => "proc filesystem",
+        0x6265_6572 => "sysfs",
+        0x6462_6720 => "debugfs",
+        0x7472_6163 => "tracefs",
+        0x7363_6673 => "securityfs",
+        0x0027_e0eb | 0x6367_7270 => "cgroup filesystem",
+        0x6265_6570 => "configfs",
+        0xcafe_4a11 => "bpf filesystem",
+        0xde5e_81e4 => "efivarfs",
+        0x6165_676c => "pstore",
+        _ => return None,
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn pseudo_filesystem(_file: &File) -> Option<&'static str> {
+    None
+}
+
 /// [`read`], as UTF-8 text.
 pub fn read_to_string(path: &Path, max: u64) -> Result<String, ReadError> {
-    String::from_utf8(read(path, max)?)
+    utf8(read(path, max)?)
+}
+
+fn utf8(bytes: Vec<u8>) -> Result<String, ReadError> {
+    String::from_utf8(bytes)
         .map_err(|_| ReadError::Io(io::Error::new(io::ErrorKind::InvalidData, "it is not UTF-8 text")))
 }
 

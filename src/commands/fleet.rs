@@ -420,8 +420,13 @@ fn read_inputs(args: &LintArgs) -> Result<(Vec<Input>, BTreeMap<String, Manifest
                     ("-".to_string(), text, args.sarif_artifact.clone())
                 }
                 Some(path) => {
-                    let text = crate::user_file::read_to_string(&path, k8s::MAX_MANIFEST_BYTES)
-                        .map_err(|e| Error::user_file(path.display(), e))?;
+                    // A file found in a folder, not named: its links stay inside the folder.
+                    let text = if given.is_dir() {
+                        crate::user_file::read_inside_to_string(&path, given, k8s::MAX_MANIFEST_BYTES)
+                    } else {
+                        crate::user_file::read_to_string(&path, k8s::MAX_MANIFEST_BYTES)
+                    }
+                    .map_err(|e| Error::user_file(path.display(), e))?;
                     let shown = path.to_string_lossy().replace('\\', "/");
                     // Outside the repository: the file's name, which SARIF can hold.
                     let name = path
@@ -459,7 +464,7 @@ fn manifest_error(e: k8s::ManifestError) -> Error {
         // The parser counts columns in characters; the span is in bytes.
         let chars = e.column.map(|c| c.saturating_sub(1) as usize).unwrap_or(0);
         let col = rest[..len].char_indices().nth(chars).map_or(len, |(b, _)| b);
-        miette::SourceSpan::from((start + col, len - col))
+        start + col..start + len
     });
     let name = if e.file == "-" {
         "standard input".to_string()
@@ -470,10 +475,11 @@ fn manifest_error(e: k8s::ManifestError) -> Error {
         Some(l) => format!("{} (line {l})", e.message),
         None => e.message,
     };
+    let (src, span) = crate::error::SourceWindow::around(name, &e.text, span);
     Error::Manifest(Box::new(ManifestError {
         message,
         help: e.help,
-        src: miette::NamedSource::new(name, e.text),
+        src,
         span,
     }))
 }

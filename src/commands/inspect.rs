@@ -14,7 +14,9 @@ pub fn run(args: InspectArgs) -> Result<ExitCode> {
     // inspect has no --config: the nearest .memlint.toml gives its [limits], as for lint; the
     // rest of that file (ignores, severities) is lint's, and so are its mistakes.
     let config_limits = match super::config_path(None) {
-        Some(path) => crate::settings::load_limits(&path).map_err(Error::Config)?,
+        Some((path, inside)) => {
+            crate::settings::load_limits(&path, inside.as_deref()).map_err(Error::Config)?
+        }
         None => Vec::new(),
     };
     let mut options =

@@ -179,20 +179,31 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
 /// Settings from --config, else .memlint.toml found upward, else defaults.
 pub(crate) fn load_settings(path: Option<&Path>) -> Result<Settings> {
     match super::config_path(path) {
-        Some(p) => Settings::load(&p).map_err(Error::Config),
+        Some((p, inside)) => Settings::load(&p, inside.as_deref()).map_err(Error::Config),
         None => Ok(Settings::default()),
     }
 }
 
 /// The Dockerfile given, or ./Dockerfile when it exists; its path as a repository-relative URI.
 fn read_dockerfile(given: Option<&Path>) -> Result<Option<(String, Dockerfile)>> {
-    let path = match given {
-        Some(p) => p.to_path_buf(),
-        None if Path::new("Dockerfile").is_file() => PathBuf::from("Dockerfile"),
+    let (path, text) = match given {
+        Some(p) => (
+            p.to_path_buf(),
+            crate::user_file::read_to_string(p, crate::user_file::MAX_BYTES),
+        ),
+        // Found, not named: its links stay inside the repository (a pull request's Dockerfile
+        // linked to a file of the machine would be printed in findings).
+        None if Path::new("Dockerfile").is_file() => {
+            let path = PathBuf::from("Dockerfile");
+            let repository =
+                crate::user_file::repository_of(&std::env::current_dir().map_err(|e| Error::io(".", e))?);
+            let text =
+                crate::user_file::read_inside_to_string(&path, &repository, crate::user_file::MAX_BYTES);
+            (path, text)
+        }
         None => return Ok(None),
     };
-    let text = crate::user_file::read_to_string(&path, crate::user_file::MAX_BYTES)
-        .map_err(|e| Error::user_file(path.display(), e))?;
+    let text = text.map_err(|e| Error::user_file(path.display(), e))?;
     Ok(Some((super::repo_relative(&path), Dockerfile::parse(&text))))
 }
 

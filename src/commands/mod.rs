@@ -210,13 +210,18 @@ fn docker_config_dir() -> Option<PathBuf> {
 }
 
 /// The config file: the one given (`--config`), else `.memlint.toml` in the current folder or
-/// the nearest one above it.
-pub(crate) fn config_path(given: Option<&Path>) -> Option<PathBuf> {
+/// the nearest one above it; for a file found, the folder its links must stay inside (see
+/// [`crate::user_file::read_inside`]).
+pub(crate) fn config_path(given: Option<&Path>) -> Option<(PathBuf, Option<PathBuf>)> {
     match given {
-        Some(p) => Some(p.to_path_buf()),
-        None => std::env::current_dir()
-            .ok()
-            .and_then(|d| crate::settings::Settings::find(&d)),
+        Some(p) => Some((p.to_path_buf(), None)),
+        None => {
+            let found = std::env::current_dir()
+                .ok()
+                .and_then(|d| crate::settings::Settings::find(&d))?;
+            let folder = found.parent().map(crate::user_file::repository_of);
+            Some((found, folder))
+        }
     }
 }
 

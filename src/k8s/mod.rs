@@ -241,6 +241,20 @@ fn read_one(input: &Input, out: &mut Manifests) -> Result<(), Box<ManifestError>
     Ok(())
 }
 
+/// The API versions Kubernetes serves (or served) a kind memlint reads under, the current
+/// one first; `None` for a kind memlint does not read.
+fn workload_api_versions(kind: &str) -> Option<&'static [&'static str]> {
+    Some(match kind {
+        "Pod" | "List" => &["v1"],
+        "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" => {
+            &["apps/v1", "apps/v1beta2", "apps/v1beta1", "extensions/v1beta1"]
+        }
+        "Job" => &["batch/v1"],
+        "CronJob" => &["batch/v1", "batch/v1beta1", "batch/v2alpha1"],
+        _ => return None,
+    })
+}
+
 /// The first line with a template expression, when the text holds one.
 fn helm_line(text: &str) -> Option<u32> {
     text.lines()
@@ -350,6 +364,28 @@ impl Walk<'_> {
             Some(m) => self.opt_string(m, "namespace", "`metadata.namespace`")?,
             None => None,
         };
+        // A custom resource may reuse a workload's kind (Volcano's `Job`, Argo Rollouts'
+        // shapes): only Kubernetes' own API groups are read, the rest skipped with a warning.
+        let api_version = match node.get("apiVersion") {
+            Some(v) if v.value != Node::Null => Some(self.string(v, "`apiVersion`")?),
+            _ => None,
+        };
+        if let (Some(groups), Some(api)) = (workload_api_versions(&kind), &api_version) {
+            if !groups.contains(&api.as_str()) {
+                self.out.warnings.push(format!(
+                    "{}:{line}: the {kind} `{name}` is of apiVersion `{api}`, not Kubernetes' {}: a custom resource memlint does not read, skipped",
+                    self.file,
+                    groups[0]
+                ));
+                self.out.skipped.push(Skipped {
+                    file: self.file.to_string(),
+                    line,
+                    kind: format!("{kind} ({api})"),
+                    name,
+                });
+                return Ok(());
+            }
+        }
         let pod_spec_path: &[&str] = match kind.as_str() {
             "List" if depth < 4 => {
                 if let Some(items) = node.get("items") {
@@ -995,6 +1031,24 @@ spec:
         }
         let c = pod(&env);
         assert!(matches!(&c.env[39].value, EnvValue::Unknown { why } if why.contains("KiB")));
+    }
+
+    #[test]
+    fn a_custom_resource_with_a_workload_kind_is_skipped_with_a_warning() {
+        // Volcano's Job: `spec.tasks[].template`, no `spec.template`; a `spec.template` of
+        // another shape (a string here) would fail the run if it were read as batch/v1.
+        let m = read_text("apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: train}\nspec:\n  template: not-a-pod\n  tasks:\n  - replicas: 2\n    template:\n      spec:\n        containers: [{name: w, image: trainer}]\n---\napiVersion: batch/v1\nkind: Job\nmetadata: {name: real}\nspec:\n  template:\n    spec:\n      containers: [{name: w, image: app}]\n").unwrap();
+        assert_eq!(m.containers.len(), 1);
+        assert_eq!(m.containers[0].workload.name, "real");
+        assert_eq!(m.skipped.len(), 1);
+        assert_eq!(m.skipped[0].kind, "Job (batch.volcano.sh/v1alpha1)");
+        assert_eq!(m.warnings.len(), 1, "{:?}", m.warnings);
+        assert!(m.warnings[0].contains("custom resource"), "{}", m.warnings[0]);
+        // The same shape under Kubernetes' own group is Kubernetes' to refuse.
+        assert!(read_text(
+            "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec:\n  template: not-a-pod\n"
+        )
+        .is_err());
     }
 
     #[test]

@@ -28,9 +28,23 @@
 set -euo pipefail
 : "${TOOL_ROOT:?TOOL_ROOT is not set}" "${ACTION_PATH:?ACTION_PATH is not set}"
 
+# The token is for the download from GitHub only: kept in a shell variable, out of the
+# environment of every command this script runs (`cargo install` runs build scripts of crates).
+gh_token=${GH_TOKEN:-}
+unset GH_TOKEN
+
+# A workflow command's message with its data escaped as the runner reads it: an input cannot
+# end the line and start a command of its own.
+escape_data() {
+  local s=$1
+  s=${s//'%'/%25}
+  s=${s//$'\r'/%0D}
+  s=${s//$'\n'/%0A}
+  printf '%s' "$s"
+}
 say() { echo "memlint: $*" >&2; }
 fail() {
-  echo "::error title=memlint install::$*" >&2
+  echo "::error title=memlint install::$(escape_data "$*")" >&2
   exit 1
 }
 
@@ -148,8 +162,8 @@ if [ -z "$from" ]; then
       https://*) echo 'proto = "=https"' && echo 'proto-redir = "=https"' ;;
     esac
     # The token goes to GitHub and nowhere else (curl drops it on a redirect to another host).
-    if [ -n "${GH_TOKEN:-}" ] && [ "$base" = https://github.com ]; then
-      printf 'header = "Authorization: Bearer %s"\n' "$GH_TOKEN"
+    if [ -n "$gh_token" ] && [ "$base" = https://github.com ]; then
+      printf 'header = "Authorization: Bearer %s"\n' "$gh_token"
     fi
   } >"$curl_config"
   if ! curl --config "$curl_config" --output "$fetched" "$url"; then

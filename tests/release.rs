@@ -137,7 +137,7 @@ impl Bench {
         fs::write(
             bin.join("cargo"),
             format!(
-                "#!/bin/sh\n# stands in for `cargo install --locked --force --path P --root R`\necho \"$*\" >> '{}'\nwhile [ $# -gt 0 ]; do [ \"$1\" = --root ] && r=$2; shift; done\nprintf '#!/bin/sh\\necho built from source\\n' > \"$r/bin/memlint\"; chmod +x \"$r/bin/memlint\"\n",
+                "#!/bin/sh\n# stands in for `cargo install --locked --force --path P --root R`\necho \"$* token=${{GH_TOKEN:-}}\" >> '{}'\nwhile [ $# -gt 0 ]; do [ \"$1\" = --root ] && r=$2; shift; done\nprintf '#!/bin/sh\\necho built from source\\n' > \"$r/bin/memlint\"; chmod +x \"$r/bin/memlint\"\n",
                 dir.path().join("cargo-calls").display()
             ),
         )
@@ -258,6 +258,8 @@ fn action_install_verifies_release_binaries_against_the_pinned_table() {
         "{}",
         r.cargo_calls
     );
+    // The build from source (crates' build scripts) never sees the GitHub token.
+    assert!(r.cargo_calls.contains(" token=\n"), "{}", r.cargo_calls);
     assert!(bench
         .server
         .requests()
@@ -299,6 +301,12 @@ fn action_install_verifies_release_binaries_against_the_pinned_table() {
     let r = bench.install(&right, &[("INPUT_VERSION", "1.0;rm -rf /")]);
     assert_eq!(r.out.status.code(), Some(1));
     assert!(error_text(&r.out).contains("is not a release version"));
+    // An input cannot end the `::error` line and write a workflow command of its own.
+    let r = bench.install(&right, &[("INPUT_VERSION", "1.0\n::add-mask::x\r%")]);
+    assert_eq!(r.out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&r.out.stderr);
+    assert!(err.contains("version '1.0%0A::add-mask::x%0D%25' is not"), "{err}");
+    assert!(!err.lines().any(|l| l.starts_with("::add-mask")), "{err}");
     // The newest listed release by version order (v0.10 after v0.9), whose asset is missing
     // here: a download was tried for it.
     let newer = format!("{} v99.10.0 memlint-99.10.0-{linux}.tar.gz\n", bench.asset_sha);
@@ -455,6 +463,21 @@ fn workflows_pin_actions_and_the_release_workflow_ships_what_the_action_reads() 
     ] {
         assert!(release.contains(needle), "release.yml lacks {needle}");
     }
+    // The binaries' job installs nothing from crates.io before they are uploaded and attested
+    // (the SBOM tool runs in a job of its own), and every job builds with the pinned toolchain.
+    let (build_job, rest) = release.split_once("\n  sbom:\n").expect("an sbom job");
+    let build_job = build_job.split_once("\n  build:\n").unwrap().1;
+    assert!(!build_job.contains("cargo install"), "{build_job}");
+    assert!(rest.contains("cargo install --locked cargo-cyclonedx"));
+    assert!(rest.contains("needs: [build, sbom]"));
+    assert!(!release.contains("toolchain install stable"));
+    let pinned = release
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("RUST_TOOLCHAIN: "))
+        .expect("RUST_TOOLCHAIN pinned");
+    assert!(pinned.split('.').count() == 3, "{pinned}");
+    let dockerfile = fs::read_to_string(format!("{ROOT}/docker/Dockerfile")).unwrap();
+    assert!(dockerfile.contains(&format!("FROM rust:{pinned}-")), "docker/Dockerfile builds with another toolchain than {pinned}");
     // The targets the install script maps runners to are the ones released.
     let install = fs::read_to_string(format!("{ROOT}/scripts/action-install.sh")).unwrap();
     for target in release
@@ -537,15 +560,25 @@ fn container_image_final_stage_builds_with_buildah_and_lints_under_podman() {
     assert_eq!(out.status.code(), Some(2));
     assert!(
         error_text(&out).contains("the Dockerfile's stages are: build, gcr.io/distroless/cc-")
-            && error_text(&out).contains("debian12:nonroot"),
+            && error_text(&out).contains("debian12:nonroot@sha256:"),
         "{}",
         error_text(&out)
     );
     let stage = final_stage(&dockerfile);
     assert!(
-        stage.starts_with("FROM gcr.io/distroless/cc-debian12:nonroot\n"),
+        stage.starts_with("FROM gcr.io/distroless/cc-debian12:nonroot@sha256:"),
         "{stage}"
     );
+    // Every base is pinned by digest, not only by tag.
+    for from in dockerfile.lines().filter(|l| l.starts_with("FROM ")) {
+        let image = from.split_whitespace().nth(1).unwrap();
+        let digest = image.split_once("@sha256:").map(|(_, d)| d).unwrap_or("");
+        assert!(
+            digest.len() == 64 && digest.chars().all(|c| c.is_ascii_hexdigit()),
+            "{from} is not pinned by digest"
+        );
+    }
+    let distroless = stage.lines().next().unwrap().trim_start_matches("FROM ").to_string();
     assert!(
         !stage.contains("\nRUN "),
         "the final stage needs no shell: {stage}"
@@ -647,7 +680,7 @@ fn container_image_final_stage_builds_with_buildah_and_lints_under_podman() {
         .unwrap();
     let containerfile = stage
         .replace(
-            "FROM gcr.io/distroless/cc-debian12:nonroot",
+            &format!("FROM {distroless}"),
             "FROM localhost/memlint-test/distroless-cc:nonroot",
         )
         .replace(&copy_line, &format!("COPY memlint {dest}"));

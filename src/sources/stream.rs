@@ -24,7 +24,7 @@ pub fn read(input: impl Read, label: &str, options: &Options) -> Result<StreamSt
     let not_tar = |reason: String| Error::NotAnImage {
         location: label.to_string(),
         reason,
-        help: "pipe `docker save IMAGE` (plain, gzip or zstd) into memlint, or give the archive's path"
+        help: "pipe `docker save IMAGE` (plain, gzip, zstd, xz or bzip2) into memlint, or give the archive's path"
             .to_string(),
     };
     if start.is_empty() {
@@ -187,14 +187,15 @@ pub fn read(input: impl Read, label: &str, options: &Options) -> Result<StreamSt
     })
 }
 
-/// An archive on a stream that may be gzip or zstd compressed (`docker save app | gzip |
+/// An archive on a stream that may be gzip, zstd, xz or bzip2 compressed (`docker save app | gzip |
 /// memlint lint docker-archive:-`): its first bytes say which, as for a path. Decompressed as
 /// it is read; nothing is copied aside.
 pub fn read_sniffed(input: impl Read, label: &str, options: &Options) -> Result<StreamStore> {
     let mut input = input;
-    let mut magic = Vec::with_capacity(4);
+    // Ten bytes: enough for bzip2's signature, the longest of the four.
+    let mut magic = Vec::with_capacity(10);
     (&mut input)
-        .take(4)
+        .take(10)
         .read_to_end(&mut magic)
         .map_err(|e| limit_in_io(&e, label).unwrap_or_else(|| Error::io(label, e)))?;
     let whole = io::BufReader::with_capacity(256 * 1024, io::Cursor::new(magic.clone()).chain(input));
@@ -204,6 +205,8 @@ pub fn read_sniffed(input: impl Read, label: &str, options: &Options) -> Result<
             let dec = zstd::stream::read::Decoder::with_buffer(whole).map_err(|e| Error::io(label, e))?;
             read(dec, label, options)
         }
+        Some(Compression::Xz) => read(crate::tree::xz_bzip2::xz(whole), label, options),
+        Some(Compression::Bzip2) => read(crate::tree::xz_bzip2::bzip2(whole), label, options),
         _ => read(whole, label, options),
     }
 }

@@ -302,7 +302,7 @@ const EXPECT: &[Expect] = &[
         "oci-dir:",
         "",
         &[],
-        &["text/plain"],
+        &["memlint::artifact", "application/vnd.oci.empty.v1+json"],
     ),
     ok(
         "moby-special__twoplatform",
@@ -415,7 +415,7 @@ const EXPECT: &[Expect] = &[
         &[],
         1,
         "linux/amd64",
-        &["/foo/tmp/x", "/tmp/x"],
+        &["/foo/tmp/breakout-peer3", "/tmp/breakout-peer3"],
     ),
     ok(
         "containerd-breakout__HardlinkSymlinkBeforeCreateTarget",

@@ -190,7 +190,7 @@ fn unplatformed_kind(manifest: &serde_json::Value) -> Option<String> {
         .map(|t| crate::tree::layer::printable(t))
         .unwrap_or_default();
     Some(format!(
-        "its config has no os or architecture and its layers are not file systems (media type `{first}`)"
+        "an attestation or other artifact: its config has no os or architecture and its layers are not file systems (media type `{first}`)"
     ))
 }
 

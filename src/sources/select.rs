@@ -336,12 +336,16 @@ fn narrow(
         });
     }
     candidates.retain(|c| c.artifact.is_none());
-    // A candidate whose config cannot be read is left out of the choice, so that the default
-    // platform is still found among the others; when nothing else is left, its error is the
-    // answer.
+    // A candidate whose config cannot be read (absent, not JSON) is left out of the choice, so
+    // that the default platform is still found among the others; when nothing else is left,
+    // its error is the answer. A blob that is not what its descriptor says ends the run: the
+    // copy is damaged or was changed, whichever image is read.
     let failed = fill_platforms(&mut candidates, platform_of);
     let mut first_failure = None;
     for (i, e) in failed.into_iter().rev() {
+        if matches!(e, Error::DigestMismatch { .. } | Error::SizeMismatch { .. }) {
+            return Err(e);
+        }
         candidates.remove(i);
         first_failure = Some(e);
     }

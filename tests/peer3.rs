@@ -595,7 +595,10 @@ fn every_fixture_reads_or_is_refused_as_its_origin_expects() {
                 assert_eq!(platform_of(&v), platform, "{reference}");
                 let listed = listed_paths(&v);
                 for p in paths {
-                    assert!(listed.iter().any(|l| l == p), "{reference}: {p} not in {listed:?}");
+                    assert!(
+                        listed.iter().any(|l| l == p),
+                        "{reference}: {p} not in {listed:?}"
+                    );
                 }
             }
             Err(needles) => {
@@ -675,7 +678,11 @@ fn image_config_artifact_type_is_an_image() {
     d["artifactType"] = Value::from("application/vnd.example.sbom+json");
     w.write_index_json(vec![d]);
     fails_with(
-        &["inspect", "--no-cache", &format!("oci-dir:{}", tmp.path().display())],
+        &[
+            "inspect",
+            "--no-cache",
+            &format!("oci-dir:{}", tmp.path().display()),
+        ],
         &["memlint::artifact", "application/vnd.example.sbom+json"],
     );
 }
@@ -684,7 +691,10 @@ fn image_config_artifact_type_is_an_image() {
 /// them, whatever their case.
 #[test]
 fn jib_manifest_keys_match_without_case() {
-    let v = inspect_json(&["--no-cache", &format!("docker-archive:{}", kept("jib__jib-image.tar"))]);
+    let v = inspect_json(&[
+        "--no-cache",
+        &format!("docker-archive:{}", kept("jib__jib-image.tar")),
+    ]);
     let layers = v["image"]["layers"].as_array().unwrap();
     assert_eq!(layers.len(), 2);
     let starts = |key: &str, i: usize, prefix: &str| {
@@ -698,7 +708,10 @@ fn jib_manifest_keys_match_without_case() {
     // Chosen by the name under `repoTags`.
     let by_name = inspect_json(&[
         "--no-cache",
-        &format!("docker-archive:{}:extraction.test:latest", kept("jib__jib-image.tar")),
+        &format!(
+            "docker-archive:{}:extraction.test:latest",
+            kept("jib__jib-image.tar")
+        ),
     ]);
     assert_eq!(by_name["image"]["name"], "extraction.test:latest");
     // busybox-jib: the `/hello` its test runs.
@@ -711,7 +724,11 @@ fn jib_manifest_keys_match_without_case() {
     append(&mut b, "manifest.json", br#"[{"config": 7, "layers": []}]"#);
     std::fs::write(&out, b.into_inner().unwrap()).unwrap();
     let err = fails_with(
-        &["inspect", "--no-cache", &format!("docker-archive:{}", out.display())],
+        &[
+            "inspect",
+            "--no-cache",
+            &format!("docker-archive:{}", out.display()),
+        ],
         &["`Config` is a JSON number, not a string", "RepoTags"],
     );
     assert!(!err.contains("not valid JSON"), "{err}");
@@ -720,12 +737,17 @@ fn jib_manifest_keys_match_without_case() {
 /// #29 item 3: a header with ustar magic and GNU version bytes keeps its `prefix`.
 #[test]
 fn ustar_prefix_under_gnu_version_bytes_is_kept() {
-    let v = files_json(&[&format!("oci-dir:{}", kept("containers-storage__broken-tar-layer"))]);
+    let v = files_json(&[&format!(
+        "oci-dir:{}",
+        kept("containers-storage__broken-tar-layer")
+    )]);
     let paths = listed_paths(&v);
     let deep = "/root/.cpanm/work/1395823785.24209/Plack-1.0030/blib/man3/Plack::Middleware::LighttpdScriptNameFix.3pm";
     assert!(paths.iter().any(|p| p == deep), "{paths:?}");
     assert!(
-        !paths.iter().any(|p| p == "/Plack::Middleware::LighttpdScriptNameFix.3pm"),
+        !paths
+            .iter()
+            .any(|p| p == "/Plack::Middleware::LighttpdScriptNameFix.3pm"),
         "{paths:?}"
     );
 }
@@ -757,7 +779,11 @@ fn null_diff_ids_is_no_layers() {
     );
     w.write_index_json(vec![d]);
     fails_with(
-        &["inspect", "--no-cache", &format!("oci-dir:{}", tmp.path().display())],
+        &[
+            "inspect",
+            "--no-cache",
+            &format!("oci-dir:{}", tmp.path().display()),
+        ],
         &["the manifest lists 1 layers but the config's rootfs.diff_ids lists 0"],
     );
 }
@@ -770,16 +796,33 @@ fn wrong_shapes_name_the_key() {
     let zot = kept("oras__zot-images");
     let err = fails_with(
         &["inspect", "--no-cache", &format!("oci-dir:{zot}:multi")],
-        &["memlint::not_an_image", "has no `rootfs` key", "config.md", "rootfs"],
+        &[
+            "memlint::not_an_image",
+            "has no `rootfs` key",
+            "config.md",
+            "rootfs",
+        ],
     );
-    assert!(!err.contains("not valid JSON") && !err.contains("broken tool"), "{err}");
+    assert!(
+        !err.contains("not valid JSON") && !err.contains("broken tool"),
+        "{err}"
+    );
     fails_with(
         &["inspect", "--no-cache", &format!("oci-dir:{zot}:empty_index")],
         &["`empty_index` is an image index that lists no manifests", "multi"],
     );
     let err = fails_with(
-        &["inspect", "--no-cache", &format!("oci-dir:{}", kept("image-spec__layer-size-string"))],
-        &["`layers[0].size`", "string \"10240\"", "manifest.md", "a number of bytes"],
+        &[
+            "inspect",
+            "--no-cache",
+            &format!("oci-dir:{}", kept("image-spec__layer-size-string")),
+        ],
+        &[
+            "`layers[0].size`",
+            "string \"10240\"",
+            "manifest.md",
+            "a number of bytes",
+        ],
     );
     assert!(!err.contains("not valid JSON"), "{err}");
     let v = inspect_json(&["--no-cache", &kept("moby-special__emptyfs.tar")]);
@@ -797,7 +840,10 @@ fn wrong_shapes_name_the_key() {
         .join("blobs/sha256")
         .join(broken["digest"].as_str().unwrap().trim_start_matches("sha256:"));
     let manifest: Value = serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
-    let config_hex = manifest["config"]["digest"].as_str().unwrap().trim_start_matches("sha256:");
+    let config_hex = manifest["config"]["digest"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("sha256:");
     std::fs::remove_file(tmp.path().join("blobs/sha256").join(config_hex)).unwrap();
     broken.as_object_mut().unwrap().remove("platform");
     let mut good_entry = good.clone();
@@ -818,7 +864,13 @@ fn invalid_whiteouts_are_refused() {
     ] {
         let err = fails_with(
             &["inspect", "--no-cache", &format!("oci-dir:{}", kept(fixture))],
-            &["memlint::layer", "cannot read layer 2", entry, "invalid whiteout", "containerd"],
+            &[
+                "memlint::layer",
+                "cannot read layer 2",
+                entry,
+                "invalid whiteout",
+                "containerd",
+            ],
         );
         assert!(!err.contains("panicked"), "{err}");
     }
@@ -829,7 +881,11 @@ fn invalid_whiteouts_are_refused() {
         .layer(LayerSpec::new(Comp::Plain).file("etc/.wh.", b""));
     write_oci_dir(tmp.path(), &img, "latest");
     fails_with(
-        &["inspect", "--no-cache", &format!("oci-dir:{}", tmp.path().display())],
+        &[
+            "inspect",
+            "--no-cache",
+            &format!("oci-dir:{}", tmp.path().display()),
+        ],
         &["cannot read layer 2", "`etc/.wh.`", "invalid whiteout"],
     );
 }
@@ -841,14 +897,27 @@ fn xz_and_bzip2_read_like_gzip() {
     let two = kept("podman__docker-two-images.tar.xz");
     fails_with(
         &["inspect", "--no-cache", &format!("docker-archive:{two}")],
-        &["memlint::ambiguous", "example.com/empty:latest", "example.com/empty/but:different"],
+        &[
+            "memlint::ambiguous",
+            "example.com/empty:latest",
+            "example.com/empty/but:different",
+        ],
     );
-    for pick in ["@0", "@1", "example.com/empty:latest", "example.com/empty/but:different"] {
+    for pick in [
+        "@0",
+        "@1",
+        "example.com/empty:latest",
+        "example.com/empty/but:different",
+    ] {
         let v = inspect_json(&["--no-cache", &format!("docker-archive:{two}:{pick}")]);
         assert_eq!(v["image"]["layers"].as_array().unwrap().len(), 1, "{pick}");
     }
     fails_with(
-        &["inspect", "--no-cache", &format!("docker-archive:{two}:foo.com/does/not/exist:latest")],
+        &[
+            "inspect",
+            "--no-cache",
+            &format!("docker-archive:{two}:foo.com/does/not/exist:latest"),
+        ],
         &["memlint::no_such_name"],
     );
     fails_with(
@@ -874,10 +943,16 @@ fn xz_and_bzip2_read_like_gzip() {
         assert_eq!(out.status.code(), Some(0), "{name}: {}", error_text(&out));
     }
     // Layers: `tar+xz` and `tar+bzip2`, and their compression named.
-    let tar = LayerSpec::new(Comp::Plain).file("etc/os-release", b"ID=test\n").tar();
+    let tar = LayerSpec::new(Comp::Plain)
+        .file("etc/os-release", b"ID=test\n")
+        .tar();
     for (blob, mt, word) in [
         (xz_bytes(&tar), "application/vnd.oci.image.layer.v1.tar+xz", "xz"),
-        (bzip2_bytes(&tar), "application/vnd.oci.image.layer.v1.tar+bzip2", "bzip2"),
+        (
+            bzip2_bytes(&tar),
+            "application/vnd.oci.image.layer.v1.tar+bzip2",
+            "bzip2",
+        ),
     ] {
         let dir = tempfile::tempdir().unwrap();
         layout_with_blob(dir.path(), &tar, &blob, mt);
@@ -886,10 +961,15 @@ fn xz_and_bzip2_read_like_gzip() {
         assert!(listed_paths(&v).iter().any(|p| p == "/etc/os-release"), "{word}");
     }
     // A bomb: 16 MiB of zeros, over the unpacked-size limit, is stopped by it.
-    let zeros = LayerSpec::new(Comp::Plain).file("zeros", &vec![0u8; 16 << 20]).tar();
+    let zeros = LayerSpec::new(Comp::Plain)
+        .file("zeros", &vec![0u8; 16 << 20])
+        .tar();
     for (blob, mt) in [
         (xz_bytes(&zeros), "application/vnd.oci.image.layer.v1.tar+xz"),
-        (bzip2_bytes(&zeros), "application/vnd.oci.image.layer.v1.tar+bzip2"),
+        (
+            bzip2_bytes(&zeros),
+            "application/vnd.oci.image.layer.v1.tar+bzip2",
+        ),
     ] {
         let dir = tempfile::tempdir().unwrap();
         layout_with_blob(dir.path(), &zeros, &blob, mt);
@@ -923,11 +1003,17 @@ fn unplatformed_configs_are_told_apart() {
     assert_eq!(platform_of(&v), "unknown platform");
     assert!(listed_paths(&v).iter().any(|p| p == "/some-file"));
     assert!(
-        v["image"]["layers"][0]["diff_id"].as_str().unwrap().starts_with("sha256:ebc931a4"),
+        v["image"]["layers"][0]["diff_id"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256:ebc931a4"),
         "{v}"
     );
     let warned = String::from_utf8_lossy(&out.stderr);
-    assert!(warned.contains("file system image of unknown platform"), "{warned}");
+    assert!(
+        warned.contains("file system image of unknown platform"),
+        "{warned}"
+    );
 
     let cosign = format!("oci-dir:{}", kept("cosign__save-layout"));
     let v = inspect_json(&["--no-cache", &cosign]);
@@ -947,7 +1033,11 @@ fn unplatformed_configs_are_told_apart() {
 #[test]
 fn foreign_layer_names_its_url() {
     let err = fails_with(
-        &["inspect", "--no-cache", &format!("oci-dir:{}", kept("distribution__foreign-layer"))],
+        &[
+            "inspect",
+            "--no-cache",
+            &format!("oci-dir:{}", kept("distribution__foreign-layer")),
+        ],
         &[
             "memlint::layer",
             "cannot read layer 2",
@@ -964,7 +1054,10 @@ fn foreign_layer_names_its_url() {
 /// implied it), and `hardlink_to` is the file itself, past the symlinks in its folders.
 #[test]
 fn files_have_layers_and_canonical_hardlinks() {
-    let v = files_json(&[&format!("oci-dir:{}", kept("containerd-breakout__HardlinkRelative"))]);
+    let v = files_json(&[&format!(
+        "oci-dir:{}",
+        kept("containerd-breakout__HardlinkRelative")
+    )]);
     assert_eq!(file_row(&v, "/breakouts/mypasswd")["hardlink_to"], "/etc/passwd");
     let tmp = tempfile::tempdir().unwrap();
     let img = ImageSpec::new("amd64")

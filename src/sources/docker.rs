@@ -28,10 +28,18 @@ struct LayerSource {
 /// the exact name first, else any name equal to it ignoring case. `docker load` decodes
 /// manifest.json into a struct without JSON tags, so jib 1.x's `config`/`repoTags`/`layers`
 /// read as `Config`/`RepoTags`/`Layers`.
-fn field<'v>(object: &'v serde_json::Map<String, serde_json::Value>, key: &str) -> Option<&'v serde_json::Value> {
+fn field<'v>(
+    object: &'v serde_json::Map<String, serde_json::Value>,
+    key: &str,
+) -> Option<&'v serde_json::Value> {
     object
         .get(key)
-        .or_else(|| object.iter().find(|(k, _)| k.eq_ignore_ascii_case(key)).map(|(_, v)| v))
+        .or_else(|| {
+            object
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(key))
+                .map(|(_, v)| v)
+        })
         .filter(|v| !v.is_null())
 }
 
@@ -53,7 +61,10 @@ fn decode_entries(value: serde_json::Value, location: &str) -> Result<Vec<Entry>
     let mut entries = Vec::with_capacity(items.len());
     for (i, item) in items.into_iter().enumerate() {
         let serde_json::Value::Object(object) = item else {
-            return Err(wrong(format!("entry {i} is a JSON {}, not an object", json_kind(&item))));
+            return Err(wrong(format!(
+                "entry {i} is a JSON {}, not an object",
+                json_kind(&item)
+            )));
         };
         let config = match field(&object, "Config") {
             Some(serde_json::Value::String(c)) => c.clone(),

@@ -300,7 +300,9 @@ fn local_blob(store: &dyn Store, member: &str, want_digest: bool) -> Option<Loca
 /// A foreign (non-distributable) layer: one that registries and `docker save` leave out and
 /// engines fetch from its descriptor's `urls` (Windows base layers), by its media type or URLs.
 fn is_foreign(plan: &LayerPlan) -> bool {
-    plan.media_type.contains(".foreign.") || plan.media_type.contains(".nondistributable.") || !plan.urls.is_empty()
+    plan.media_type.contains(".foreign.")
+        || plan.media_type.contains(".nondistributable.")
+        || !plan.urls.is_empty()
 }
 
 /// The error for a foreign layer whose blob is not in the image: its media type and URLs.

@@ -636,7 +636,11 @@ pub(crate) fn read_config(
 /// The platform a config declares, read from its `os`, `architecture` and `variant` alone: the
 /// choice among platforms does not depend on the rest of each candidate's config, which is
 /// decoded (and refused, if it must be) only for the image chosen.
-pub(crate) fn read_config_platform(store: &dyn Store, member: &str, expected: Option<&Digest>) -> Result<Platform> {
+pub(crate) fn read_config_platform(
+    store: &dyn Store,
+    member: &str,
+    expected: Option<&Digest>,
+) -> Result<Platform> {
     let bytes = store::read_small(store, member, "image config")?;
     if let Some(expected) = expected.filter(|d| d.is_sha256()) {
         let actual = Digest::of(&bytes);

@@ -128,7 +128,11 @@ fn index_shape(value: &serde_json::Value, location: &str) -> Result<()> {
 /// that is not an image config) or an attestation (an image config with no os/architecture).
 /// `None` when it looks like an image, or cannot be read (reading it will then say why).
 fn artifact_kind(store: &dyn Store, d: &Descriptor, member: &str) -> Option<String> {
-    if let Some(t) = d.artifact_type().as_ref().filter(|t| !is_image_artifact_type(&t.to_string())) {
+    if let Some(t) = d
+        .artifact_type()
+        .as_ref()
+        .filter(|t| !is_image_artifact_type(&t.to_string()))
+    {
         return Some(format!("artifactType `{t}`"));
     }
     let bytes = read_small(store, member, "manifest").ok()?;
@@ -182,7 +186,9 @@ fn unplatformed_kind(manifest: &serde_json::Value) -> Option<String> {
         return Some("a signature: cosign signature layers (`application/vnd.dev.cosign.simplesigning.v1+json`) under a config with no os or architecture".to_string());
     }
     if any(&|t| t.contains("in-toto") || t.contains("dsse")) {
-        return Some("an attestation: in-toto/DSSE layers under a config with no os or architecture".to_string());
+        return Some(
+            "an attestation: in-toto/DSSE layers under a config with no os or architecture".to_string(),
+        );
     }
     let first = types
         .iter()
@@ -499,7 +505,12 @@ pub fn platform_of(store: &dyn Store, digest: &Digest, member: &str, size: Optio
     let manifest = read_manifest(store, digest, member, size)?;
     let config_digest = descriptor_digest(manifest.config(), &store.location())?;
     let config_member = blob_member(&config_digest);
-    check_size(store, "image config", &config_member, Some(manifest.config().size()))?;
+    check_size(
+        store,
+        "image config",
+        &config_member,
+        Some(manifest.config().size()),
+    )?;
     super::read_config_platform(store, &config_member, Some(&config_digest))
 }
 

@@ -288,7 +288,10 @@ fn narrow(
     }
     if candidates.iter().all(|c| c.artifact.is_some()) {
         let c = &candidates[0];
-        if candidates.iter().all(|c| c.artifact.as_deref() == Some(EMPTY_INDEX)) {
+        if candidates
+            .iter()
+            .all(|c| c.artifact.as_deref() == Some(EMPTY_INDEX))
+        {
             let (what, help) = match selector {
                 Some(sel) if everything.iter().any(|c| c.artifact.is_none()) => (
                     format!("`{sel}` is an image index that lists no manifests"),

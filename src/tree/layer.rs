@@ -115,8 +115,10 @@ impl Compression {
             Some(Compression::Gzip)
         } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
             Some(Compression::Zstd)
-        } else if let Some(c) = super::xz_bzip2::sniff(head) {
-            Some(c)
+        } else if super::xz_bzip2::is_xz(head) {
+            Some(Compression::Xz)
+        } else if super::xz_bzip2::is_bzip2(head) {
+            Some(Compression::Bzip2)
         } else if head.len() >= 262 && &head[257..262] == b"ustar" {
             Some(Compression::None)
         } else if head.len() >= 512 && tar_checksum_ok(&head[..512]) {

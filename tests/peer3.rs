@@ -986,6 +986,53 @@ fn xz_and_bzip2_read_like_gzip() {
     }
 }
 
+/// #29 item 7 also: an xz layer whose block asks for a 1 GiB dictionary is refused before the
+/// dictionary is allocated, saying why.
+#[test]
+fn xz_dictionary_over_the_memory_limit_is_refused() {
+    let tar = LayerSpec::new(Comp::Plain).file("a", b"a").tar();
+    let mut stream = xz_bytes(&tar);
+    // The first block header follows the 12-byte stream header: its size byte, its flags,
+    // optional sizes (xz varints), then the LZMA2 filter (0x21, one property byte: the
+    // dictionary size), padding and the header's CRC32.
+    let start = 12;
+    let header_len = (stream[start] as usize + 1) * 4;
+    let flags = stream[start + 1];
+    let mut at = start + 2;
+    for present in [flags & 0x40 != 0, flags & 0x80 != 0] {
+        if present {
+            while stream[at] & 0x80 != 0 {
+                at += 1;
+            }
+            at += 1;
+        }
+    }
+    assert_eq!(&stream[at..at + 2], &[0x21, 0x01], "the LZMA2 filter");
+    stream[at + 2] = 36;
+    let mut crc = flate2::Crc::new();
+    crc.update(&stream[start..start + header_len - 4]);
+    stream[start + header_len - 4..start + header_len].copy_from_slice(&crc.sum().to_le_bytes());
+    let dir = tempfile::tempdir().unwrap();
+    layout_with_blob(
+        dir.path(),
+        &tar,
+        &stream,
+        "application/vnd.oci.image.layer.v1.tar+xz",
+    );
+    fails_with(
+        &[
+            "inspect",
+            "--no-cache",
+            &format!("oci-dir:{}", dir.path().display()),
+        ],
+        &[
+            "memlint::layer",
+            "more memory than memlint gives one layer (96 MiB)",
+            "xz -9",
+        ],
+    );
+}
+
 /// #29 item 8: a config with no os or architecture over tar layers is a file system image of
 /// unknown platform, read; over cosign's layers a signature, over DSSE layers an attestation.
 #[test]

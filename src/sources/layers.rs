@@ -492,6 +492,18 @@ fn read_error(err: LayerError, layer: String, location: &str) -> Error {
             location,
         );
     }
+    if matches!(&err, LayerError::Io(io) if io.kind() == std::io::ErrorKind::OutOfMemory) {
+        return Error::Layer {
+            layer,
+            location: location.to_string(),
+            reason: format!(
+                "its xz stream asks for more memory than memlint gives one layer ({} MiB): {err}",
+                crate::tree::xz_bzip2::XZ_MEMORY_KIB / 1024
+            ),
+            help: "`xz -9`, the largest preset, needs 64 MiB; recompress the layer with a standard preset (or gzip or zstd)"
+                .to_string(),
+        };
+    }
     if let LayerError::InvalidWhiteout { .. } = &err {
         return Error::Layer {
             layer,

@@ -131,7 +131,7 @@ fn artifact_kind(store: &dyn Store, d: &Descriptor, member: &str) -> Option<Stri
     if let Some(t) = d
         .artifact_type()
         .as_ref()
-        .filter(|t| !is_image_artifact_type(&t.to_string()))
+        .filter(|t| !is_image_artifact_type(t.as_ref()))
     {
         return Some(format!("artifactType `{t}`"));
     }
@@ -208,13 +208,13 @@ fn is_image_artifact_type(t: &str) -> bool {
 }
 
 /// An index entry that names a real platform (an os and an architecture, neither `unknown`)
-/// and no `artifactType` is an image of that platform, as every multi-platform index writes
+/// and no `artifactType` but an image config's is an image of that platform, as every multi-platform index writes
 /// its images: only other entries are opened by [`artifact_kind`], so choosing among the
 /// platforms of a registry index fetches no manifest or config besides the chosen one's.
 fn names_a_platform(d: &Descriptor) -> bool {
     d.artifact_type()
         .as_ref()
-        .is_none_or(|t| is_image_artifact_type(&t.to_string()))
+        .is_none_or(|t| is_image_artifact_type(t.as_ref()))
         && d.platform().as_ref().is_some_and(|p| {
             let (os, arch) = (p.os().to_string(), p.architecture().to_string());
             !os.is_empty() && !arch.is_empty() && os != "unknown" && arch != "unknown"

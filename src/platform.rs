@@ -58,6 +58,12 @@ impl Platform {
             && (wanted.variant.is_none() || wanted.variant == self.variant)
     }
 
+    /// A platform no config or index stated: an image config with neither `os` nor
+    /// `architecture` (a file system image of unknown platform).
+    pub fn is_unstated(&self) -> bool {
+        self.os.is_empty() && self.architecture.is_empty()
+    }
+
     /// Placeholder platforms (`unknown/unknown`) that buildx gives attestation manifests.
     pub fn is_unknown(&self) -> bool {
         self.os == "unknown" || self.architecture == "unknown"
@@ -72,6 +78,9 @@ pub fn normalize_arch(arch: &str) -> String {
 
 impl fmt::Display for Platform {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_unstated() {
+            return f.write_str("unknown platform");
+        }
         write!(f, "{}/{}", self.os, self.architecture)?;
         if let Some(v) = &self.variant {
             write!(f, "/{v}")?;

@@ -143,6 +143,8 @@ fn compression_code(c: Compression) -> u8 {
         Compression::None => 0,
         Compression::Gzip => 1,
         Compression::Zstd => 2,
+        Compression::Xz => 3,
+        Compression::Bzip2 => 4,
     }
 }
 
@@ -449,6 +451,8 @@ pub(super) fn decode_within(
         0 => Compression::None,
         1 => Compression::Gzip,
         2 => Compression::Zstd,
+        3 => Compression::Xz,
+        4 => Compression::Bzip2,
         n => return Err(format!("unknown compression {n}")),
     };
     let contents = stored

@@ -284,6 +284,8 @@ fn compression_word(c: Compression) -> &'static str {
         Compression::None => "tar",
         Compression::Gzip => "gzip",
         Compression::Zstd => "zstd",
+        Compression::Xz => "xz",
+        Compression::Bzip2 => "bzip2",
     }
 }
 

@@ -9,15 +9,11 @@ use crate::platform::Platform;
 use serde::Deserialize;
 use std::collections::HashMap;
 
-#[derive(Deserialize)]
-#[serde(rename_all = "PascalCase")]
+/// One entry of manifest.json.
 struct Entry {
     config: String,
-    #[serde(default)]
     repo_tags: Option<Vec<String>>,
-    #[serde(default)]
     layers: Vec<String>,
-    #[serde(default)]
     layer_sources: Option<HashMap<String, LayerSource>>,
 }
 
@@ -28,18 +24,111 @@ struct LayerSource {
     digest: String,
 }
 
+/// The value of `key` in a JSON object, its name matched as Go's encoding/json matches it:
+/// the exact name first, else any name equal to it ignoring case. `docker load` decodes
+/// manifest.json into a struct without JSON tags, so jib 1.x's `config`/`repoTags`/`layers`
+/// read as `Config`/`RepoTags`/`Layers`.
+fn field<'v>(
+    object: &'v serde_json::Map<String, serde_json::Value>,
+    key: &str,
+) -> Option<&'v serde_json::Value> {
+    object
+        .get(key)
+        .or_else(|| {
+            object
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(key))
+                .map(|(_, v)| v)
+        })
+        .filter(|v| !v.is_null())
+}
+
+/// Decodes manifest.json's entries; well-formed JSON of the wrong shape names the key.
+fn decode_entries(value: serde_json::Value, location: &str) -> Result<Vec<Entry>> {
+    let wrong = |reason: String| Error::NotAnImage {
+        location: location.to_string(),
+        reason: format!("its manifest.json is not what `docker save` writes: {reason}"),
+        help: "`docker save` writes manifest.json as a list of objects, each with `Config` (the config's \
+               member name), `RepoTags` (a list of names or null) and `Layers` (the layer members, \
+               base first); save the image again"
+            .to_string(),
+    };
+    let items = match value {
+        serde_json::Value::Null => return Ok(Vec::new()),
+        serde_json::Value::Array(items) => items,
+        other => return Err(wrong(format!("it is a JSON {}, not a list", json_kind(&other)))),
+    };
+    let mut entries = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        let serde_json::Value::Object(object) = item else {
+            return Err(wrong(format!(
+                "entry {i} is a JSON {}, not an object",
+                json_kind(&item)
+            )));
+        };
+        let config = match field(&object, "Config") {
+            Some(serde_json::Value::String(c)) => c.clone(),
+            Some(other) => {
+                return Err(wrong(format!(
+                    "entry {i}'s `Config` is a JSON {}, not a string",
+                    json_kind(other)
+                )))
+            }
+            None => return Err(wrong(format!("entry {i} has no `Config` key"))),
+        };
+        let strings = |key: &str| -> Result<Option<Vec<String>>> {
+            match field(&object, key) {
+                None => Ok(None),
+                Some(v) => serde_json::from_value(v.clone())
+                    .map(Some)
+                    .map_err(|_| wrong(format!("entry {i}'s `{key}` is not a list of strings"))),
+            }
+        };
+        let repo_tags = strings("RepoTags")?;
+        let layers = strings("Layers")?.unwrap_or_default();
+        let layer_sources = match field(&object, "LayerSources") {
+            None => None,
+            Some(v) => Some(serde_json::from_value(v.clone()).map_err(|_| {
+                wrong(format!(
+                    "entry {i}'s `LayerSources` is not an object of descriptors (`mediaType`, `digest`) by diff_id"
+                ))
+            })?),
+        };
+        entries.push(Entry {
+            config,
+            repo_tags,
+            layers,
+            layer_sources,
+        });
+    }
+    Ok(entries)
+}
+
+/// What kind of JSON value this is, for messages.
+pub(crate) fn json_kind(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "boolean",
+        serde_json::Value::Number(_) => "number",
+        serde_json::Value::String(_) => "string",
+        serde_json::Value::Array(_) => "list",
+        serde_json::Value::Object(_) => "object",
+    }
+}
+
 /// The images manifest.json lists.
 pub fn candidates(store: &dyn Store, limits: &crate::tree::Limits) -> Result<Vec<Candidate>> {
     let location = store.location();
     let bytes = read_small(store, "manifest.json", "manifest.json")?;
-    let entries: Option<Vec<Entry>> = parse_json(&bytes, "manifest.json", &location)?;
-    let Some(entries) = entries.filter(|e| !e.is_empty()) else {
+    let value: serde_json::Value = parse_json(&bytes, "manifest.json", &location)?;
+    let entries = decode_entries(value, &location)?;
+    if entries.is_empty() {
         return Err(Error::NotAnImage {
             location,
             reason: "its manifest.json lists no image".to_string(),
             help: "`docker save` writes one entry per image; save the image again".to_string(),
         });
-    };
+    }
     if entries.len() as u64 > limits.max_index_entries {
         return Err(super::limit_error(
             "max_index_entries",
@@ -94,8 +183,7 @@ fn digest_from_member(member: &str) -> Option<Digest> {
 }
 
 pub fn platform_of(store: &dyn Store, config: &str) -> Result<Platform> {
-    let (config, _) = read_config(store, config, digest_from_member(config).as_ref())?;
-    Ok(config_platform(&config))
+    super::read_config_platform(store, config, digest_from_member(config).as_ref())
 }
 
 /// Reads the chosen entry's config (`config_member`) and plans its layers (`members`, with
@@ -131,6 +219,7 @@ pub fn load_manifest(
                 size: None,
                 diff_id,
                 history: history.next().flatten(),
+                urls: Vec::new(),
                 member,
             }
         })

@@ -40,6 +40,8 @@ pub(crate) struct LayerPlan {
     pub size: Option<u64>,
     pub diff_id: Option<Digest>,
     pub history: Option<String>,
+    /// Where a foreign (non-distributable) layer is kept, as its descriptor's `urls` say.
+    pub urls: Vec<String>,
 }
 
 /// Which layers the layer cache served, set by the lookups on the worker threads.
@@ -93,6 +95,9 @@ pub(crate) fn read_layers(
         };
         // A cached layer needs no blob (a local store may not have exported it).
         if lookup.is_none() && store.size(&plan.member).is_none() {
+            if is_foreign(plan) {
+                return Err(foreign_layer(plan, i, &location));
+            }
             return Err(Error::MissingBlob {
                 what: "layer".to_string(),
                 member: plan.member.clone(),
@@ -292,12 +297,50 @@ fn local_blob(store: &dyn Store, member: &str, want_digest: bool) -> Option<Loca
     })
 }
 
+/// A foreign (non-distributable) layer: one that registries and `docker save` leave out and
+/// engines fetch from its descriptor's `urls` (Windows base layers), by its media type or URLs.
+fn is_foreign(plan: &LayerPlan) -> bool {
+    plan.media_type.contains(".foreign.")
+        || plan.media_type.contains(".nondistributable.")
+        || !plan.urls.is_empty()
+}
+
+/// The error for a foreign layer whose blob is not in the image: its media type and URLs.
+fn foreign_layer(plan: &LayerPlan, index: usize, location: &str) -> Error {
+    let printable = crate::tree::layer::printable;
+    let urls = if plan.urls.is_empty() {
+        "no URL (its descriptor has no `urls`)".to_string()
+    } else {
+        plan.urls
+            .iter()
+            .map(|u| format!("`{}`", printable(u)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    Error::Layer {
+        layer: format!("{} ({})", index + 1, plan.member),
+        location: location.to_string(),
+        reason: format!(
+            "it is a foreign (non-distributable) layer, media type `{}`, kept outside the image at {urls}; its blob is not in the image",
+            printable(&plan.media_type)
+        ),
+        help: "foreign layers (Windows base layers) are left out by registries and `docker save`, and memlint does not download them: \
+               fetch the blob from that URL yourself, if you trust it, and put it in the image beside the others \
+               (in an OCI layout, as blobs/sha256/<its digest>), or read the image from the engine that runs it"
+            .to_string(),
+    }
+}
+
 /// The compression a layer media type names, when it names one.
 fn compression_of(media_type: &str) -> Option<Compression> {
     if media_type.ends_with("gzip") {
         Some(Compression::Gzip)
     } else if media_type.ends_with("zstd") {
         Some(Compression::Zstd)
+    } else if media_type.ends_with("+xz") {
+        Some(Compression::Xz)
+    } else if media_type.ends_with("+bzip2") {
+        Some(Compression::Bzip2)
     } else if media_type.ends_with(".tar") {
         Some(Compression::None)
     } else {
@@ -448,6 +491,28 @@ fn read_error(err: LayerError, layer: String, location: &str) -> Error {
             format!("layer {layer}: the path of entry `{start}…`"),
             location,
         );
+    }
+    if matches!(&err, LayerError::Io(io) if io.kind() == std::io::ErrorKind::OutOfMemory) {
+        return Error::Layer {
+            layer,
+            location: location.to_string(),
+            reason: format!(
+                "its xz stream asks for more memory than memlint gives one layer ({} MiB): {err}",
+                crate::tree::xz_bzip2::XZ_MEMORY_KIB / 1024
+            ),
+            help: "`xz -9`, the largest preset, needs 64 MiB; recompress the layer with a standard preset (or gzip or zstd)"
+                .to_string(),
+        };
+    }
+    if let LayerError::InvalidWhiteout { .. } = &err {
+        return Error::Layer {
+            layer,
+            location: location.to_string(),
+            reason: err.to_string(),
+            help: "container runtimes refuse to unpack this layer (containerd: invalid archive), so the image cannot run; \
+                   rebuild it with a tool that writes whiteouts as `.wh.<name>` beside the file they delete"
+                .to_string(),
+        };
     }
     let truncated = matches!(&err, LayerError::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof)
         || err.to_string().contains("unexpected end");

@@ -396,14 +396,11 @@ fn open_archive_file(
                     crate::tree::layer::describe_start(&magic)
                 ),
                 help:
-                    "give `docker save` output (plain, gzip or zstd), an OCI archive, or an OCI layout folder"
+                    "give `docker save` output (plain, gzip, zstd, xz or bzip2), an OCI archive, or an OCI layout folder"
                         .to_string(),
             });
         }
-        if matches!(
-            Compression::sniff(&magic),
-            Some(Compression::Gzip | Compression::Zstd)
-        ) {
+        if Compression::sniff(&magic).is_some_and(|c| c != Compression::None) {
             // A compressed archive file (`docker save | gzip > image.tar.gz`): from its start,
             // sniffed and decompressed as standard input is.
             use std::io::{Seek, SeekFrom};
@@ -523,6 +520,12 @@ fn load(
             )?,
         };
         chosen.platforms = platforms;
+        if chosen.platform.is_unstated() {
+            options.warnings.warn(&format!(
+                "{}: its config names no os and no architecture: read as a file system image of unknown platform",
+                crate::tree::layer::printable(reference_text)
+            ));
+        }
         images.push(read_layers(
             reference_text,
             source,
@@ -534,17 +537,77 @@ fn load(
     Ok(images)
 }
 
-/// Parses a JSON document, naming it in the error.
+/// Parses a JSON document, naming it in the error. JSON that is well-formed but not of the
+/// shape expected (a key missing, a value of the wrong type) says which key and what the spec
+/// gives it, rather than calling the JSON broken.
 pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(
     bytes: &[u8],
     what: &str,
     location: &str,
 ) -> Result<T> {
-    serde_json::from_slice(bytes).map_err(|source| Error::BadJson {
+    let bad_json = |source| Error::BadJson {
         what: what.to_string(),
         location: location.to_string(),
         source,
-    })
+    };
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let source = e.into_inner();
+        if source.classify() != serde_json::error::Category::Data {
+            return bad_json(source);
+        }
+        wrong_shape(what, location, &path, &source)
+    })?;
+    de.end().map_err(bad_json)?;
+    Ok(value)
+}
+
+/// The error for well-formed JSON of the wrong shape at `path` (`.` for the document itself).
+fn wrong_shape(what: &str, location: &str, path: &str, source: &serde_json::Error) -> Error {
+    // serde's message without its position (`… at line 1 column 40`), which says nothing here.
+    let text = source.to_string();
+    let message = text.split(" at line ").next().unwrap_or(&text);
+    let at = |key: &str| match path {
+        "." | "" => key.to_string(),
+        p => format!("{p}.{key}"),
+    };
+    let reason = match message
+        .strip_prefix("missing field `")
+        .and_then(|m| m.strip_suffix('`'))
+    {
+        Some(key) => format!("{what} has no `{}` key", at(key)),
+        None if path == "." || path.is_empty() => format!("{what} is not of the expected shape: {message}"),
+        None => format!("{what} has a wrong `{path}`: {message}"),
+    };
+    Error::NotAnImage {
+        location: location.to_string(),
+        reason: crate::tree::layer::printable(&reason),
+        help: spec_help(what).to_string(),
+    }
+}
+
+/// What the OCI image spec says a document holds, for a document of the wrong shape.
+fn spec_help(what: &str) -> &'static str {
+    if what.starts_with("image config") {
+        "the OCI image spec (config.md) gives an image config `architecture` and `os` (strings) and \
+         `rootfs` ({\"type\": \"layers\", \"diff_ids\": [one digest per layer, base first]}); \
+         `config` and `history` are optional. A config without them is not an image that runs \
+         (`docker load` refuses it too): rebuild or export the image with a tool that writes image configs"
+    } else if what.starts_with("manifest.json") {
+        "`docker save` writes manifest.json as a list of objects with `Config`, `RepoTags` and `Layers`; save the image again"
+    } else if what.starts_with("manifest") {
+        "the OCI image spec (manifest.md) gives an image manifest `schemaVersion` 2, a `config` \
+         descriptor and a `layers` list of descriptors, each with `mediaType` (string), `digest` \
+         (string) and `size` (a number of bytes, not a string); export or push the image again \
+         with a tool that follows the spec"
+    } else if what.starts_with("index") {
+        "the OCI image spec (image-index.md) gives an index `schemaVersion` 2 and a `manifests` \
+         list of descriptors, each with `mediaType` (string), `digest` (string) and `size` (a \
+         number of bytes); export the image again with a tool that follows the spec"
+    } else {
+        "the document does not have the shape memlint expects; export the image again"
+    }
 }
 
 /// Reads the config, checks its digest, and pairs its history with the layers.
@@ -566,9 +629,72 @@ pub(crate) fn read_config(
             });
         }
     }
-    let config: ImageConfiguration =
-        parse_json(&bytes, &format!("image config {member}"), &store.location())?;
+    let config = decode_config(&bytes, member, &store.location())?;
     Ok((config, actual))
+}
+
+/// The platform a config declares, read from its `os`, `architecture` and `variant` alone: the
+/// choice among platforms does not depend on the rest of each candidate's config, which is
+/// decoded (and refused, if it must be) only for the image chosen.
+pub(crate) fn read_config_platform(
+    store: &dyn Store,
+    member: &str,
+    expected: Option<&Digest>,
+) -> Result<Platform> {
+    let bytes = store::read_small(store, member, "image config")?;
+    if let Some(expected) = expected.filter(|d| d.is_sha256()) {
+        let actual = Digest::of(&bytes);
+        if *expected != actual {
+            return Err(Error::DigestMismatch {
+                what: "image config".to_string(),
+                member: member.to_string(),
+                location: store.location(),
+                expected: expected.to_string(),
+                actual: actual.to_string(),
+            });
+        }
+    }
+    let what = format!("image config {member}");
+    let value: serde_json::Value = parse_json(&bytes, &what, &store.location())?;
+    let text = |key: &str| value.get(key).and_then(|v| v.as_str()).unwrap_or_default();
+    let os = match text("os") {
+        "" if !text("architecture").is_empty() => "linux",
+        os => os,
+    };
+    Ok(Platform::new(os, text("architecture"), Some(text("variant"))))
+}
+
+/// Decodes an image config as the engines read it. `rootfs.diff_ids` null or absent is an image
+/// with no layers (BuildKit's `FROM scratch` + `LABEL` writes `"diff_ids": null`; the count is
+/// still checked against the manifest); a config with an architecture but no `os` predates
+/// Windows containers (Docker wrote them until 2016) and is linux, as `docker load` on linux
+/// takes it. A config without `rootfs` is refused, naming the key, as moby refuses it.
+pub(crate) fn decode_config(bytes: &[u8], member: &str, location: &str) -> Result<ImageConfiguration> {
+    let what = format!("image config {member}");
+    let mut value: serde_json::Value = parse_json(bytes, &what, location)?;
+    if let Some(object) = value.as_object_mut() {
+        let absent = |v: Option<&serde_json::Value>| v.is_none_or(serde_json::Value::is_null);
+        if let Some(serde_json::Value::Object(rootfs)) = object.get_mut("rootfs") {
+            if absent(rootfs.get("diff_ids")) {
+                rootfs.insert("diff_ids".to_string(), serde_json::Value::Array(Vec::new()));
+            }
+        }
+        let has_arch = object
+            .get("architecture")
+            .and_then(|a| a.as_str())
+            .is_some_and(|a| !a.is_empty());
+        if absent(object.get("os")) {
+            let os = if has_arch { "linux" } else { "" };
+            object.insert("os".to_string(), serde_json::Value::from(os));
+        }
+        if absent(object.get("architecture")) {
+            object.insert("architecture".to_string(), serde_json::Value::from(""));
+        }
+    }
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        wrong_shape(&what, location, &path, e.inner())
+    })
 }
 
 /// The `created_by` of each non-empty history entry, in layer order.

@@ -128,12 +128,20 @@ fn index_shape(value: &serde_json::Value, location: &str) -> Result<()> {
 /// that is not an image config) or an attestation (an image config with no os/architecture).
 /// `None` when it looks like an image, or cannot be read (reading it will then say why).
 fn artifact_kind(store: &dyn Store, d: &Descriptor, member: &str) -> Option<String> {
-    if let Some(t) = d.artifact_type() {
+    if let Some(t) = d
+        .artifact_type()
+        .as_ref()
+        .filter(|t| !is_image_artifact_type(t.as_ref()))
+    {
         return Some(format!("artifactType `{t}`"));
     }
     let bytes = read_small(store, member, "manifest").ok()?;
     let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-    if let Some(t) = value.get("artifactType").and_then(|t| t.as_str()) {
+    if let Some(t) = value
+        .get("artifactType")
+        .and_then(|t| t.as_str())
+        .filter(|t| !is_image_artifact_type(t))
+    {
         return Some(format!("artifactType `{t}`"));
     }
     let config = value.get("config")?;
@@ -150,18 +158,63 @@ fn artifact_kind(store: &dyn Store, d: &Descriptor, member: &str) -> Option<Stri
             .and_then(|v| v.as_str())
             .is_some_and(|v| !v.is_empty())
     };
-    if !has("os") || !has("architecture") {
-        return Some("an attestation: its config has no os or architecture".to_string());
+    if !has("os") && !has("architecture") {
+        return unplatformed_kind(&value);
     }
     None
 }
 
+/// What a manifest whose config names no os and no architecture is, by its layers: over file
+/// system layers, an image of unknown platform (buildpacks' imgutil writes them from
+/// go-containerregistry's `empty.Image`), to be read; over cosign's signature layers, a
+/// signature; over in-toto or DSSE layers, an attestation; over other layers, an artifact.
+fn unplatformed_kind(manifest: &serde_json::Value) -> Option<String> {
+    let types: Vec<&str> = manifest
+        .get("layers")
+        .and_then(|l| l.as_array())
+        .map(|l| {
+            l.iter()
+                .map(|d| d.get("mediaType").and_then(|m| m.as_str()).unwrap_or_default())
+                .collect()
+        })
+        .unwrap_or_default();
+    if types.iter().all(|t| is_layer_type(t)) {
+        return None;
+    }
+    let any = |f: &dyn Fn(&str) -> bool| types.iter().any(|t| f(t));
+    if any(&|t| t.starts_with("application/vnd.dev.cosign.")) {
+        return Some("a signature: cosign signature layers (`application/vnd.dev.cosign.simplesigning.v1+json`) under a config with no os or architecture".to_string());
+    }
+    if any(&|t| t.contains("in-toto") || t.contains("dsse")) {
+        return Some(
+            "an attestation: in-toto/DSSE layers under a config with no os or architecture".to_string(),
+        );
+    }
+    let first = types
+        .iter()
+        .find(|t| !is_layer_type(t))
+        .map(|t| crate::tree::layer::printable(t))
+        .unwrap_or_default();
+    Some(format!(
+        "an attestation or other artifact: its config has no os or architecture and its layers are not file systems (media type `{first}`)"
+    ))
+}
+
+/// An `artifactType` that says the manifest is an image: the image spec's descriptor text
+/// gives an image manifest's entry the config's media type as its `artifactType`, and
+/// go-containerregistry's `mutate.AppendManifests` (apko, ko, crane) writes it so.
+fn is_image_artifact_type(t: &str) -> bool {
+    t == OCI_CONFIG || t == DOCKER_CONFIG
+}
+
 /// An index entry that names a real platform (an os and an architecture, neither `unknown`)
-/// and no `artifactType` is an image of that platform, as every multi-platform index writes
+/// and no `artifactType` but an image config's is an image of that platform, as every multi-platform index writes
 /// its images: only other entries are opened by [`artifact_kind`], so choosing among the
 /// platforms of a registry index fetches no manifest or config besides the chosen one's.
 fn names_a_platform(d: &Descriptor) -> bool {
-    d.artifact_type().is_none()
+    d.artifact_type()
+        .as_ref()
+        .is_none_or(|t| is_image_artifact_type(t.as_ref()))
         && d.platform().as_ref().is_some_and(|p| {
             let (os, arch) = (p.os().to_string(), p.architecture().to_string());
             !os.is_empty() && !arch.is_empty() && os != "unknown" && arch != "unknown"
@@ -347,6 +400,25 @@ impl Walker<'_> {
                 } else {
                     group
                 };
+                if index.manifests().is_empty() {
+                    // Kept, so that naming it says what it is rather than that no such name
+                    // exists; choosing leaves it out like an artifact.
+                    self.out.push(Candidate {
+                        artifact: Some(super::select::EMPTY_INDEX.to_string()),
+                        names,
+                        group,
+                        platform: None,
+                        present,
+                        index: top,
+                        manifest: ManifestSource::Oci {
+                            digest,
+                            media_type,
+                            member,
+                            size: Some(d.size()),
+                        },
+                    });
+                    return Ok(());
+                }
                 for child in index.manifests() {
                     self.walk(child, depth + 1, top, Some(&names), Some(&group))?;
                 }
@@ -431,8 +503,15 @@ fn read_manifest(
 /// The platform of a manifest that its index entry did not state, from its config.
 pub fn platform_of(store: &dyn Store, digest: &Digest, member: &str, size: Option<u64>) -> Result<Platform> {
     let manifest = read_manifest(store, digest, member, size)?;
-    let (config, _) = manifest_config(store, &manifest)?;
-    Ok(config_platform(&config))
+    let config_digest = descriptor_digest(manifest.config(), &store.location())?;
+    let config_member = blob_member(&config_digest);
+    check_size(
+        store,
+        "image config",
+        &config_member,
+        Some(manifest.config().size()),
+    )?;
+    super::read_config_platform(store, &config_member, Some(&config_digest))
 }
 
 fn is_layer_type(mt: &str) -> bool {
@@ -488,6 +567,7 @@ pub fn load_manifest(
             size: Some(l.size()),
             diff_id,
             history: history.next().flatten(),
+            urls: l.urls().clone().unwrap_or_default(),
         });
     }
     // The config is the truth for os and architecture; an index may add the variant.

@@ -83,6 +83,9 @@ impl Candidate {
     }
 }
 
+/// The `artifact` of a candidate that is an image index listing no manifests.
+pub const EMPTY_INDEX: &str = "an empty image index: it lists no manifests, so no image for any platform";
+
 /// Strips what docker adds to short names, so `hello-world`, `hello-world:latest` and
 /// `docker.io/library/hello-world:latest` compare equal.
 fn normalize_name(name: &str) -> String {
@@ -193,10 +196,12 @@ fn merge(candidates: Vec<Candidate>) -> Vec<Candidate> {
 }
 
 /// Fills in the platforms that index entries did not state, from each manifest's config, reading
-/// each distinct manifest once. `strict` lets a failed read end the run; else it stays unknown.
-fn fill_platforms(candidates: &mut [Candidate], platform_of: &PlatformOf, strict: bool) -> Result<()> {
+/// each distinct manifest once. Returns, by position, the candidates whose platform could not
+/// be read and why; their platform stays unknown.
+fn fill_platforms(candidates: &mut [Candidate], platform_of: &PlatformOf) -> Vec<(usize, Error)> {
     let mut known: std::collections::HashMap<String, Platform> = std::collections::HashMap::new();
-    for c in candidates.iter_mut() {
+    let mut failed = Vec::new();
+    for (i, c) in candidates.iter_mut().enumerate() {
         if c.platform.is_none() && c.present && c.artifact.is_none() {
             let key = match &c.manifest {
                 ManifestSource::Oci { member, .. } => format!("m:{member}"),
@@ -209,14 +214,16 @@ fn fill_platforms(candidates: &mut [Candidate], platform_of: &PlatformOf, strict
                         known.insert(key, p.clone());
                         p
                     }
-                    Err(e) if strict => return Err(e),
-                    Err(_) => continue,
+                    Err(e) => {
+                        failed.push((i, e));
+                        continue;
+                    }
                 },
             };
             c.platform = Some(platform);
         }
     }
-    Ok(())
+    failed
 }
 
 /// Each image once, with all its names and its platform, for messages.
@@ -229,7 +236,7 @@ fn listing(candidates: &[Candidate], platform_of: &PlatformOf) -> String {
     if all.is_empty() {
         all = candidates.to_vec();
     }
-    let _ = fill_platforms(&mut all, platform_of, false);
+    let _ = fill_platforms(&mut all, platform_of);
     all_labels(&merge(all))
 }
 
@@ -281,6 +288,33 @@ fn narrow(
     }
     if candidates.iter().all(|c| c.artifact.is_some()) {
         let c = &candidates[0];
+        if candidates
+            .iter()
+            .all(|c| c.artifact.as_deref() == Some(EMPTY_INDEX))
+        {
+            let (what, help) = match selector {
+                Some(sel) if everything.iter().any(|c| c.artifact.is_none()) => (
+                    format!("`{sel}` is an image index that lists no manifests"),
+                    format!(
+                        "it holds no image for any platform (docker: \"doesn't provide the requested platform\"); name an image instead; the images are: {}",
+                        listing(&everything, platform_of)
+                    ),
+                ),
+                Some(sel) => (
+                    format!("`{sel}` is an image index that lists no manifests"),
+                    "it holds no image for any platform, and the layout holds no other image; push or export the image with its platforms".to_string(),
+                ),
+                None => (
+                    "its only image is an index that lists no manifests".to_string(),
+                    "it holds no image for any platform (docker: \"doesn't provide the requested platform\"); push or export the image with its platforms".to_string(),
+                ),
+            };
+            return Err(Error::NotAnImage {
+                location,
+                reason: what,
+                help,
+            });
+        }
         let (what, help) = match selector {
             Some(sel) => (
                 format!("`{sel}`"),
@@ -305,7 +339,22 @@ fn narrow(
         });
     }
     candidates.retain(|c| c.artifact.is_none());
-    fill_platforms(&mut candidates, platform_of, true)?;
+    // A candidate whose config cannot be read (absent, not JSON) is left out of the choice, so
+    // that the default platform is still found among the others; when nothing else is left,
+    // its error is the answer. A blob that is not what its descriptor says ends the run: the
+    // copy is damaged or was changed, whichever image is read.
+    let failed = fill_platforms(&mut candidates, platform_of);
+    let mut first_failure = None;
+    for (i, e) in failed.into_iter().rev() {
+        if matches!(e, Error::DigestMismatch { .. } | Error::SizeMismatch { .. }) {
+            return Err(e);
+        }
+        candidates.remove(i);
+        first_failure = Some(e);
+    }
+    if let (true, Some(e)) = (candidates.is_empty(), first_failure) {
+        return Err(e);
+    }
     Ok(merge(candidates))
 }
 
@@ -381,6 +430,14 @@ fn pick(
             i
         } else if linux.len() == 1 {
             linux[0]
+        } else if present.len() == 1
+            && candidates[present[0]]
+                .platform
+                .as_ref()
+                .is_none_or(Platform::is_unstated)
+        {
+            // A file system image whose config names no platform, alone: nothing to choose.
+            present[0]
         } else if present.is_empty() {
             0
         } else {

@@ -21,11 +21,13 @@ pub fn read(input: impl Read, label: &str, options: &Options) -> Result<StreamSt
         .take(512)
         .read_to_end(&mut start)
         .map_err(|e| Error::io(label, e))?;
-    let not_tar = |reason: String| Error::NotAnImage {
+    let not_tar = |reason: String| {
+        Error::NotAnImage {
         location: label.to_string(),
         reason,
-        help: "pipe `docker save IMAGE` (plain, gzip or zstd) into memlint, or give the archive's path"
+        help: "pipe `docker save IMAGE` (plain, gzip, zstd, xz or bzip2) into memlint, or give the archive's path"
             .to_string(),
+    }
     };
     if start.is_empty() {
         return Err(not_tar("it is empty".to_string()));
@@ -187,23 +189,45 @@ pub fn read(input: impl Read, label: &str, options: &Options) -> Result<StreamSt
     })
 }
 
-/// An archive on a stream that may be gzip or zstd compressed (`docker save app | gzip |
+/// An archive on a stream that may be gzip, zstd, xz or bzip2 compressed (`docker save app | gzip |
 /// memlint lint docker-archive:-`): its first bytes say which, as for a path. Decompressed as
 /// it is read; nothing is copied aside.
 pub fn read_sniffed(input: impl Read, label: &str, options: &Options) -> Result<StreamStore> {
     let mut input = input;
-    let mut magic = Vec::with_capacity(4);
+    // Ten bytes: enough for bzip2's signature, the longest of the four.
+    let mut magic = Vec::with_capacity(10);
     (&mut input)
-        .take(4)
+        .take(10)
         .read_to_end(&mut magic)
         .map_err(|e| limit_in_io(&e, label).unwrap_or_else(|| Error::io(label, e)))?;
     let whole = io::BufReader::with_capacity(256 * 1024, io::Cursor::new(magic.clone()).chain(input));
-    match Compression::sniff(&magic) {
+    let compression = Compression::sniff(&magic);
+    // An xz or bzip2 stream that does not unpack (the gzip and zstd paths say it their way).
+    let unpacked = |result: Result<StreamStore>| match (result, compression) {
+        (Err(Error::Io { source, .. }), Some(c))
+            if c != Compression::None && super::deadline::TimeoutHit::in_io(&source).is_none() =>
+        {
+            Err(Error::NotAnImage {
+                location: label.to_string(),
+                reason: format!(
+                    "it starts like {} stream but does not unpack: {}",
+                    if c == Compression::Xz { "an xz" } else { "a bzip2" },
+                    crate::tree::layer::printable(&source.to_string())
+                ),
+                help: "the file was cut short or is damaged; compress the `docker save` output again"
+                    .to_string(),
+            })
+        }
+        (other, _) => other,
+    };
+    match compression {
         Some(Compression::Gzip) => read(flate2::bufread::MultiGzDecoder::new(whole), label, options),
         Some(Compression::Zstd) => {
             let dec = zstd::stream::read::Decoder::with_buffer(whole).map_err(|e| Error::io(label, e))?;
             read(dec, label, options)
         }
+        Some(Compression::Xz) => unpacked(read(crate::tree::xz_bzip2::xz(whole), label, options)),
+        Some(Compression::Bzip2) => unpacked(read(crate::tree::xz_bzip2::bzip2(whole), label, options)),
         _ => read(whole, label, options),
     }
 }

@@ -104,6 +104,8 @@ pub enum Compression {
     None,
     Gzip,
     Zstd,
+    Xz,
+    Bzip2,
 }
 
 impl Compression {
@@ -113,6 +115,10 @@ impl Compression {
             Some(Compression::Gzip)
         } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
             Some(Compression::Zstd)
+        } else if super::xz_bzip2::is_xz(head) {
+            Some(Compression::Xz)
+        } else if super::xz_bzip2::is_bzip2(head) {
+            Some(Compression::Bzip2)
         } else if head.len() >= 262 && &head[257..262] == b"ustar" {
             Some(Compression::None)
         } else if head.len() >= 512 && tar_checksum_ok(&head[..512]) {
@@ -137,11 +143,8 @@ pub fn describe_start(head: &[u8]) -> String {
     let known = [
         (&[0x1f, 0x8b][..], "gzip"),
         (&[0x28, 0xb5, 0x2f, 0xfd][..], "zstd"),
-        (
-            &[0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00][..],
-            "xz: decompress it first",
-        ),
-        (&b"BZh"[..], "bzip2: decompress it first"),
+        (&[0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00][..], "xz"),
+        (&b"BZh"[..], "bzip2"),
         (&b"PK\x03\x04"[..], "zip"),
         (&b"{"[..], "JSON"),
     ];
@@ -242,7 +245,7 @@ impl LayerDiff {
 /// Why a layer could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum LayerError {
-    #[error("it is not a tar archive, nor a gzip or zstd compressed one")]
+    #[error("it is not a tar archive, nor a gzip, zstd, xz or bzip2 compressed one")]
     NotATar,
     #[error("{}", tar_reason(.0))]
     Io(#[from] io::Error),
@@ -261,6 +264,14 @@ pub enum LayerError {
         limit: usize,
         start: String,
     },
+    /// A whiteout whose target is not inside its folder: `.wh.` followed by nothing, `.` or
+    /// `..`. containerd refuses the layer (`errInvalidArchive`).
+    #[error(
+        "entry `{}` is an invalid whiteout: what it would delete (`{}`) is not inside its folder",
+        printable(.entry),
+        printable(.target)
+    )]
+    InvalidWhiteout { entry: String, target: String },
 }
 
 impl LayerError {
@@ -272,7 +283,7 @@ impl LayerError {
                 .get_ref()
                 .and_then(|inner| inner.downcast_ref::<LimitHit>())
                 .map(|hit| hit.name),
-            LayerError::NotATar => None,
+            LayerError::NotATar | LayerError::InvalidWhiteout { .. } => None,
         }
     }
 
@@ -487,6 +498,16 @@ fn read_layer_unhashed<B: Read>(
             let dec = Unpacked::new(zstd::stream::read::Decoder::with_buffer(raw)?, &stored, limits);
             let (entries, diff, n, dec) = pipelined(dec, interests, limits, budget)?;
             (entries, (diff, n), dec.inner.finish())
+        }
+        Compression::Xz => {
+            let dec = Unpacked::new(super::xz_bzip2::xz(raw), &stored, limits);
+            let (entries, diff, n, dec) = pipelined(dec, interests, limits, budget)?;
+            (entries, (diff, n), dec.inner.into_inner())
+        }
+        Compression::Bzip2 => {
+            let dec = Unpacked::new(super::xz_bzip2::bzip2(raw), &stored, limits);
+            let (entries, diff, n, dec) = pipelined(dec, interests, limits, budget)?;
+            (entries, (diff, n), dec.inner.into_inner())
         }
         Compression::None => {
             let (entries, diff, n, raw) =
@@ -803,7 +824,7 @@ fn read_entries<R: Read>(
                 what: "the number of entries in the layer",
             });
         }
-        let raw_path = entry.path_bytes().into_owned();
+        let raw_path = entry_path(&entry);
         if raw_path.len() > limits.max_path_len {
             return Err(path_too_long(&raw_path, limits));
         }
@@ -852,6 +873,12 @@ fn read_entries<R: Read>(
                 arm();
                 continue;
             } else if let Some(hidden) = name.strip_prefix(".wh.") {
+                if matches!(hidden, "" | "." | "..") {
+                    return Err(LayerError::InvalidWhiteout {
+                        entry: shown(),
+                        target: hidden.to_string(),
+                    });
+                }
                 let hidden = hidden.to_string();
                 path.pop();
                 path.push(hidden);
@@ -903,6 +930,26 @@ fn read_entries<R: Read>(
         arm();
     }
     Ok((entries, archive.into_inner().inner.inner))
+}
+
+/// An entry's path as Go's archive/tar, GNU tar and umoci read it: with the ustar `prefix`
+/// whenever the magic is `ustar\0`, whatever the version bytes say. The tar crate takes the
+/// prefix only with version `00`, so a header with POSIX magic and GNU version bytes (the layer
+/// of containers/storage's `TestUntarUstarGnuConflict`) would lose its folders. A PAX `path`
+/// or GNU long name, when there is one, is the path as it is.
+fn entry_path<R: Read>(entry: &tar::Entry<'_, R>) -> Vec<u8> {
+    let path = entry.path_bytes();
+    let header = entry.header();
+    let block = header.as_bytes();
+    let posix_magic = &block[257..263] == b"ustar\0";
+    if posix_magic && header.as_ustar().is_none() && path == header.path_bytes() {
+        let prefix = &block[345..500];
+        let prefix = &prefix[..prefix.iter().position(|&b| b == 0).unwrap_or(prefix.len())];
+        if !prefix.is_empty() {
+            return [prefix, b"/", &path].concat();
+        }
+    }
+    path.into_owned()
 }
 
 fn path_too_long(raw: &[u8], limits: &Limits) -> LayerError {

@@ -139,7 +139,9 @@ impl FileTree {
                 node.elf = n.elf.map(|e| Box::new(e.clone()));
                 node.mode = n.mode;
                 node.content = self.kept_content(src).cloned();
-                node.hardlink_to = Some(format!("/{target}"));
+                // The file itself, where the link's folders lead once their symlinks are
+                // followed (`/etc/passwd` for `breakouts/d1/passwd` through `d1 -> ../../etc`).
+                node.hardlink_to = Some(self.path_of(src));
                 kind
             }
             EntryKind::Whiteout | EntryKind::OpaqueWhiteout => return Ok(()),
@@ -231,8 +233,12 @@ impl FileTree {
                     }
                 },
                 None => {
+                    // A folder no entry gave, implied by this layer's entry below it: the
+                    // layer is said, as for every other path.
+                    let mut d = NewNode::dir();
+                    d.layer = Some(index);
                     let n = comp.len();
-                    cur = self.insert(cur, comp, NewNode::dir());
+                    cur = self.insert(cur, comp, d);
                     len += 1 + n;
                 }
             }
@@ -361,7 +367,8 @@ mod tests {
         assert!(t.lookup("/usr/lib/libc.so.6").unwrap().is_some());
         assert_eq!(
             t.node(t.lookup("/usr/lib/libc2").unwrap().unwrap()).hardlink_to,
-            Some("/lib/libc.so.6")
+            // The file itself: `lib` is a symlink to `usr/lib`.
+            Some("/usr/lib/libc.so.6")
         );
         let err = t.apply(layer(vec![entry("x", EntryKind::Hardlink("nope".into()))]), 2);
         assert!(matches!(err, Err(MergeError::HardlinkMissing { .. })));

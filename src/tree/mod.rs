@@ -19,6 +19,7 @@ pub mod limits;
 pub mod merge;
 mod resolve;
 mod table;
+pub mod xz_bzip2;
 
 pub use entries::Entries;
 pub use interest::{wildcard_match, Interests};
@@ -131,9 +132,11 @@ pub struct Node<'a> {
     pub uid: u64,
     pub gid: u64,
     pub size: u64,
-    /// Index of the layer that last wrote this path (`None` for implied folders and rootfs).
+    /// Index of the layer that last wrote this path, or for a folder no entry gave, the layer
+    /// whose entry implied it (`None` for the root and for rootfs).
     pub layer: Option<u32>,
-    /// For a hard link: the path it was linked to in its layer.
+    /// For a hard link: the file it was linked to, by its path once the symlinks in the
+    /// link name's folders are followed.
     pub hardlink_to: Option<&'a str>,
     pub elf: Option<&'a ElfInfo>,
 }

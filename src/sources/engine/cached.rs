@@ -72,6 +72,7 @@ pub(super) fn open(
             size: None,
             diff_id: Some(diff_id.clone()),
             history: None,
+            urls: Vec::new(),
         })
         .collect();
     for (plan, line) in plans.iter_mut().zip(crate::sources::layer_history(&config)) {

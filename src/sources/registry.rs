@@ -16,7 +16,7 @@ use oci_client::Reference;
 use std::collections::HashMap;
 use std::io::{self, Read};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How to reach registries: what `--insecure-registry`, `--registry-ca`, `--username` and the
@@ -27,11 +27,28 @@ pub struct RegistryOptions {
     pub insecure: Vec<String>,
     /// PEM files of extra CAs to trust.
     pub ca_files: Vec<PathBuf>,
-    /// Explicit credentials; they go only to the registry of the reference.
+    /// Explicit credentials; they go only to the registries of `explicit_registries`.
     pub username: Option<String>,
     pub password: Option<String>,
-    /// The registry the explicit credentials belong to: the first one a reference names.
-    pub explicit_registry: Arc<OnceLock<String>>,
+    /// The registries the explicit credentials belong to, as `commands::bind_credentials`
+    /// names them from the command line (normalised by [`registry_host`]); no other registry
+    /// gets them, whatever it is and whenever it is read.
+    pub explicit_registries: Vec<String>,
+}
+
+/// A registry host as credentials are matched by it: lower case, without a scheme or a final
+/// `/`, Docker Hub's other names as `docker.io`.
+pub fn registry_host(host: &str) -> String {
+    let h = host
+        .trim()
+        .trim_start_matches("https://")
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_ascii_lowercase();
+    match h.as_str() {
+        "index.docker.io" | "registry-1.docker.io" => "docker.io".to_string(),
+        _ => h,
+    }
 }
 
 const MANIFEST_TYPES: &[&str] = &[
@@ -495,6 +512,10 @@ fn status_of(e: &OciDistributionError) -> Option<u16> {
     }
 }
 
+/// How the reason of a registry that cannot be reached begins (a fleet counts these reads as
+/// timeouts, `max_registry_timeouts`).
+pub(crate) const NO_ANSWER: &str = "the registry does not answer";
+
 /// A registry failure as a diagnostic that names the registry, the repository and what to do.
 fn registry_error(
     remote_registry: &str,
@@ -545,7 +566,7 @@ fn registry_error(
             ),
         ),
         _ if transport_failure(e) => (
-            format!("the registry does not answer ({})", error_chain(e)),
+            format!("{NO_ANSWER} ({})", error_chain(e)),
             if is_loopback(remote_registry) {
                 "check the port and that the registry runs".to_string()
             } else {
@@ -627,13 +648,13 @@ impl RegistryStore {
         let repository = reference.repository().to_string();
         let settings = &options.registry;
         let certificates = read_certificates(&settings.ca_files)?;
-        // `commands::bind_credentials` names the registry they belong to; without it (a
-        // library caller), the first registry reference read claims them.
+        // `commands::bind_credentials` names the registries they belong to, from the command
+        // line only: a registry that a manifest or a config file names does not get them.
         let explicit = settings
             .username
             .clone()
             .zip(settings.password.clone())
-            .filter(|_| settings.explicit_registry.get_or_init(|| registry.clone()) == &registry);
+            .filter(|_| settings.explicit_registries.contains(&registry_host(&registry)));
         let (auth, origin) = match explicit {
             Some((u, p)) => (RegistryAuth::Basic(u, p), Origin::Explicit),
             None => credentials::from_docker_config(

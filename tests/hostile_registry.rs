@@ -682,16 +682,30 @@ fn explicit_credentials_under_k8s_go_only_to_a_registry_the_command_line_names()
         vec!["--credentials-registry", user_host.as_str()],
         vec![stand_in.as_str()],
     ] {
-        let mut args = vec!["lint", "--k8s", manifest.as_str(), "--format", "json", "--parallel", "1"];
+        let mut args = vec![
+            "lint",
+            "--k8s",
+            manifest.as_str(),
+            "--format",
+            "json",
+            "--parallel",
+            "1",
+        ];
         args.extend(named.iter().copied());
         let r = run(&args, &creds, None);
-        assert!(r.code() == Some(0) || r.code() == Some(1), "{named:?}: {}", r.err());
+        assert!(
+            r.code() == Some(0) || r.code() == Some(1),
+            "{named:?}: {}",
+            r.err()
+        );
         assert_no_secret(&r);
         assert!(r.peak_kib < MIB_256_IN_KIB, "peak {} KiB", r.peak_kib);
         let seen = attacker.heads();
         assert!(seen.iter().any(|h| h.contains("/manifests/")), "{seen:?}");
         assert!(
-            !seen.iter().any(|h| h.to_ascii_lowercase().contains("authorization")),
+            !seen
+                .iter()
+                .any(|h| h.to_ascii_lowercase().contains("authorization")),
             "{named:?}: the attacker's registry got credentials: {seen:?}"
         );
         assert!(user.heads().iter().any(|h| h.contains(&basic)), "{named:?}");
@@ -702,7 +716,10 @@ fn explicit_credentials_under_k8s_go_only_to_a_registry_the_command_line_names()
     let r = run(&["lint", "--k8s", &manifest], &creds, None);
     let err = r.err();
     assert_eq!(r.code(), Some(2), "{err}");
-    assert!(err.contains("--credentials-registry") && err.contains("--k8s"), "{err}");
+    assert!(
+        err.contains("--credentials-registry") && err.contains("--k8s"),
+        "{err}"
+    );
     assert_no_secret(&r);
     assert_eq!((attacker.heads().len(), user.heads().len()), asked);
 
@@ -714,7 +731,10 @@ fn explicit_credentials_under_k8s_go_only_to_a_registry_the_command_line_names()
     );
     let err = r.err();
     assert_eq!(r.code(), Some(2), "{err}");
-    assert!(err.contains("--k8s -") && !err.contains("docker-archive"), "{err}");
+    assert!(
+        err.contains("--k8s -") && !err.contains("docker-archive"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -729,7 +749,12 @@ fn a_token_realm_or_a_redirect_into_another_kind_of_network_is_refused() {
         let server = Server::start(Duration::from_secs(60), move |path, _head, stream| {
             if path == "/v2/" {
                 let challenge = format!("Bearer realm=\"{realm}\",service=\"r\"");
-                respond(stream, "401 Unauthorized", &[("WWW-Authenticate", &challenge)], b"");
+                respond(
+                    stream,
+                    "401 Unauthorized",
+                    &[("WWW-Authenticate", &challenge)],
+                    b"",
+                );
             } else {
                 respond(stream, "404 Not Found", &[], b"");
             }
@@ -758,7 +783,12 @@ fn a_token_realm_or_a_redirect_into_another_kind_of_network_is_refused() {
     let server = Server::start(Duration::from_secs(60), move |path, _head, stream| {
         if path == "/v2/" {
             let challenge = format!("Bearer realm=\"http://127.0.0.2:{token_port}/token\",service=\"r\"");
-            respond(stream, "401 Unauthorized", &[("WWW-Authenticate", &challenge)], b"");
+            respond(
+                stream,
+                "401 Unauthorized",
+                &[("WWW-Authenticate", &challenge)],
+                b"",
+            );
         } else {
             respond(stream, "404 Not Found", &[], b"");
         }
@@ -777,8 +807,14 @@ fn a_token_realm_or_a_redirect_into_another_kind_of_network_is_refused() {
         respond(stream, "404 Not Found", &[], MARKER.as_bytes());
     });
     for (target, needles) in [
-        ("http://169.254.169.254/blob".to_string(), vec!["refused", "link-local"]),
-        (format!("http://127.0.0.2:{}/blob", storage.port), vec!["404", "127.0.0.2"]),
+        (
+            "http://169.254.169.254/blob".to_string(),
+            vec!["refused", "link-local"],
+        ),
+        (
+            format!("http://127.0.0.2:{}/blob", storage.port),
+            vec!["404", "127.0.0.2"],
+        ),
     ] {
         let image = small_image();
         let layer = image.blobs[1].0.clone();
@@ -828,7 +864,17 @@ fn a_fleet_on_a_registry_that_never_answers_ends_by_its_bounds() {
             .count()
     };
     // Without a bound: 24 × 3 s / 2 = 36 s. After 3 timeouts in a row, the rest is not read.
-    let base = ["lint", "--k8s", manifest.as_str(), "--format", "json", "--timeout", "3s", "--parallel", "2"];
+    let base = [
+        "lint",
+        "--k8s",
+        manifest.as_str(),
+        "--format",
+        "json",
+        "--timeout",
+        "3s",
+        "--parallel",
+        "2",
+    ];
     let r = run(&base, &[], None);
     let err = r.err();
     assert_eq!(r.code(), Some(2), "{err}");

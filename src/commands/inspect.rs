@@ -17,9 +17,19 @@ pub fn run(args: InspectArgs) -> Result<ExitCode> {
         Some(path) => crate::settings::load_limits(&path).map_err(Error::Config)?,
         None => Vec::new(),
     };
-    let mut options =
-        super::source_options(&args.source, &config_limits, args.jobs, args.quiet, stdin_taken_by)?;
-    super::bind_credentials(&mut options, &args.source, std::slice::from_ref(&args.image), None)?;
+    let mut options = super::source_options(
+        &args.source,
+        &config_limits,
+        args.jobs,
+        args.quiet,
+        stdin_taken_by,
+    )?;
+    super::bind_credentials(
+        &mut options,
+        &args.source,
+        std::slice::from_ref(&args.image),
+        None,
+    )?;
     if let Some(p) = &args.platform {
         options.platform = Some(Platform::parse(p)?);
     }

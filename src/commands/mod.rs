@@ -275,7 +275,9 @@ pub(crate) fn source_options(
         if let Some(reader) = stdin_taken_by {
             return Err(Error::BadArgument {
                 what: format!("--password-stdin with {reader}"),
-                help: format!("standard input already carries {reader}; give the password in MEMLINT_PASSWORD instead"),
+                help: format!(
+                    "standard input already carries {reader}; give the password in MEMLINT_PASSWORD instead"
+                ),
             });
         }
         // Bounded: a password or token is small, and standard input may be endless.

@@ -137,7 +137,11 @@ pub(crate) fn net_class(ip: std::net::IpAddr) -> NetClass {
                 NetClass::Loopback
             } else if v4.is_link_local() {
                 NetClass::LinkLocal
-            } else if v4.is_private() || (a == 100 && (64..128).contains(&b)) || v4.is_multicast() || v4.is_broadcast() {
+            } else if v4.is_private()
+                || (a == 100 && (64..128).contains(&b))
+                || v4.is_multicast()
+                || v4.is_broadcast()
+            {
                 NetClass::Private
             } else {
                 NetClass::Public
@@ -192,6 +196,38 @@ struct TargetGuard {
     registry_host: String,
     /// The kinds of network the registry's addresses are on.
     registry_classes: Arc<Vec<NetClass>>,
+    /// The hosts of the user's proxies (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`): the HTTP
+    /// client resolves them like any name, and they are the user's choice, often on a private
+    /// network. Through a proxy, the names of the targets are resolved by the proxy.
+    proxy_hosts: Arc<Vec<String>>,
+}
+
+/// The hosts of the proxies the environment names (as reqwest reads them).
+fn proxy_hosts() -> Vec<String> {
+    [
+        "HTTPS_PROXY",
+        "https_proxy",
+        "HTTP_PROXY",
+        "http_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ]
+    .iter()
+    .filter_map(|name| std::env::var(name).ok())
+    .filter(|v| !v.trim().is_empty())
+    .filter_map(|v| {
+        let v = v.trim();
+        let url = if v.contains("://") {
+            v.to_string()
+        } else {
+            format!("http://{v}")
+        };
+        reqwest::Url::parse(&url)
+            .ok()?
+            .host_str()
+            .map(|h| h.to_ascii_lowercase())
+    })
+    .collect()
 }
 
 impl TargetGuard {
@@ -211,7 +247,14 @@ impl TargetGuard {
         TargetGuard {
             registry_host: host,
             registry_classes: Arc::new(classes),
+            proxy_hosts: Arc::new(proxy_hosts()),
         }
+    }
+
+    /// Whether `host` resolves freely: the registry's own, or a proxy's.
+    fn is_free(&self, host: &str) -> bool {
+        host.eq_ignore_ascii_case(&self.registry_host)
+            || self.proxy_hosts.iter().any(|p| host.eq_ignore_ascii_case(p))
     }
 
     fn permits(&self, ip: std::net::IpAddr) -> bool {
@@ -224,11 +267,13 @@ impl TargetGuard {
         let Some(host) = url.host_str() else { return Ok(()) };
         let bare = host.trim_start_matches('[').trim_end_matches(']');
         match bare.parse::<std::net::IpAddr>() {
-            Ok(ip) if !bare.eq_ignore_ascii_case(&self.registry_host) && !self.permits(ip) => Err(RefusedTarget {
-                host: host.to_string(),
-                address: ip,
-                class: net_class(ip),
-            }),
+            Ok(ip) if !bare.eq_ignore_ascii_case(&self.registry_host) && !self.permits(ip) => {
+                Err(RefusedTarget {
+                    host: host.to_string(),
+                    address: ip,
+                    class: net_class(ip),
+                })
+            }
             _ => Ok(()),
         }
     }
@@ -250,11 +295,12 @@ impl reqwest::dns::Resolve for GuardedResolver {
             })
             .await
             .map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)??;
-            if host.eq_ignore_ascii_case(&guard.registry_host) {
+            if guard.is_free(&host) {
                 return Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs);
             }
             let refused = addrs.iter().find(|a| !guard.permits(a.ip())).map(|a| a.ip());
-            let kept: Vec<std::net::SocketAddr> = addrs.into_iter().filter(|a| guard.permits(a.ip())).collect();
+            let kept: Vec<std::net::SocketAddr> =
+                addrs.into_iter().filter(|a| guard.permits(a.ip())).collect();
             match (kept.is_empty(), refused) {
                 (true, Some(address)) => Err(Box::new(RefusedTarget {
                     host,
@@ -389,7 +435,8 @@ async fn refusal(mut response: reqwest::Response, url: String, deadline: &Deadli
     let code = response.status().as_u16();
     let asked = reqwest::Url::parse(&url).ok();
     let same_host = asked.as_ref().is_some_and(|a| {
-        a.host_str() == response.url().host_str() && a.port_or_known_default() == response.url().port_or_known_default()
+        a.host_str() == response.url().host_str()
+            && a.port_or_known_default() == response.url().port_or_known_default()
     });
     if !same_host {
         return OciDistributionError::ServerError {
@@ -496,7 +543,9 @@ impl Puller {
                 "the token service `{realm}` the registry names is not a URL ({e})"
             )))
         })?;
-        self.guard.check_url(&realm_url).map_err(ManifestFailure::Refused)?;
+        self.guard
+            .check_url(&realm_url)
+            .map_err(ManifestFailure::Refused)?;
         let credentials = match &self.auth {
             RegistryAuth::Basic(u, p) => Some((u, p)),
             _ => None,
@@ -526,7 +575,9 @@ impl Puller {
             let code = response.status().as_u16();
             // A token service on another host than the registry's: its words are not
             // repeated, only its status and host.
-            let own = realm_url.host_str().is_some_and(|h| h.eq_ignore_ascii_case(&self.guard.registry_host))
+            let own = realm_url
+                .host_str()
+                .is_some_and(|h| h.eq_ignore_ascii_case(&self.guard.registry_host))
                 && response.url().host_str() == realm_url.host_str();
             let (url, message) = if own {
                 (realm, error_text(&mut response, &self.deadline).await)
@@ -1291,7 +1342,11 @@ mod tests {
 
     #[test]
     fn network_kinds_of_addresses() {
-        let class = |a: &str| a.parse::<std::net::IpAddr>().map(net_class).map_err(|e| e.to_string());
+        let class = |a: &str| {
+            a.parse::<std::net::IpAddr>()
+                .map(net_class)
+                .map_err(|e| e.to_string())
+        };
         for (a, c) in [
             ("127.0.0.2", NetClass::Loopback),
             ("0.0.0.0", NetClass::Loopback),
@@ -1318,6 +1373,7 @@ mod tests {
         let guard = |classes: Vec<NetClass>| TargetGuard {
             registry_host: "registry.example".to_string(),
             registry_classes: Arc::new(classes),
+            proxy_hosts: Arc::new(vec!["proxy.example".to_string()]),
         };
         let url = |u: &str| reqwest::Url::parse(u).map_err(|e| e.to_string());
         let public = guard(vec![NetClass::Public]);
@@ -1340,7 +1396,11 @@ mod tests {
             runtime
                 .block_on(reqwest::dns::Resolve::resolve(&resolver, name))
                 .map(|addrs| addrs.count())
-                .map_err(|e| refused_in(e.as_ref()).map(|r| r.class.to_string()).unwrap_or(e.to_string()))
+                .map_err(|e| {
+                    refused_in(e.as_ref())
+                        .map(|r| r.class.to_string())
+                        .unwrap_or(e.to_string())
+                })
         };
         // `localhost` is loopback: refused to a public registry, given to a loopback one.
         assert_eq!(resolve(&public, "localhost"), Err("loopback".to_string()));
@@ -1349,8 +1409,15 @@ mod tests {
         let own = TargetGuard {
             registry_host: "localhost".to_string(),
             registry_classes: Arc::new(vec![NetClass::Public]),
+            proxy_hosts: Arc::default(),
         };
         assert!(resolve(&own, "localhost").is_ok_and(|n| n > 0));
+        // The user's proxy is the user's choice, wherever it is.
+        let proxied = TargetGuard {
+            proxy_hosts: Arc::new(vec!["localhost".to_string()]),
+            ..public.clone()
+        };
+        assert!(resolve(&proxied, "localhost").is_ok_and(|n| n > 0));
     }
 
     #[test]

@@ -198,6 +198,16 @@ mod tests {
         let d = Deadline::start(Some(Duration::from_secs(600)), Some(Duration::from_secs(60)));
         assert!(matches!(d.wait(), Some((_, TimeoutHit::Idle(_)))));
         assert_eq!(Deadline::start(None, None).wait(), None);
+        // The end of the run, when it is nearer than the read's own bounds.
+        let run = Some((Instant::now() + Duration::from_secs(2), Duration::from_secs(7)));
+        let d =
+            Deadline::start(Some(Duration::from_secs(600)), Some(Duration::from_secs(60))).within_run(run);
+        assert!(
+            matches!(d.wait(), Some((w, TimeoutHit::Run(t))) if w <= Duration::from_secs(2) && t == Duration::from_secs(7))
+        );
+        assert!(TimeoutHit::Run(Duration::from_secs(7))
+            .help()
+            .contains("fleet_timeout_secs=14"));
     }
 
     #[test]

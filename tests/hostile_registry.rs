@@ -723,6 +723,23 @@ fn explicit_credentials_under_k8s_go_only_to_a_registry_the_command_line_names()
     assert_no_secret(&r);
     assert_eq!((attacker.heads().len(), user.heads().len()), asked);
 
+    // A registry host is a host: not a reference.
+    let r = run(
+        &[
+            "lint",
+            "--k8s",
+            &manifest,
+            "--credentials-registry",
+            "127.0.0.1/app",
+        ],
+        &creds,
+        None,
+    );
+    let err = r.err();
+    assert_eq!(r.code(), Some(2), "{err}");
+    assert!(err.contains("--credentials-registry 127.0.0.1/app"), "{err}");
+    assert_eq!((attacker.heads().len(), user.heads().len()), asked);
+
     // Standard input carries the manifests: the refusal of --password-stdin says so.
     let r = run(
         &["lint", "--k8s", "-", "--password-stdin", "--username", "alice"],

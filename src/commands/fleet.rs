@@ -505,6 +505,8 @@ struct FleetBounds {
     max_timeouts: u64,
     /// Per registry host: reads in a row that got no answer.
     streaks: Mutex<std::collections::HashMap<String, u64>>,
+    /// The bounds whose refusal was printed in full (`fleet`, or a registry host).
+    told: Mutex<std::collections::HashSet<String>>,
 }
 
 impl FleetBounds {
@@ -514,19 +516,30 @@ impl FleetBounds {
             deadline: (!bound.is_zero()).then(|| (std::time::Instant::now() + bound, bound)),
             max_timeouts: limits.max_registry_timeouts,
             streaks: Mutex::new(std::collections::HashMap::new()),
+            told: Mutex::new(std::collections::HashSet::new()),
         }
     }
 
-    /// Why an image is not to be read at all, when it is not: the fleet is past its deadline,
-    /// or its registry did not answer `max_registry_timeouts` reads in a row.
-    fn refusal(&self, source: &str, registry: Option<&str>) -> Option<Error> {
+    /// Whether the refusal for `bound` is the first one: printed in full once, then one line
+    /// per image.
+    fn first_refusal(&self, bound: &str) -> bool {
+        self.told
+            .lock()
+            .is_ok_and(|mut told| told.insert(bound.to_string()))
+    }
+
+    /// Why an image is not to be read at all, when it is not, and the bound that says so
+    /// (`fleet`, or the registry's host): the fleet is past its deadline, or its registry did
+    /// not answer `max_registry_timeouts` reads in a row.
+    fn refusal(&self, source: &str, registry: Option<&str>) -> Option<(Error, String)> {
         if let Some((at, bound)) = self.deadline {
             if std::time::Instant::now() >= at {
-                return Some(sources::timeout_error(
+                let e = sources::timeout_error(
                     sources::deadline::TimeoutHit::Run(bound),
                     "the image",
                     line(source).into_owned(),
-                ));
+                );
+                return Some((e, "fleet".to_string()));
             }
         }
         let registry = registry?;
@@ -535,7 +548,8 @@ impl FleetBounds {
             .lock()
             .map(|s| s.get(registry).copied().unwrap_or(0))
             .unwrap_or(0);
-        (self.max_timeouts > 0 && streak >= self.max_timeouts).then(|| Error::Timeout {
+        (self.max_timeouts > 0 && streak >= self.max_timeouts).then(|| {
+            let e = Error::Timeout {
             what: "the image".to_string(),
             location: format!("registry {registry}"),
             reason: format!(
@@ -546,6 +560,8 @@ impl FleetBounds {
                 "check that the registry runs and answers; to keep trying, raise the bound with --limit max_registry_timeouts={} (or MEMLINT_LIMITS, or [limits] in .memlint.toml; 0 for none)",
                 self.max_timeouts.saturating_mul(4)
             ),
+            };
+            (e, registry.to_string())
         })
     }
 
@@ -603,12 +619,12 @@ fn lint_images(
                 })));
                 let registry = registry_of(&w.source);
                 let (read, skipped) = match bounds.refusal(&w.source, registry.as_deref()) {
-                    Some(e) => (Err(e), true),
+                    Some((e, bound)) => (Err(e), Some(bound)),
                     None => {
                         let read =
                             Reference::parse(&w.source).and_then(|r| sources::open(&w.source, &r, &opts));
                         bounds.record(registry.as_deref(), read.as_ref().err().is_some_and(no_answer));
-                        (read, false)
+                        (read, None)
                     }
                 };
                 let mut rendered = Vec::new();
@@ -632,9 +648,9 @@ fn lint_images(
                         let code = miette::Diagnostic::code(&e)
                             .map(|c| c.to_string())
                             .unwrap_or_else(|| "memlint::error".to_string());
-                        // An image skipped for the fleet's bounds is one line, not a diagnostic
-                        // per image: the first one that hit the bound printed its diagnostic.
-                        if !skipped {
+                        // Images skipped for one of the fleet's bounds: its diagnostic once, then
+                        // a line per image.
+                        if skipped.as_deref().is_none_or(|bound| bounds.first_refusal(bound)) {
                             super::eprint_diagnostic(&e);
                         }
                         for &ci in &w.containers {
@@ -645,7 +661,7 @@ fn lint_images(
                                 message: e.to_string(),
                             });
                         }
-                        if skipped {
+                        if skipped.is_some() {
                             format!("not read: {e}")
                         } else {
                             "could not be read".to_string()

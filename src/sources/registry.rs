@@ -1322,6 +1322,10 @@ mod tests {
         let r = parse_reference("127.0.0.1:5000/app:1").map_err(|e| e.to_string());
         let r = r.as_ref().map(|r| (r.registry(), r.repository(), r.tag()));
         assert_eq!(r, Ok(("127.0.0.1:5000", "app", Some("1"))));
+        // Credentials are matched by host, however it is written.
+        assert_eq!(registry_host("https://Index.Docker.io/"), "docker.io");
+        assert_eq!(registry_host("GHCR.io"), "ghcr.io");
+        assert_eq!(registry_host("127.0.0.1:5000"), "127.0.0.1:5000");
     }
 
     #[test]

@@ -252,6 +252,13 @@ pub struct SourceArgs {
     #[arg(long)]
     pub password_stdin: bool,
 
+    /// Send the explicit credentials (--username with MEMLINT_PASSWORD or --password-stdin) to
+    /// this registry host[:port] (repeatable). With --k8s, explicit credentials go only to a
+    /// registry named here, by an IMAGE argument or by an --image SOURCE: never to one that only
+    /// a manifest names
+    #[arg(long, value_name = "HOST")]
+    pub credentials_registry: Vec<String>,
+
     /// Show progress bars on standard error even when it is not a terminal
     #[arg(long)]
     pub progress: bool,

@@ -1,8 +1,11 @@
 //! Hostile registries and token services on 127.0.0.1, written here with std's TcpListener:
 //! endless token and error bodies (bounded by `max_json_bytes` and the error-body cap),
 //! a registry that sends a byte every 30 s (`--timeout`, `idle_timeout_secs`), a token
-//! service on plain HTTP on another host (no credentials sent), and `hook run` not sending
-//! explicit credentials to a registry that `.memlint.toml` names. Every server stops by itself.
+//! service on plain HTTP on another host (no credentials sent), `hook run` not sending
+//! explicit credentials to a registry that `.memlint.toml` names, `lint --k8s` sending them
+//! only to a registry the command line names, token realms and redirects into another kind of
+//! network refused, and a fleet on a registry that never answers ended by its bounds. Every
+//! server stops by itself.
 
 mod common;
 
@@ -31,7 +34,16 @@ impl Server {
         lifetime: Duration,
         handler: impl Fn(&str, &str, &mut TcpStream) + Send + Sync + 'static,
     ) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        Server::start_on("127.0.0.1", lifetime, handler)
+    }
+
+    /// A server on another loopback address (127.0.0.2: another host, the same network).
+    fn start_on(
+        address: &str,
+        lifetime: Duration,
+        handler: impl Fn(&str, &str, &mut TcpStream) + Send + Sync + 'static,
+    ) -> Server {
+        let listener = TcpListener::bind((address, 0)).unwrap();
         let port = listener.local_addr().unwrap().port();
         listener.set_nonblocking(true).unwrap();
         let heads = Arc::new(Mutex::new(Vec::new()));
@@ -596,4 +608,319 @@ fn a_fifo_named_as_an_archive_is_streamed_within_the_timeout() {
     let r = run(&["inspect", "--timeout", "20s", &reference], &[], None);
     assert_eq!(r.out.status.code(), Some(0), "{}", error_text(&r.out));
     writer.join().unwrap();
+}
+
+/// A password no output may hold.
+const SECRET: &str = "memlint-test-Secret-4f9c1e";
+
+/// Neither the password nor its Basic encoding is on standard output or error.
+fn assert_no_secret(r: &Run) {
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("alice:{SECRET}"));
+    for (name, text) in [("stdout", &r.out.stdout), ("stderr", &r.out.stderr)] {
+        let text = String::from_utf8_lossy(text);
+        assert!(!text.contains(SECRET) && !text.contains(&basic), "{name}: {text}");
+    }
+}
+
+/// A Deployment whose containers run `images`, one container each.
+fn deployment(images: &[String]) -> String {
+    let mut yaml = String::from(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  template:\n    spec:\n      containers:\n",
+    );
+    for (i, image) in images.iter().enumerate() {
+        yaml.push_str(&format!("        - name: c{i}\n          image: \"{image}\"\n"));
+    }
+    yaml
+}
+
+#[test]
+fn explicit_credentials_under_k8s_go_only_to_a_registry_the_command_line_names() {
+    let image = Arc::new(small_image());
+    // Both registries serve the image; the user's only with the credentials (the port it is
+    // known by once both run).
+    let protected = Arc::new(std::sync::atomic::AtomicU16::new(0));
+    let registry = || {
+        let (image, protected) = (image.clone(), protected.clone());
+        Server::start(Duration::from_secs(120), move |path, head, stream| {
+            let port = stream.local_addr().map(|a| a.port()).unwrap_or(0);
+            let with_credentials = head.to_ascii_lowercase().contains("authorization: basic");
+            if port == protected.load(std::sync::atomic::Ordering::SeqCst) && !with_credentials {
+                respond(
+                    stream,
+                    "401 Unauthorized",
+                    &[("WWW-Authenticate", "Basic realm=\"user\"")],
+                    b"",
+                );
+            } else if path == "/v2/" {
+                respond(stream, "200 OK", &[], b"{}");
+            } else if !serve_image(&image, path, stream) {
+                respond(stream, "404 Not Found", &[], b"");
+            }
+        })
+    };
+    let (one, two) = (registry(), registry());
+    let reference = |s: &Server| format!("127.0.0.1:{}/app:1", s.port);
+    // The attacker's reference sorts first: the images are read in name order.
+    let (attacker, user) = if reference(&one) < reference(&two) {
+        (one, two)
+    } else {
+        (two, one)
+    };
+    protected.store(user.port, std::sync::atomic::Ordering::SeqCst);
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("deploy.yaml");
+    std::fs::write(&manifest, deployment(&[reference(&attacker), reference(&user)])).unwrap();
+    let manifest = manifest.display().to_string();
+    let creds = [("MEMLINT_USERNAME", "alice"), ("MEMLINT_PASSWORD", SECRET)];
+    let basic = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("alice:{SECRET}"))
+    );
+    let user_host = format!("127.0.0.1:{}", user.port);
+    let stand_in = format!("--image={}=registry:{}", reference(&user), reference(&user));
+    for named in [
+        vec!["--credentials-registry", user_host.as_str()],
+        vec![stand_in.as_str()],
+    ] {
+        let mut args = vec![
+            "lint",
+            "--k8s",
+            manifest.as_str(),
+            "--format",
+            "json",
+            "--parallel",
+            "1",
+        ];
+        args.extend(named.iter().copied());
+        let r = run(&args, &creds, None);
+        assert!(
+            r.code() == Some(0) || r.code() == Some(1),
+            "{named:?}: {}",
+            r.err()
+        );
+        assert_no_secret(&r);
+        assert!(r.peak_kib < MIB_256_IN_KIB, "peak {} KiB", r.peak_kib);
+        let seen = attacker.heads();
+        assert!(seen.iter().any(|h| h.contains("/manifests/")), "{seen:?}");
+        assert!(
+            !seen
+                .iter()
+                .any(|h| h.to_ascii_lowercase().contains("authorization")),
+            "{named:?}: the attacker's registry got credentials: {seen:?}"
+        );
+        assert!(user.heads().iter().any(|h| h.contains(&basic)), "{named:?}");
+    }
+
+    // Nothing on the command line names a registry: refused before any request.
+    let asked = (attacker.heads().len(), user.heads().len());
+    let r = run(&["lint", "--k8s", &manifest], &creds, None);
+    let err = r.err();
+    assert_eq!(r.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--credentials-registry") && err.contains("--k8s"),
+        "{err}"
+    );
+    assert_no_secret(&r);
+    assert_eq!((attacker.heads().len(), user.heads().len()), asked);
+
+    // A registry host is a host: not a reference.
+    let r = run(
+        &[
+            "lint",
+            "--k8s",
+            &manifest,
+            "--credentials-registry",
+            "127.0.0.1/app",
+        ],
+        &creds,
+        None,
+    );
+    let err = r.err();
+    assert_eq!(r.code(), Some(2), "{err}");
+    assert!(err.contains("--credentials-registry 127.0.0.1/app"), "{err}");
+    assert_eq!((attacker.heads().len(), user.heads().len()), asked);
+
+    // Standard input carries the manifests: the refusal of --password-stdin says so.
+    let r = run(
+        &["lint", "--k8s", "-", "--password-stdin", "--username", "alice"],
+        &[],
+        None,
+    );
+    let err = r.err();
+    assert_eq!(r.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--k8s -") && !err.contains("docker-archive"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_token_realm_or_a_redirect_into_another_kind_of_network_is_refused() {
+    // The registry is on loopback: link-local (the metadata service) and private addresses
+    // are another kind of network. The refusal comes before any connection.
+    for (realm, class) in [
+        ("http://169.254.169.254/token", "link-local"),
+        ("https://10.11.12.13/token", "private"),
+        ("http://[fe80::1]/token", "link-local"),
+    ] {
+        let server = Server::start(Duration::from_secs(60), move |path, _head, stream| {
+            if path == "/v2/" {
+                let challenge = format!("Bearer realm=\"{realm}\",service=\"r\"");
+                respond(
+                    stream,
+                    "401 Unauthorized",
+                    &[("WWW-Authenticate", &challenge)],
+                    b"",
+                );
+            } else {
+                respond(stream, "404 Not Found", &[], b"");
+            }
+        });
+        let reference = format!("registry:127.0.0.1:{}/app:1", server.port);
+        for creds in [
+            &[("MEMLINT_USERNAME", "alice"), ("MEMLINT_PASSWORD", SECRET)][..],
+            &[][..],
+        ] {
+            let r = run(&["inspect", &reference], creds, None);
+            let err = r.err();
+            assert_eq!(r.code(), Some(2), "{realm}: {err}");
+            assert!(err.contains("refused") && err.contains(class), "{realm}: {err}");
+            assert!(r.elapsed < Duration::from_secs(30), "{:?}", r.elapsed);
+            assert_no_secret(&r);
+        }
+    }
+
+    // A token service on another loopback host is on the registry's network: asked, but what
+    // it answers is not repeated, only its status and host.
+    const MARKER: &str = "BODY-OF-ANOTHER-HOST-7d1f";
+    let token = Server::start_on("127.0.0.2", Duration::from_secs(60), |_path, _head, stream| {
+        respond(stream, "500 Internal Server Error", &[], MARKER.as_bytes());
+    });
+    let token_port = token.port;
+    let server = Server::start(Duration::from_secs(60), move |path, _head, stream| {
+        if path == "/v2/" {
+            let challenge = format!("Bearer realm=\"http://127.0.0.2:{token_port}/token\",service=\"r\"");
+            respond(
+                stream,
+                "401 Unauthorized",
+                &[("WWW-Authenticate", &challenge)],
+                b"",
+            );
+        } else {
+            respond(stream, "404 Not Found", &[], b"");
+        }
+    });
+    let reference = format!("registry:127.0.0.1:{}/app:1", server.port);
+    let r = run(&["inspect", &reference], &[], None);
+    let err = r.err();
+    assert_eq!(r.code(), Some(2), "{err}");
+    assert!(token.heads().iter().any(|h| h.starts_with("GET /token")));
+    assert!(err.contains("500") && err.contains("127.0.0.2"), "{err}");
+    assert!(!err.contains(MARKER), "{err}");
+
+    // Blob redirects: to the metadata service, refused; to another loopback host, followed,
+    // and its refusal told by status and host only.
+    let storage = Server::start_on("127.0.0.2", Duration::from_secs(60), |_path, _head, stream| {
+        respond(stream, "404 Not Found", &[], MARKER.as_bytes());
+    });
+    for (target, needles) in [
+        (
+            "http://169.254.169.254/blob".to_string(),
+            vec!["refused", "link-local"],
+        ),
+        (
+            format!("http://127.0.0.2:{}/blob", storage.port),
+            vec!["404", "127.0.0.2"],
+        ),
+    ] {
+        let image = small_image();
+        let layer = image.blobs[1].0.clone();
+        let location = target.clone();
+        let server = Server::start(Duration::from_secs(60), move |path, _head, stream| {
+            if path == "/v2/" {
+                respond(stream, "200 OK", &[], b"{}");
+            } else if path.ends_with(&layer) {
+                respond(stream, "307 Temporary Redirect", &[("Location", &location)], b"");
+            } else if !serve_image(&image, path, stream) {
+                respond(stream, "404 Not Found", &[], b"");
+            }
+        });
+        let reference = format!("registry:127.0.0.1:{}/app:1", server.port);
+        let r = run(&["inspect", "--no-cache", &reference], &[], None);
+        let err = r.err();
+        assert_eq!(r.code(), Some(2), "{target}: {err}");
+        for n in needles {
+            assert!(err.contains(n), "{target}: {n}: {err}");
+        }
+        assert!(!err.contains(MARKER), "{err}");
+        assert!(r.elapsed < Duration::from_secs(30), "{:?}", r.elapsed);
+    }
+    assert!(storage.heads().iter().any(|h| h.starts_with("GET /blob")));
+}
+
+#[test]
+fn a_fleet_on_a_registry_that_never_answers_ends_by_its_bounds() {
+    // Accepts, reads the request, answers nothing for 40 s.
+    let server = Server::start(Duration::from_secs(120), |_path, _head, _stream| {
+        std::thread::sleep(Duration::from_secs(40));
+    });
+    let images: Vec<String> = (0..24)
+        .map(|i| format!("127.0.0.1:{}/app{i:02}:1", server.port))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("fleet.yaml");
+    std::fs::write(&manifest, deployment(&images)).unwrap();
+    let manifest = manifest.display().to_string();
+    let unread_for = |r: &Run, needle: &str| -> usize {
+        let reports = r.json()["reports"].as_array().cloned().unwrap_or_default();
+        assert_eq!(reports.len(), 24);
+        assert!(reports.iter().all(|x| x.get("error").is_some()));
+        reports
+            .iter()
+            .filter(|x| x["error"]["message"].as_str().unwrap_or("").contains(needle))
+            .count()
+    };
+    // Without a bound: 24 × 3 s / 2 = 36 s. After 3 timeouts in a row, the rest is not read.
+    let base = [
+        "lint",
+        "--k8s",
+        manifest.as_str(),
+        "--format",
+        "json",
+        "--timeout",
+        "3s",
+        "--parallel",
+        "2",
+    ];
+    let r = run(&base, &[], None);
+    let err = r.err();
+    assert_eq!(r.code(), Some(2), "{err}");
+    assert!(r.elapsed < Duration::from_secs(20), "{:?}", r.elapsed);
+    assert!(unread_for(&r, "max_registry_timeouts=3") >= 18, "{err}");
+    // The refusal in full once (with what to do), then a line per image.
+    assert_eq!(
+        err.matches("--limit max_registry_timeouts=12").count(),
+        1,
+        "{err}"
+    );
+    assert!(err.matches("not read").count() >= 18, "{err}");
+    assert!(r.peak_kib < MIB_256_IN_KIB, "peak {} KiB", r.peak_kib);
+
+    // The fleet's deadline ends a read under way and the ones not started.
+    let mut args = base.to_vec();
+    args.extend([
+        "--limit",
+        "max_registry_timeouts=0",
+        "--limit",
+        "fleet_timeout_secs=4",
+    ]);
+    let r = run(&args, &[], None);
+    let err = r.err();
+    assert_eq!(r.code(), Some(2), "{err}");
+    assert!(r.elapsed < Duration::from_secs(15), "{:?}", r.elapsed);
+    assert!(unread_for(&r, "fleet_timeout_secs") >= 20, "{err}");
+    // In full for the reads it cut (two at a time) and once for the ones it skipped.
+    let told = err.matches("--limit fleet_timeout_secs=8").count();
+    assert!((1..=3).contains(&told), "{err}");
+    assert!(r.peak_kib < MIB_256_IN_KIB, "peak {} KiB", r.peak_kib);
 }

@@ -484,8 +484,107 @@ fn manifest_error(e: k8s::ManifestError) -> Error {
     }))
 }
 
+/// The registry host an image source reads from, when it is a registry reference.
+fn registry_of(source: &str) -> Option<String> {
+    match Reference::parse(source) {
+        Ok(Reference::Registry(name)) => sources::registry::parse_reference(&name)
+            .ok()
+            .map(|r| sources::registry::registry_host(r.registry())),
+        _ => None,
+    }
+}
+
+/// Whether a read failed because its source did not answer in time (a timeout, or a registry
+/// that cannot be reached): what `max_registry_timeouts` counts.
+fn no_answer(e: &Error) -> bool {
+    match e {
+        Error::Timeout { .. } => true,
+        Error::Registry { reason, .. } => reason.starts_with(sources::registry::NO_ANSWER),
+        _ => false,
+    }
+}
+
+/// The run-wide bounds of a fleet: its deadline (`fleet_timeout_secs`) and, per registry, the
+/// reads in a row that got no answer (`max_registry_timeouts`).
+struct FleetBounds {
+    deadline: Option<(std::time::Instant, std::time::Duration)>,
+    max_timeouts: u64,
+    /// Per registry host: reads in a row that got no answer.
+    streaks: Mutex<std::collections::HashMap<String, u64>>,
+    /// The bounds whose refusal was printed in full (`fleet`, or a registry host).
+    told: Mutex<std::collections::HashSet<String>>,
+}
+
+impl FleetBounds {
+    fn new(limits: &crate::tree::limits::Limits) -> FleetBounds {
+        let bound = std::time::Duration::from_secs(limits.fleet_timeout_secs);
+        FleetBounds {
+            deadline: (!bound.is_zero()).then(|| (std::time::Instant::now() + bound, bound)),
+            max_timeouts: limits.max_registry_timeouts,
+            streaks: Mutex::new(std::collections::HashMap::new()),
+            told: Mutex::new(std::collections::HashSet::new()),
+        }
+    }
+
+    /// Whether the refusal for `bound` is the first one: printed in full once, then one line
+    /// per image.
+    fn first_refusal(&self, bound: &str) -> bool {
+        self.told
+            .lock()
+            .is_ok_and(|mut told| told.insert(bound.to_string()))
+    }
+
+    /// Why an image is not to be read at all, when it is not, and the bound that says so
+    /// (`fleet`, or the registry's host): the fleet is past its deadline, or its registry did
+    /// not answer `max_registry_timeouts` reads in a row.
+    fn refusal(&self, source: &str, registry: Option<&str>) -> Option<(Error, String)> {
+        if let Some((at, bound)) = self.deadline {
+            if std::time::Instant::now() >= at {
+                let e = sources::timeout_error(
+                    sources::deadline::TimeoutHit::Run(bound),
+                    "the image",
+                    line(source).into_owned(),
+                );
+                return Some((e, "fleet".to_string()));
+            }
+        }
+        let registry = registry?;
+        let streak = self
+            .streaks
+            .lock()
+            .map(|s| s.get(registry).copied().unwrap_or(0))
+            .unwrap_or(0);
+        (self.max_timeouts > 0 && streak >= self.max_timeouts).then(|| {
+            let e = Error::Timeout {
+            what: "the image".to_string(),
+            location: format!("registry {registry}"),
+            reason: format!(
+                "{streak} reads in a row from this registry timed out or got no answer (max_registry_timeouts={})",
+                self.max_timeouts
+            ),
+            help: format!(
+                "check that the registry runs and answers; to keep trying, raise the bound with --limit max_registry_timeouts={} (or MEMLINT_LIMITS, or [limits] in .memlint.toml; 0 for none)",
+                self.max_timeouts.saturating_mul(4)
+            ),
+            };
+            (e, registry.to_string())
+        })
+    }
+
+    /// Counts a read from `registry`: one that got no answer lengthens its streak, any other
+    /// outcome ends it.
+    fn record(&self, registry: Option<&str>, unanswered: bool) {
+        let Some(registry) = registry else { return };
+        if let Ok(mut streaks) = self.streaks.lock() {
+            let streak = streaks.entry(registry.to_string()).or_insert(0);
+            *streak = if unanswered { *streak + 1 } else { 0 };
+        }
+    }
+}
+
 /// Reads each wanted image once, `parallel` at a time, and renders the reports of the
-/// containers that run it before letting it go.
+/// containers that run it before letting it go. The fleet's bounds ([`FleetBounds`]) end the
+/// reads early: the images not read are reported as unread, with the reason.
 fn lint_images(
     wanted: &[Wanted],
     plan: &Plan,
@@ -495,6 +594,11 @@ fn lint_images(
     let next = Mutex::new(0usize);
     let done: Mutex<(Vec<Rendered>, Vec<Unread>)> = Mutex::new((Vec::new(), Vec::new()));
     let total = wanted.len();
+    let bounds = FleetBounds::new(&options.limits);
+    let options = &sources::Options {
+        run_deadline: bounds.deadline,
+        ..options.clone()
+    };
     std::thread::scope(|scope| {
         for _ in 0..parallel {
             scope.spawn(|| loop {
@@ -519,7 +623,16 @@ fn lint_images(
                     }
                     all
                 })));
-                let read = Reference::parse(&w.source).and_then(|r| sources::open(&w.source, &r, &opts));
+                let registry = registry_of(&w.source);
+                let (read, skipped) = match bounds.refusal(&w.source, registry.as_deref()) {
+                    Some((e, bound)) => (Err(e), Some(bound)),
+                    None => {
+                        let read =
+                            Reference::parse(&w.source).and_then(|r| sources::open(&w.source, &r, &opts));
+                        bounds.record(registry.as_deref(), read.as_ref().err().is_some_and(no_answer));
+                        (read, None)
+                    }
+                };
                 let mut rendered = Vec::new();
                 let mut failed = Vec::new();
                 let status = match read {
@@ -541,7 +654,11 @@ fn lint_images(
                         let code = miette::Diagnostic::code(&e)
                             .map(|c| c.to_string())
                             .unwrap_or_else(|| "memlint::error".to_string());
-                        super::eprint_diagnostic(&e);
+                        // Images skipped for one of the fleet's bounds: its diagnostic once, then
+                        // a line per image.
+                        if skipped.as_deref().is_none_or(|bound| bounds.first_refusal(bound)) {
+                            super::eprint_diagnostic(&e);
+                        }
                         for &ci in &w.containers {
                             failed.push(Unread {
                                 container: ci,
@@ -550,7 +667,11 @@ fn lint_images(
                                 message: e.to_string(),
                             });
                         }
-                        "could not be read".to_string()
+                        if skipped.is_some() {
+                            format!("not read: {e}")
+                        } else {
+                            "could not be read".to_string()
+                        }
                     }
                 };
                 if plan.image_lines {

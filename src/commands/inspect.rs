@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 pub fn run(args: InspectArgs) -> Result<ExitCode> {
     let reference = Reference::parse(&args.image)?;
-    let stdin_needed = args.image == "docker-archive:-";
+    let stdin_taken_by = (args.image == "docker-archive:-").then_some("an image (docker-archive:-)");
     // inspect has no --config: the nearest .memlint.toml gives its [limits], as for lint; the
     // rest of that file (ignores, severities) is lint's, and so are its mistakes.
     let config_limits = match super::config_path(None) {
@@ -19,9 +19,19 @@ pub fn run(args: InspectArgs) -> Result<ExitCode> {
         }
         None => Vec::new(),
     };
-    let mut options =
-        super::source_options(&args.source, &config_limits, args.jobs, args.quiet, stdin_needed)?;
-    super::bind_credentials(&options, std::slice::from_ref(&args.image))?;
+    let mut options = super::source_options(
+        &args.source,
+        &config_limits,
+        args.jobs,
+        args.quiet,
+        stdin_taken_by,
+    )?;
+    super::bind_credentials(
+        &mut options,
+        &args.source,
+        std::slice::from_ref(&args.image),
+        None,
+    )?;
     if let Some(p) = &args.platform {
         options.platform = Some(Platform::parse(p)?);
     }

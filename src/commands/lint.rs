@@ -66,16 +66,22 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
         None => None,
     };
     let fail_on = args.fail_on.or(settings.fail_on).unwrap_or(FailOn::Warning);
-    let stdin_needed =
-        args.images.iter().any(|i| i == "docker-archive:-") || args.k8s.iter().any(|p| p.as_os_str() == "-");
+    let stdin_taken_by = if args.k8s.iter().any(|p| p.as_os_str() == "-") {
+        Some("the manifests (--k8s -)")
+    } else if args.images.iter().any(|i| i == "docker-archive:-") {
+        Some("an image (docker-archive:-)")
+    } else {
+        None
+    };
     let mut options = super::source_options(
         &args.source,
         &settings.limits,
         args.jobs,
         args.quiet,
-        stdin_needed,
+        stdin_taken_by,
     )?;
-    super::bind_credentials(&options, &args.images)?;
+    let stand_ins = (!args.k8s.is_empty()).then_some(args.image_map.as_slice());
+    super::bind_credentials(&mut options, &args.source, &args.images, stand_ins)?;
     match args.platform.as_deref() {
         Some("all") => options.all_platforms = true,
         Some(p) => options.platform = Some(Platform::parse(p)?),

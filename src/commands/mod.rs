@@ -237,7 +237,7 @@ pub(crate) fn source_options(
     config_limits: &[(String, String)],
     jobs: Option<usize>,
     quiet: bool,
-    stdin_needed: bool,
+    stdin_taken_by: Option<&str>,
 ) -> Result<crate::sources::Options> {
     use crate::sources::{registry::RegistryOptions, Options};
     use std::io::IsTerminal;
@@ -277,10 +277,12 @@ pub(crate) fn source_options(
     let password = if source.no_explicit_credentials {
         None
     } else if source.password_stdin {
-        if stdin_needed {
+        if let Some(reader) = stdin_taken_by {
             return Err(Error::BadArgument {
-                what: "--password-stdin".to_string(),
-                help: "standard input already carries an image (docker-archive:-); give the password in MEMLINT_PASSWORD instead".to_string(),
+                what: format!("--password-stdin with {reader}"),
+                help: format!(
+                    "standard input already carries {reader}; give the password in MEMLINT_PASSWORD instead"
+                ),
             });
         }
         // Bounded: a password or token is small, and standard input may be endless.
@@ -331,29 +333,61 @@ pub(crate) fn source_options(
     Ok(options)
 }
 
-/// Explicit registry credentials belong to one registry: the one the references name. When
-/// they name several, which one the user meant cannot be known, so nothing is sent.
-pub(crate) fn bind_credentials(options: &crate::sources::Options, references: &[String]) -> Result<()> {
+/// Explicit registry credentials go only to registries the command line names: each
+/// `--credentials-registry HOST`, else the one registry the IMAGE references (and, with
+/// `--k8s`, the `--image` SOURCEs that are registry references) name. Without a flag, when
+/// they name several, which one the user meant cannot be known, so nothing is sent; with
+/// `--k8s` (`stand_ins` is `Some`) and no registry named, the run is refused: the manifests'
+/// own registries are the repository's (a pull request's) choice, not the user's.
+pub(crate) fn bind_credentials(
+    options: &mut crate::sources::Options,
+    source: &crate::cli::SourceArgs,
+    references: &[String],
+    stand_ins: Option<&[(String, String)]>,
+) -> Result<()> {
+    use crate::sources::registry::registry_host;
+    let mut flagged: Vec<String> = Vec::new();
+    for host in &source.credentials_registry {
+        let h = registry_host(host);
+        if h.is_empty() || h.contains('/') || h.contains(|c: char| c.is_whitespace() || c.is_control()) {
+            return Err(Error::BadArgument {
+                what: format!("--credentials-registry {}", line(host)),
+                help: "give a registry host, with its port when it has one: e.g. ghcr.io, registry.example.com:5000 or docker.io".to_string(),
+            });
+        }
+        flagged.push(h);
+    }
     if options.registry.username.is_none() {
         return Ok(());
     }
+    let registry_of = |r: &String| match crate::reference::Reference::parse(r) {
+        Ok(crate::reference::Reference::Registry(name)) => crate::sources::registry::parse_reference(&name)
+            .ok()
+            .map(|r| registry_host(r.registry())),
+        _ => None,
+    };
     let mut registries: Vec<String> = references
         .iter()
-        .filter_map(|r| match crate::reference::Reference::parse(r) {
-            Ok(crate::reference::Reference::Registry(name)) => {
-                crate::sources::registry::parse_reference(&name)
-                    .ok()
-                    .map(|r| r.registry().to_string())
-            }
-            _ => None,
-        })
+        .chain(stand_ins.unwrap_or_default().iter().map(|(_, s)| s))
+        .filter_map(registry_of)
         .collect();
     registries.sort();
     registries.dedup();
+    if !flagged.is_empty() {
+        registries.extend(flagged);
+        registries.sort();
+        registries.dedup();
+        options.registry.explicit_registries = registries;
+        return Ok(());
+    }
     match registries.as_slice() {
+        [] if stand_ins.is_some() => Err(Error::BadArgument {
+            what: "explicit registry credentials (--username/MEMLINT_USERNAME with MEMLINT_PASSWORD or --password-stdin) with --k8s, and no registry named for them".to_string(),
+            help: "the manifests do not choose where credentials go: name the registry they are for with --credentials-registry HOST (repeatable), an IMAGE argument or an --image REF=SOURCE whose SOURCE is in that registry; or log in with `docker login` (memlint reads ~/.docker/config.json and its credential helpers, per registry)".to_string(),
+        }),
         [] => Ok(()),
-        [one] => {
-            let _ = options.registry.explicit_registry.set(one.clone());
+        [_] => {
+            options.registry.explicit_registries = registries;
             Ok(())
         }
         many => Err(Error::BadArgument {
@@ -362,7 +396,7 @@ pub(crate) fn bind_credentials(options: &crate::sources::Options, references: &[
                 many.len(),
                 many.join(", ")
             ),
-            help: "explicit credentials go to one registry only: lint each registry in its own run, or log in with `docker login` (memlint reads ~/.docker/config.json); a path that does not exist is read as a Docker Hub reference".to_string(),
+            help: "explicit credentials go to the registries you name: give each with --credentials-registry HOST, lint each registry in its own run, or log in with `docker login` (memlint reads ~/.docker/config.json); a path that does not exist is read as a Docker Hub reference".to_string(),
         }),
     }
 }

@@ -19,6 +19,9 @@ pub struct Deadline {
     pub overall: Option<(Instant, Duration)>,
     /// The longest silence of one transfer; `None` waits for ever.
     pub idle: Option<Duration>,
+    /// The end of the whole run the read is part of (a fleet's `fleet_timeout_secs`), and that
+    /// bound.
+    pub run: Option<(Instant, Duration)>,
 }
 
 /// A wait that ran out, naming the bound that ended it.
@@ -28,6 +31,8 @@ pub enum TimeoutHit {
     Overall(Duration),
     #[error("no byte came for {} (idle_timeout_secs)", show(*.0))]
     Idle(Duration),
+    #[error("the fleet passed its bound of {} (fleet_timeout_secs)", show(*.0))]
+    Run(Duration),
 }
 
 impl From<TimeoutHit> for io::Error {
@@ -48,6 +53,10 @@ impl TimeoutHit {
                 "the source stopped sending; raise the bound with --limit idle_timeout_secs={} (or MEMLINT_LIMITS, or [limits] in .memlint.toml; 0 for none)",
                 d.as_secs().saturating_mul(4).max(1)
             ),
+            TimeoutHit::Run(d) => format!(
+                "the fleet's images take longer than its bound; raise it with --limit fleet_timeout_secs={} (or MEMLINT_LIMITS, or [limits] in .memlint.toml; 0 for none), or split the fleet into runs with --shard I/N",
+                d.as_secs().saturating_mul(2).max(1)
+            ),
         }
     }
 
@@ -65,7 +74,13 @@ impl Deadline {
         Deadline {
             overall: timeout.map(|t| (Instant::now() + t, t)),
             idle,
+            run: None,
         }
+    }
+
+    /// These bounds, ended by `run` too (the end of the run the read is part of).
+    pub fn within_run(self, run: Option<(Instant, Duration)>) -> Deadline {
+        Deadline { run, ..self }
     }
 
     /// How long the next wait for a byte may last, and what ends it when it runs out; `None`
@@ -78,10 +93,10 @@ impl Deadline {
             )
         });
         let idle = self.idle.map(|d| (d, TimeoutHit::Idle(d)));
-        match (overall, idle) {
-            (Some(o), Some(i)) => Some(if o.0 <= i.0 { o } else { i }),
-            (o, i) => o.or(i),
-        }
+        let run = self
+            .run
+            .map(|(at, d)| (at.saturating_duration_since(Instant::now()), TimeoutHit::Run(d)));
+        [overall, idle, run].into_iter().flatten().min_by_key(|(d, _)| *d)
     }
 
     /// Runs `work` within the next wait.
@@ -183,6 +198,16 @@ mod tests {
         let d = Deadline::start(Some(Duration::from_secs(600)), Some(Duration::from_secs(60)));
         assert!(matches!(d.wait(), Some((_, TimeoutHit::Idle(_)))));
         assert_eq!(Deadline::start(None, None).wait(), None);
+        // The end of the run, when it is nearer than the read's own bounds.
+        let run = Some((Instant::now() + Duration::from_secs(2), Duration::from_secs(7)));
+        let d =
+            Deadline::start(Some(Duration::from_secs(600)), Some(Duration::from_secs(60))).within_run(run);
+        assert!(
+            matches!(d.wait(), Some((w, TimeoutHit::Run(t))) if w <= Duration::from_secs(2) && t == Duration::from_secs(7))
+        );
+        assert!(TimeoutHit::Run(Duration::from_secs(7))
+            .help()
+            .contains("fleet_timeout_secs=14"));
     }
 
     #[test]

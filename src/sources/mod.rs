@@ -81,6 +81,9 @@ pub struct Options {
     /// The bounds of the read under way: set by [`open_all`] from `timeout` and the
     /// `idle_timeout_secs` limit.
     pub deadline: deadline::Deadline,
+    /// The end of a whole run of reads (a fleet's `fleet_timeout_secs`) and that bound: every
+    /// read's deadline ends by it too; `None` has no bound.
+    pub run_deadline: Option<(std::time::Instant, std::time::Duration)>,
 }
 
 impl Default for Options {
@@ -100,6 +103,7 @@ impl Default for Options {
             warnings: Warnings::default(),
             timeout: Some(deadline::DEFAULT_TIMEOUT),
             deadline: deadline::Deadline::default(),
+            run_deadline: None,
         }
     }
 }
@@ -190,7 +194,7 @@ pub fn open_all(reference_text: &str, reference: &Reference, options: &Options) 
     let idle =
         Some(std::time::Duration::from_secs(options.limits.idle_timeout_secs)).filter(|d| !d.is_zero());
     let options = &Options {
-        deadline: deadline::Deadline::start(options.timeout, idle),
+        deadline: deadline::Deadline::start(options.timeout, idle).within_run(options.run_deadline),
         ..options.clone()
     };
     open_within(reference_text, reference, options)

@@ -16,7 +16,7 @@ use oci_client::Reference;
 use std::collections::HashMap;
 use std::io::{self, Read};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How to reach registries: what `--insecure-registry`, `--registry-ca`, `--username` and the
@@ -27,11 +27,28 @@ pub struct RegistryOptions {
     pub insecure: Vec<String>,
     /// PEM files of extra CAs to trust.
     pub ca_files: Vec<PathBuf>,
-    /// Explicit credentials; they go only to the registry of the reference.
+    /// Explicit credentials; they go only to the registries of `explicit_registries`.
     pub username: Option<String>,
     pub password: Option<String>,
-    /// The registry the explicit credentials belong to: the first one a reference names.
-    pub explicit_registry: Arc<OnceLock<String>>,
+    /// The registries the explicit credentials belong to, as `commands::bind_credentials`
+    /// names them from the command line (normalised by [`registry_host`]); no other registry
+    /// gets them, whatever it is and whenever it is read.
+    pub explicit_registries: Vec<String>,
+}
+
+/// A registry host as credentials are matched by it: lower case, without a scheme or a final
+/// `/`, Docker Hub's other names as `docker.io`.
+pub fn registry_host(host: &str) -> String {
+    let h = host
+        .trim()
+        .trim_start_matches("https://")
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_ascii_lowercase();
+    match h.as_str() {
+        "index.docker.io" | "registry-1.docker.io" => "docker.io".to_string(),
+        _ => h,
+    }
 }
 
 const MANIFEST_TYPES: &[&str] = &[
@@ -86,6 +103,237 @@ fn named_insecure(registry: &str, insecure: &[String]) -> bool {
     })
 }
 
+/// The kind of network an address is on, for the rule on where a registry may send memlint
+/// (its token service, a redirect of a blob or a manifest).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NetClass {
+    Public,
+    /// 127.0.0.0/8, ::1, and the unspecified addresses (0.0.0.0 and :: reach the host itself).
+    Loopback,
+    /// 169.254.0.0/16 (the cloud metadata services) and fe80::/10.
+    LinkLocal,
+    /// 10/8, 172.16/12, 192.168/16, 100.64/10 (carrier-grade NAT), fc00::/7, and multicast
+    /// and broadcast.
+    Private,
+}
+
+impl std::fmt::Display for NetClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            NetClass::Public => "public",
+            NetClass::Loopback => "loopback",
+            NetClass::LinkLocal => "link-local",
+            NetClass::Private => "private",
+        })
+    }
+}
+
+pub(crate) fn net_class(ip: std::net::IpAddr) -> NetClass {
+    use std::net::IpAddr;
+    match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            if v4.is_loopback() || v4.is_unspecified() || a == 0 {
+                NetClass::Loopback
+            } else if v4.is_link_local() {
+                NetClass::LinkLocal
+            } else if v4.is_private()
+                || (a == 100 && (64..128).contains(&b))
+                || v4.is_multicast()
+                || v4.is_broadcast()
+            {
+                NetClass::Private
+            } else {
+                NetClass::Public
+            }
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return net_class(IpAddr::V4(v4));
+            }
+            let first = v6.segments()[0];
+            if v6.is_loopback() || v6.is_unspecified() {
+                NetClass::Loopback
+            } else if first & 0xffc0 == 0xfe80 {
+                NetClass::LinkLocal
+            } else if first & 0xfe00 == 0xfc00 || v6.is_multicast() {
+                NetClass::Private
+            } else {
+                NetClass::Public
+            }
+        }
+    }
+}
+
+/// The host of a `host[:port]` or `[v6]:port` registry name.
+fn host_part(registry: &str) -> &str {
+    match registry.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(rest),
+        None => registry.rsplit_once(':').map_or(registry, |(h, _)| h),
+    }
+}
+
+/// A host memlint was sent to (by a token realm or a redirect) whose address is on a kind of
+/// network the registry is not on.
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("{host} is at {address}, a {class} address, and the registry is not on such a network")]
+pub(crate) struct RefusedTarget {
+    host: String,
+    address: std::net::IpAddr,
+    class: NetClass,
+}
+
+/// Where a registry may send memlint: its own host, public addresses, and addresses on the
+/// kinds of network the registry itself is on (a registry on a private network may have its
+/// token service there too; a public one may not send memlint to 169.254.169.254). Checked
+/// on the address connected to: names are resolved by [`GuardedResolver`], which hands the
+/// HTTP client only the addresses that pass, so a name that resolves one way when checked and
+/// another when connected (DNS rebinding) gains nothing; address literals are checked on the
+/// URL, which the client does not resolve.
+#[derive(Clone, Debug)]
+struct TargetGuard {
+    /// The registry's host, lower case, without its port.
+    registry_host: String,
+    /// The kinds of network the registry's addresses are on.
+    registry_classes: Arc<Vec<NetClass>>,
+    /// The hosts of the user's proxies (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`): the HTTP
+    /// client resolves them like any name, and they are the user's choice, often on a private
+    /// network. Through a proxy, the names of the targets are resolved by the proxy.
+    proxy_hosts: Arc<Vec<String>>,
+}
+
+/// The hosts of the proxies the environment names (as reqwest reads them).
+fn proxy_hosts() -> Vec<String> {
+    [
+        "HTTPS_PROXY",
+        "https_proxy",
+        "HTTP_PROXY",
+        "http_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ]
+    .iter()
+    .filter_map(|name| std::env::var(name).ok())
+    .filter(|v| !v.trim().is_empty())
+    .filter_map(|v| {
+        let v = v.trim();
+        let url = if v.contains("://") {
+            v.to_string()
+        } else {
+            format!("http://{v}")
+        };
+        reqwest::Url::parse(&url)
+            .ok()?
+            .host_str()
+            .map(|h| h.to_ascii_lowercase())
+    })
+    .collect()
+}
+
+impl TargetGuard {
+    /// The guard of `registry` (`host[:port]`), its host resolved now.
+    fn of(registry: &str) -> TargetGuard {
+        use std::net::ToSocketAddrs;
+        let host = host_part(registry).to_ascii_lowercase();
+        let mut classes: Vec<NetClass> = match host.parse::<std::net::IpAddr>() {
+            Ok(ip) => vec![net_class(ip)],
+            Err(_) => (host.as_str(), 443)
+                .to_socket_addrs()
+                .map(|addrs| addrs.map(|a| net_class(a.ip())).collect())
+                .unwrap_or_default(),
+        };
+        classes.sort_by_key(|c| *c as u8);
+        classes.dedup();
+        TargetGuard {
+            registry_host: host,
+            registry_classes: Arc::new(classes),
+            proxy_hosts: Arc::new(proxy_hosts()),
+        }
+    }
+
+    /// Whether `host` resolves freely: the registry's own, or a proxy's.
+    fn is_free(&self, host: &str) -> bool {
+        host.eq_ignore_ascii_case(&self.registry_host)
+            || self.proxy_hosts.iter().any(|p| host.eq_ignore_ascii_case(p))
+    }
+
+    fn permits(&self, ip: std::net::IpAddr) -> bool {
+        let class = net_class(ip);
+        class == NetClass::Public || self.registry_classes.contains(&class)
+    }
+
+    /// Checks a URL whose host is an address literal (which no resolver sees).
+    fn check_url(&self, url: &reqwest::Url) -> std::result::Result<(), RefusedTarget> {
+        let Some(host) = url.host_str() else { return Ok(()) };
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        match bare.parse::<std::net::IpAddr>() {
+            Ok(ip) if !bare.eq_ignore_ascii_case(&self.registry_host) && !self.permits(ip) => {
+                Err(RefusedTarget {
+                    host: host.to_string(),
+                    address: ip,
+                    class: net_class(ip),
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The HTTP client's resolver: the registry's own host resolves as it does; any other name
+/// only to the addresses [`TargetGuard`] permits, and to an error when none is left.
+struct GuardedResolver(TargetGuard);
+
+impl reqwest::dns::Resolve for GuardedResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let guard = self.0.clone();
+        let host = name.as_str().to_string();
+        Box::pin(async move {
+            let looked_up = host.clone();
+            let addrs: Vec<std::net::SocketAddr> = tokio::task::spawn_blocking(move || {
+                use std::net::ToSocketAddrs;
+                (looked_up.as_str(), 0).to_socket_addrs().map(Iterator::collect)
+            })
+            .await
+            .map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)??;
+            if guard.is_free(&host) {
+                return Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs);
+            }
+            let refused = addrs.iter().find(|a| !guard.permits(a.ip())).map(|a| a.ip());
+            let kept: Vec<std::net::SocketAddr> =
+                addrs.into_iter().filter(|a| guard.permits(a.ip())).collect();
+            match (kept.is_empty(), refused) {
+                (true, Some(address)) => Err(Box::new(RefusedTarget {
+                    host,
+                    address,
+                    class: net_class(address),
+                }) as Box<dyn std::error::Error + Send + Sync>),
+                _ => Ok(Box::new(kept.into_iter()) as reqwest::dns::Addrs),
+            }
+        })
+    }
+}
+
+/// The [`RefusedTarget`] an error of the HTTP client carries, if it carries one.
+fn refused_in(e: &(dyn std::error::Error + 'static)) -> Option<RefusedTarget> {
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = next {
+        if let Some(r) = err.downcast_ref::<RefusedTarget>() {
+            return Some(r.clone());
+        }
+        next = err.source();
+    }
+    None
+}
+
+/// `scheme://host[:port]` of a URL: what a message says of a host that is not the registry.
+fn origin_of(url: &reqwest::Url) -> String {
+    match (url.host_str(), url.port()) {
+        (Some(h), Some(p)) => format!("{}://{h}:{p}", url.scheme()),
+        (Some(h), None) => format!("{}://{h}", url.scheme()),
+        (None, _) => url.scheme().to_string(),
+    }
+}
+
 /// What talks to the registry: cheap to clone into the tasks that stream blobs, so that no task
 /// holds the runtime it runs on.
 ///
@@ -108,6 +356,8 @@ struct Puller {
     /// `--insecure-registry` hosts: a token service there may get credentials over plain HTTP.
     insecure: Arc<Vec<String>>,
     deadline: Deadline,
+    /// Where the registry may send memlint.
+    guard: TargetGuard,
 }
 
 /// What is kept of a refusal's body, for the message.
@@ -125,6 +375,8 @@ enum ManifestFailure {
     Timeout(TimeoutHit),
     /// The token service is on plain HTTP on a host that may not get credentials that way.
     InsecureRealm(String),
+    /// The registry sent memlint (a token realm, a redirect) to a network it is not on.
+    Refused(RefusedTarget),
 }
 
 impl From<TimeoutHit> for ManifestFailure {
@@ -134,7 +386,10 @@ impl From<TimeoutHit> for ManifestFailure {
 }
 
 fn request_failure(e: reqwest::Error) -> ManifestFailure {
-    ManifestFailure::Registry(OciDistributionError::RequestError(e))
+    match refused_in(&e) {
+        Some(r) => ManifestFailure::Refused(r),
+        None => ManifestFailure::Registry(OciDistributionError::RequestError(e)),
+    }
 }
 
 /// A body read to its end within the deadline, refusing more than `max` bytes (`Ok(None)`).
@@ -171,9 +426,25 @@ async fn error_text(response: &mut reqwest::Response, deadline: &Deadline) -> St
     String::from_utf8_lossy(&message).into_owned()
 }
 
-/// A refusal as the error oci-client would have given, its body bounded.
+/// How the message of a refusal from another host than the registry's begins.
+const ANSWERED_BY: &str = "answered by";
+
+/// A refusal as the error oci-client would have given, its body bounded. The body of an answer
+/// from another host (a redirect's target) is not read: only its status and host are told.
 async fn refusal(mut response: reqwest::Response, url: String, deadline: &Deadline) -> OciDistributionError {
     let code = response.status().as_u16();
+    let asked = reqwest::Url::parse(&url).ok();
+    let same_host = asked.as_ref().is_some_and(|a| {
+        a.host_str() == response.url().host_str()
+            && a.port_or_known_default() == response.url().port_or_known_default()
+    });
+    if !same_host {
+        return OciDistributionError::ServerError {
+            code,
+            url,
+            message: format!("{ANSWERED_BY} {} after a redirect", origin_of(response.url())),
+        };
+    }
     let message = error_text(&mut response, deadline).await;
     match code {
         401 => OciDistributionError::UnauthorizedError { url },
@@ -272,6 +543,9 @@ impl Puller {
                 "the token service `{realm}` the registry names is not a URL ({e})"
             )))
         })?;
+        self.guard
+            .check_url(&realm_url)
+            .map_err(ManifestFailure::Refused)?;
         let credentials = match &self.auth {
             RegistryAuth::Basic(u, p) => Some((u, p)),
             _ => None,
@@ -292,21 +566,29 @@ impl Puller {
         if let Some(s) = service {
             query.push(("service", s));
         }
-        let mut request = self.http.get(realm_url).query(&query);
+        let mut request = self.http.get(realm_url.clone()).query(&query);
         if let Some((u, p)) = credentials {
             request = request.basic_auth(u, Some(p));
         }
         let mut response = self.send(request).await?;
         if !response.status().is_success() {
             let code = response.status().as_u16();
-            let message = error_text(&mut response, &self.deadline).await;
+            // A token service on another host than the registry's: its words are not
+            // repeated, only its status and host.
+            let own = realm_url
+                .host_str()
+                .is_some_and(|h| h.eq_ignore_ascii_case(&self.guard.registry_host))
+                && response.url().host_str() == realm_url.host_str();
+            let (url, message) = if own {
+                (realm, error_text(&mut response, &self.deadline).await)
+            } else {
+                let origin = origin_of(response.url());
+                let message = format!("the token service at {origin} answered {code}");
+                (origin, message)
+            };
             return Err(ManifestFailure::Registry(match code {
                 401 | 403 => OciDistributionError::AuthenticationFailure(message),
-                _ => OciDistributionError::ServerError {
-                    code,
-                    url: realm,
-                    message,
-                },
+                _ => OciDistributionError::ServerError { code, url, message },
             }));
         }
         let body = read_body(&mut response, self.max_json, &self.deadline)
@@ -415,6 +697,13 @@ impl Puller {
                     self.registry()
                 ),
             },
+            ManifestFailure::Refused(target) => Error::Registry {
+                registry: self.registry().to_string(),
+                repository: self.repository().to_string(),
+                what: what.to_string(),
+                reason: format!("the registry sent memlint to another host (its token service or a redirect), refused: {target}"),
+                help: "a registry may send memlint only to public addresses or to the kind of network it is on itself (loopback, link-local, private), so that a reference in a manifest cannot make memlint reach a cloud metadata service or the runner's own network; read the image from a registry on that network, or copy it into one (`skopeo copy`)".to_string(),
+            },
             ManifestFailure::Digest { expected, actual } => Error::DigestMismatch {
                 what: what.to_string(),
                 member: format!("/v2/{}/manifests", self.repository()),
@@ -495,6 +784,10 @@ fn status_of(e: &OciDistributionError) -> Option<u16> {
     }
 }
 
+/// How the reason of a registry that cannot be reached begins (a fleet counts these reads as
+/// timeouts, `max_registry_timeouts`).
+pub(crate) const NO_ANSWER: &str = "the registry does not answer";
+
 /// A registry failure as a diagnostic that names the registry, the repository and what to do.
 fn registry_error(
     remote_registry: &str,
@@ -545,7 +838,7 @@ fn registry_error(
             ),
         ),
         _ if transport_failure(e) => (
-            format!("the registry does not answer ({})", error_chain(e)),
+            format!("{NO_ANSWER} ({})", error_chain(e)),
             if is_loopback(remote_registry) {
                 "check the port and that the registry runs".to_string()
             } else {
@@ -555,6 +848,13 @@ fn registry_error(
             },
         ),
         _ => (error_chain(e), "check the reference; run again with a working network".to_string()),
+    };
+    // Which host refused, when it is not the registry (a redirect's target).
+    let reason = match e {
+        OciDistributionError::ServerError { message, .. } if message.starts_with(ANSWERED_BY) => {
+            format!("{reason}, {message}")
+        }
+        _ => reason,
     };
     Error::Registry {
         registry: remote_registry.to_string(),
@@ -587,7 +887,12 @@ const USER_AGENT: &str = concat!("memlint/", env!("CARGO_PKG_VERSION"));
 /// The HTTP client for registries. A CA that cannot be loaded is an error here. reqwest
 /// drops the `Authorization` header on a redirect to another host, so credentials never
 /// follow a blob redirect to a storage service.
-fn client(skip_verify: bool, certificates: &[Vec<u8>], ca_files: &[PathBuf]) -> Result<reqwest::Client> {
+fn client(
+    skip_verify: bool,
+    certificates: &[Vec<u8>],
+    ca_files: &[PathBuf],
+    guard: &TargetGuard,
+) -> Result<reqwest::Client> {
     let bad_ca = |e: &dyn std::fmt::Display| {
         Error::BadArgument {
         what: format!(
@@ -602,7 +907,18 @@ fn client(skip_verify: bool, certificates: &[Vec<u8>], ca_files: &[PathBuf]) -> 
         roots.extend(reqwest::Certificate::from_pem_bundle(c).map_err(|e| bad_ca(&e))?);
     }
     // The waits themselves are bounded by the read's deadline and idle timeout.
+    let redirects = guard.clone();
     reqwest::Client::builder()
+        .dns_resolver(GuardedResolver(guard.clone()))
+        .redirect(reqwest::redirect::Policy::custom(move |attempt| {
+            if attempt.previous().len() >= 10 {
+                return attempt.error("more than 10 redirects");
+            }
+            match redirects.check_url(attempt.url()) {
+                Ok(()) => attempt.follow(),
+                Err(refused) => attempt.error(refused),
+            }
+        }))
         .danger_accept_invalid_certs(skip_verify)
         .tls_certs_merge(roots)
         .connect_timeout(Duration::from_secs(15))
@@ -627,13 +943,13 @@ impl RegistryStore {
         let repository = reference.repository().to_string();
         let settings = &options.registry;
         let certificates = read_certificates(&settings.ca_files)?;
-        // `commands::bind_credentials` names the registry they belong to; without it (a
-        // library caller), the first registry reference read claims them.
+        // `commands::bind_credentials` names the registries they belong to, from the command
+        // line only: a registry that a manifest or a config file names does not get them.
         let explicit = settings
             .username
             .clone()
             .zip(settings.password.clone())
-            .filter(|_| settings.explicit_registry.get_or_init(|| registry.clone()) == &registry);
+            .filter(|_| settings.explicit_registries.contains(&registry_host(&registry)));
         let (auth, origin) = match explicit {
             Some((u, p)) => (RegistryAuth::Basic(u, p), Origin::Explicit),
             None => credentials::from_docker_config(
@@ -649,7 +965,8 @@ impl RegistryStore {
             .map_err(|e| Error::io("the network runtime", e))?;
         let named = named_insecure(&registry, &settings.insecure);
         let may_fall_back = named || is_loopback(&registry);
-        let http = client(named, &certificates, &settings.ca_files)?;
+        let guard = TargetGuard::of(reference.resolve_registry());
+        let http = client(named, &certificates, &settings.ca_files, &guard)?;
         let mut puller = Puller {
             http,
             scheme: "https",
@@ -660,6 +977,7 @@ impl RegistryStore {
             max_json: options.limits.max_json_bytes,
             insecure: Arc::new(settings.insecure.clone()),
             deadline: options.deadline,
+            guard,
         };
         let wanted = match (puller.reference.digest(), puller.reference.tag()) {
             (Some(d), _) => format!("manifest {d}"),
@@ -673,7 +991,7 @@ impl RegistryStore {
             Err(ManifestFailure::Registry(e))
                 if may_fall_back && transport_failure(&e) && (named || !certificate_problem(&e)) =>
             {
-                puller.http = client(false, &certificates, &settings.ca_files)?;
+                puller.http = client(false, &certificates, &settings.ca_files, &puller.guard)?;
                 puller.scheme = "http";
                 puller.token = Arc::default();
                 runtime
@@ -1004,6 +1322,10 @@ mod tests {
         let r = parse_reference("127.0.0.1:5000/app:1").map_err(|e| e.to_string());
         let r = r.as_ref().map(|r| (r.registry(), r.repository(), r.tag()));
         assert_eq!(r, Ok(("127.0.0.1:5000", "app", Some("1"))));
+        // Credentials are matched by host, however it is written.
+        assert_eq!(registry_host("https://Index.Docker.io/"), "docker.io");
+        assert_eq!(registry_host("GHCR.io"), "ghcr.io");
+        assert_eq!(registry_host("127.0.0.1:5000"), "127.0.0.1:5000");
     }
 
     #[test]
@@ -1020,6 +1342,86 @@ mod tests {
         for h in ["ghcr.io", "docker.io", "10.0.0.1:5000", "localhost.example.com"] {
             assert!(!is_loopback(h), "{h}");
         }
+    }
+
+    #[test]
+    fn network_kinds_of_addresses() {
+        let class = |a: &str| {
+            a.parse::<std::net::IpAddr>()
+                .map(net_class)
+                .map_err(|e| e.to_string())
+        };
+        for (a, c) in [
+            ("127.0.0.2", NetClass::Loopback),
+            ("0.0.0.0", NetClass::Loopback),
+            ("::1", NetClass::Loopback),
+            ("::ffff:127.0.0.1", NetClass::Loopback),
+            ("169.254.169.254", NetClass::LinkLocal),
+            ("fe80::1", NetClass::LinkLocal),
+            ("::ffff:169.254.169.254", NetClass::LinkLocal),
+            ("10.0.0.1", NetClass::Private),
+            ("172.16.5.4", NetClass::Private),
+            ("192.168.1.1", NetClass::Private),
+            ("100.64.0.1", NetClass::Private),
+            ("fd00::1", NetClass::Private),
+            ("140.82.112.3", NetClass::Public),
+            ("172.32.0.1", NetClass::Public),
+            ("2606:4700::1111", NetClass::Public),
+        ] {
+            assert_eq!(class(a), Ok(c), "{a}");
+        }
+    }
+
+    #[test]
+    fn a_registry_sends_memlint_only_to_public_addresses_or_its_own_kind_of_network() {
+        let guard = |classes: Vec<NetClass>| TargetGuard {
+            registry_host: "registry.example".to_string(),
+            registry_classes: Arc::new(classes),
+            proxy_hosts: Arc::new(vec!["proxy.example".to_string()]),
+        };
+        let url = |u: &str| reqwest::Url::parse(u).map_err(|e| e.to_string());
+        let public = guard(vec![NetClass::Public]);
+        let private = guard(vec![NetClass::Private]);
+        let checked = |g: &TargetGuard, u: &str| url(u).map(|u| g.check_url(&u).is_ok());
+        assert_eq!(checked(&public, "http://169.254.169.254/latest"), Ok(false));
+        assert_eq!(checked(&public, "http://127.0.0.1:5000/t"), Ok(false));
+        assert_eq!(checked(&public, "http://[::1]/t"), Ok(false));
+        assert_eq!(checked(&public, "http://10.1.1.1/t"), Ok(false));
+        assert_eq!(checked(&public, "https://140.82.112.3/t"), Ok(true));
+        assert_eq!(checked(&private, "http://10.1.1.1/t"), Ok(true));
+        assert_eq!(checked(&private, "http://169.254.169.254/t"), Ok(false));
+        // A name is left to the resolver, which checks what it resolves to.
+        assert_eq!(checked(&public, "http://localhost/t"), Ok(true));
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
+        let Ok(runtime) = runtime else { return };
+        let resolve = |g: &TargetGuard, name: &str| {
+            let name: reqwest::dns::Name = name.parse().map_err(|_| "name".to_string())?;
+            let resolver = GuardedResolver(g.clone());
+            runtime
+                .block_on(reqwest::dns::Resolve::resolve(&resolver, name))
+                .map(|addrs| addrs.count())
+                .map_err(|e| {
+                    refused_in(e.as_ref())
+                        .map(|r| r.class.to_string())
+                        .unwrap_or(e.to_string())
+                })
+        };
+        // `localhost` is loopback: refused to a public registry, given to a loopback one.
+        assert_eq!(resolve(&public, "localhost"), Err("loopback".to_string()));
+        assert!(resolve(&guard(vec![NetClass::Loopback]), "localhost").is_ok_and(|n| n > 0));
+        // The registry's own name resolves as it does.
+        let own = TargetGuard {
+            registry_host: "localhost".to_string(),
+            registry_classes: Arc::new(vec![NetClass::Public]),
+            proxy_hosts: Arc::default(),
+        };
+        assert!(resolve(&own, "localhost").is_ok_and(|n| n > 0));
+        // The user's proxy is the user's choice, wherever it is.
+        let proxied = TargetGuard {
+            proxy_hosts: Arc::new(vec!["localhost".to_string()]),
+            ..public.clone()
+        };
+        assert!(resolve(&proxied, "localhost").is_ok_and(|n| n > 0));
     }
 
     #[test]

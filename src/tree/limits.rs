@@ -62,6 +62,13 @@ pub struct Limits {
     /// overlayfs mounts at most 500 lower layers (the kernel's `OVL_MAX_STACK`); images that
     /// cannot run anywhere have more.
     pub max_layers: u64,
+    /// Seconds a whole `lint --k8s` run may spend reading its images; an image still being read
+    /// then ends, and the ones not started are reported as not read. 0: no bound (each image
+    /// still has its `--timeout`).
+    pub fleet_timeout_secs: u64,
+    /// Reads from one registry in a row that time out (or get no answer) before a fleet stops
+    /// reading from that registry, the rest of its images reported as not read. 0: no bound.
+    pub max_registry_timeouts: u64,
 }
 
 impl Default for Limits {
@@ -83,6 +90,10 @@ impl Default for Limits {
             max_ld_conf_names: 16_384,
             idle_timeout_secs: 60,
             max_layers: 1000,
+            // Two hours: well inside the 6 hours of a CI job (GitHub Actions, GitLab's
+            // default is 1 hour per job but is usually raised for such scans).
+            fleet_timeout_secs: 2 * 60 * 60,
+            max_registry_timeouts: 3,
         }
     }
 }
@@ -106,6 +117,8 @@ impl Limits {
         "max_ld_conf_names",
         "idle_timeout_secs",
         "max_layers",
+        "fleet_timeout_secs",
+        "max_registry_timeouts",
     ];
 
     /// Sets one limit by name from text: a number, optionally with a `K`, `M`, `G` or `T`
@@ -135,6 +148,8 @@ impl Limits {
             "max_ld_conf_names" => self.max_ld_conf_names = v,
             "idle_timeout_secs" => self.idle_timeout_secs = v,
             "max_layers" => self.max_layers = v,
+            "fleet_timeout_secs" => self.fleet_timeout_secs = v,
+            "max_registry_timeouts" => self.max_registry_timeouts = v,
             _ => {
                 return Err(format!(
                     "there is no limit `{name}`; the limits are {}",

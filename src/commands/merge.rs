@@ -348,10 +348,15 @@ pub fn run(args: MergeArgs) -> Result<ExitCode> {
             hit: Cell::new(None),
         };
         let refused = RefCell::new(None);
-        let reader = Bounded {
-            inner: std::io::BufReader::with_capacity(256 << 10, input),
-            budget: &budget,
-        };
+        // The buffer outside the bound: serde_json reads a byte at a time, the bound counts
+        // in buffers (so a report's bound is exact to within one buffer).
+        let reader = std::io::BufReader::with_capacity(
+            64 << 10,
+            Bounded {
+                inner: input,
+                budget: &budget,
+            },
+        );
         let mut de = serde_json::Deserializer::from_reader(reader);
         let read = FileSeed {
             merge: &merge,

@@ -40,7 +40,7 @@ pub(crate) fn check_destination(given: &str, path: &Path) -> Result<()> {
     match refused_kind(path) {
         None => Ok(()),
         Some(kind) => Err(Error::BadArgument {
-            what: format!("{given}: the path is {kind}"),
+            what: format!("{given} ({kind}, not a regular file)"),
             help: "memlint writes a report to a new file beside the path and renames it over the path, so the path must be a regular file (or a link, which is replaced) or not exist yet; leave the option out to print the report on standard output".to_string(),
         }),
     }

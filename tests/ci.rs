@@ -197,7 +197,10 @@ fn sarif_without_a_dockerfile_fingerprints_and_category() {
     let runs = two["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0]["automationDetails"]["id"], "images/api/");
-    assert_eq!(runs[0]["tool"]["driver"]["rules"].as_array().unwrap().len(), memlint_rule_count());
+    assert_eq!(
+        runs[0]["tool"]["driver"]["rules"].as_array().unwrap().len(),
+        memlint_rule_count()
+    );
     let results = runs[0]["results"].as_array().unwrap();
     let of = |i: &str| results.iter().filter(|r| r["properties"]["image"] == i).count();
     assert_eq!(of(&image), fp(&a).len());

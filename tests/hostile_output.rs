@@ -45,7 +45,11 @@ fn bounded_in(dir: &Path, args: &[&str], code: i32, wall: Duration) -> Run {
         "memlint {args:?} peaked at {} MiB",
         run.peak_kib / 1024
     );
-    eprintln!("memlint {args:?}: peak {} MiB, {:?}", run.peak_kib / 1024, run.elapsed);
+    eprintln!(
+        "memlint {args:?}: peak {} MiB, {:?}",
+        run.peak_kib / 1024,
+        run.elapsed
+    );
     run
 }
 
@@ -84,11 +88,20 @@ fn sarif_multitool() -> Option<String> {
 fn validate_sarif(path: &Path) {
     require_tool("check-jsonschema");
     let schema = format!("{ROOT}/testdata/sarif-schema-2.1.0.json");
-    run(Command::new("check-jsonschema").args(["--schemafile", &schema]).arg(path));
+    run(Command::new("check-jsonschema")
+        .args(["--schemafile", &schema])
+        .arg(path));
     let Some(tool) = sarif_multitool() else { return };
     let result = path.with_extension("validation.sarif");
     run(Command::new(tool)
-        .args(["validate", "--rule-kind", "Gh;Sarif", "--log", "ForceOverwrite", "--output"])
+        .args([
+            "validate",
+            "--rule-kind",
+            "Gh;Sarif",
+            "--log",
+            "ForceOverwrite",
+            "--output",
+        ])
         .arg(&result)
         .arg(path)
         .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1"));
@@ -144,14 +157,22 @@ fn a_thousand_container_fleet_is_one_sarif_run_under_5_mb_that_github_accepts() 
         .collect();
     containers.sort_unstable();
     containers.dedup();
-    assert_eq!(containers.len(), 1000, "every container's results, each naming it");
+    assert_eq!(
+        containers.len(),
+        1000,
+        "every container's results, each naming it"
+    );
     let mut prints: Vec<&str> = results
         .iter()
         .map(|r| r["partialFingerprints"]["memlintFinding/v1"].as_str().unwrap())
         .collect();
     prints.sort_unstable();
     prints.dedup();
-    assert_eq!(prints.len(), results.len(), "no two containers' results share a fingerprint");
+    assert_eq!(
+        prints.len(),
+        results.len(),
+        "no two containers' results share a fingerprint"
+    );
     validate_sarif(&path);
 
     // `merge` of a thousand reports: the same one run.
@@ -176,7 +197,11 @@ fn a_thousand_container_fleet_is_one_sarif_run_under_5_mb_that_github_accepts() 
         0,
         WALL,
     );
-    assert_eq!(merged.out.stdout, fs::read(&path).unwrap(), "merge writes the fleet's SARIF");
+    assert_eq!(
+        merged.out.stdout,
+        fs::read(&path).unwrap(),
+        "merge writes the fleet's SARIF"
+    );
 }
 
 #[test]
@@ -185,7 +210,11 @@ fn thousands_of_containers_in_json_are_written_a_report_at_a_time() {
     // keeping them all (as values, then as text) took several hundred MiB.
     let dir = tempfile::tempdir().unwrap();
     let containers: String = (0..4000)
-        .map(|i| format!("  - {{name: c{i}, image: registry.local/app:1, resources: {{limits: {{memory: 1Gi}}}}}}\n"))
+        .map(|i| {
+            format!(
+                "  - {{name: c{i}, image: registry.local/app:1, resources: {{limits: {{memory: 1Gi}}}}}}\n"
+            )
+        })
         .collect();
     fs::write(
         dir.path().join("pod.yaml"),
@@ -217,7 +246,10 @@ fn thousands_of_containers_in_json_are_written_a_report_at_a_time() {
     assert_eq!(reports.len(), 4000);
     assert_eq!(v["fail_on"], "never");
     // Manifest order, as one document would have it.
-    let lines: Vec<u64> = reports.iter().map(|r| r["k8s"]["line"].as_u64().unwrap()).collect();
+    let lines: Vec<u64> = reports
+        .iter()
+        .map(|r| r["k8s"]["line"].as_u64().unwrap())
+        .collect();
     assert!(lines.windows(2).all(|w| w[0] < w[1]));
     let text = fs::read_to_string(dir.path().join("pod.txt")).unwrap();
     assert_eq!(text.matches("== Pod big, container ").count(), 4000);
@@ -246,14 +278,28 @@ fn report_paths_replace_links_and_refuse_fifos_and_folders() {
     // --output and -o: the links are replaced by the reports; the secret is untouched.
     bounded_in(
         dir.path(),
-        &["lint", "--fail-on", "never", "--format", "sarif", "--output", "out.sarif", "-o", "json=out.json", &image],
+        &[
+            "lint",
+            "--fail-on",
+            "never",
+            "--format",
+            "sarif",
+            "--output",
+            "out.sarif",
+            "-o",
+            "json=out.json",
+            &image,
+        ],
         0,
         quick,
     );
     assert_eq!(fs::read_to_string(&secret).unwrap(), "{\"auths\": {}}\n");
     for name in ["out.sarif", "out.json"] {
         let p = dir.path().join(name);
-        assert!(fs::symlink_metadata(&p).unwrap().file_type().is_file(), "{name} is a file now");
+        assert!(
+            fs::symlink_metadata(&p).unwrap().file_type().is_file(),
+            "{name} is a file now"
+        );
         let v: Value = serde_json::from_slice(&fs::read(&p).unwrap()).unwrap();
         assert!(v.is_object(), "{name}");
     }
@@ -287,12 +333,22 @@ fn report_paths_replace_links_and_refuse_fifos_and_folders() {
     let msecret = with_link(mdir.path(), "merged.json");
     let shard = mdir.path().join("shard.json");
     fs::write(&shard, b"{\"reports\": [], \"fail_on\": \"never\"}\n").unwrap();
-    bounded_in(mdir.path(), &["merge", "shard.json", "--output", "merged.json"], 0, quick);
+    bounded_in(
+        mdir.path(),
+        &["merge", "shard.json", "--output", "merged.json"],
+        0,
+        quick,
+    );
     assert_eq!(fs::read_to_string(&msecret).unwrap(), "{\"auths\": {}}\n");
     let merged: Value = serde_json::from_slice(&fs::read(mdir.path().join("merged.json")).unwrap()).unwrap();
     assert_eq!(merged["reports"], Value::Array(vec![]));
     mkfifo(&mdir.path().join("pipe.json"));
-    let run = bounded_in(mdir.path(), &["merge", "shard.json", "--output", "pipe.json"], 2, quick);
+    let run = bounded_in(
+        mdir.path(),
+        &["merge", "shard.json", "--output", "pipe.json"],
+        2,
+        quick,
+    );
     assert!(run.err().contains("a FIFO"), "{}", run.err());
 
     // man --dir: a page's path that is a link is replaced, its target untouched.
@@ -337,7 +393,14 @@ fn merge_reads_a_report_at_a_time_within_named_bounds() {
     fs::write(dir.path().join("big.json"), shard(30_000, 1000)).unwrap();
     let run = bounded_in(
         dir.path(),
-        &["merge", "big.json", "--fail-on", "never", "--output", "merged.json"],
+        &[
+            "merge",
+            "big.json",
+            "--fail-on",
+            "never",
+            "--output",
+            "merged.json",
+        ],
         0,
         WALL,
     );
@@ -355,7 +418,10 @@ fn merge_reads_a_report_at_a_time_within_named_bounds() {
     fs::write(dir.path().join("one.json"), shard(1, 9 << 20)).unwrap();
     let run = bounded_in(dir.path(), &["merge", "one.json"], 2, WALL);
     let err = run.err();
-    assert!(err.contains("8 MiB") && err.contains("one container's report"), "{err}");
+    assert!(
+        err.contains("8 MiB") && err.contains("one container's report"),
+        "{err}"
+    );
     // A file past 1 GiB (sparse: nothing is written): refused by its size, the bound named.
     let huge = fs::File::create(dir.path().join("huge.json")).unwrap();
     huge.set_len((1 << 30) + 1).unwrap();

@@ -627,7 +627,10 @@ fn shards_cover_every_image_once_and_merge_gives_the_unsharded_report() {
         .map(|r| r["properties"]["k8s"]["name"].as_str().unwrap())
         .collect();
     // Two replicas of one image: the same findings, each named and fingerprinted apart.
-    assert!(named.contains("app-0-0") && named.contains("app-0-1"), "{named:?}");
+    assert!(
+        named.contains("app-0-0") && named.contains("app-0-1"),
+        "{named:?}"
+    );
     let results = merged["runs"][0]["results"].as_array().unwrap();
     let fingerprints: std::collections::BTreeSet<&str> = results
         .iter()

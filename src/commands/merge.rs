@@ -41,7 +41,10 @@ impl Bound {
     fn describe(self) -> String {
         let mib = |b: u64| b >> 20;
         match self {
-            Bound::File => format!("holds more than {} MiB, the most one report file may", mib(MAX_FILE_BYTES)),
+            Bound::File => format!(
+                "holds more than {} MiB, the most one report file may",
+                mib(MAX_FILE_BYTES)
+            ),
             Bound::Total => format!(
                 "takes the reports past {} MiB, the most a merge reads in all",
                 mib(MAX_TOTAL_BYTES)
@@ -67,7 +70,8 @@ struct Budget {
 impl Budget {
     /// The next value may take up to [`MAX_REPORT_BYTES`] from here.
     fn start_value(&self) {
-        self.value_end.set(self.pos.get().saturating_add(MAX_REPORT_BYTES));
+        self.value_end
+            .set(self.pos.get().saturating_add(MAX_REPORT_BYTES));
     }
 }
 
@@ -197,7 +201,9 @@ impl Merge {
                         }
                     }
                 }
-                MergeFormat::Github => crate::report::github::write_json_reports(&mut bytes, std::slice::from_ref(&r))?,
+                MergeFormat::Github => {
+                    crate::report::github::write_json_reports(&mut bytes, std::slice::from_ref(&r))?
+                }
                 MergeFormat::Junit => match junit::suite_of_json(&r, self.fail_on)? {
                     JsonSuite::Linted(s) => {
                         let (xml, tests, failures) = s.into_parts();
@@ -250,7 +256,9 @@ impl<'de> Visitor<'de> for FileSeed<'_> {
         let mut found = false;
         loop {
             self.budget.start_value();
-            let Some(key) = map.next_key::<String>()? else { break };
+            let Some(key) = map.next_key::<String>()? else {
+                break;
+            };
             if key == "reports" && !found {
                 found = true;
                 map.next_value_seed(ReportsSeed {
@@ -289,7 +297,9 @@ impl<'de> Visitor<'de> for ReportsSeed<'_> {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<(), A::Error> {
         loop {
             self.budget.start_value();
-            let Some(report) = seq.next_element::<Value>()? else { break };
+            let Some(report) = seq.next_element::<Value>()? else {
+                break;
+            };
             if !report.is_object() {
                 return Err(de::Error::custom("a report that is not an object"));
             }
@@ -366,9 +376,11 @@ pub fn run(args: MergeArgs) -> Result<ExitCode> {
         .deserialize(&mut de)
         .and_then(|found| de.end().map(|_| found));
         total += budget.pos.get();
-        let bounded = |help: String| Error::BadArgument {
+        let bounded = |help: String| {
+            Error::BadArgument {
             what: format!("{name}: {help}"),
             help: "merge the JSON reports of `memlint lint --k8s --shard I/N … --format json` runs; split a larger fleet into more shards, or merge fewer at once".to_string(),
+        }
         };
         if let Some(bound) = budget.hit.get() {
             return Err(bounded(bound.describe()));
@@ -497,7 +509,8 @@ fn open_report(path: &std::path::Path) -> Result<std::fs::File> {
     if meta.len() > MAX_FILE_BYTES {
         return Err(Error::BadArgument {
             what: format!("{}: {}", path.display(), Bound::File.describe()),
-            help: "split the fleet into more shards (`--shard I/N`), or merge fewer reports at once".to_string(),
+            help: "split the fleet into more shards (`--shard I/N`), or merge fewer reports at once"
+                .to_string(),
         });
     }
     Ok(file)

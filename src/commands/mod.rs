@@ -87,7 +87,10 @@ pub(crate) fn emit_formats(
 
 /// Refuses, before any work, report paths that are not regular files (FIFOs, devices,
 /// folders): `--output` and each `-o FORMAT=PATH`.
-pub(crate) fn check_outputs(output: Option<&Path>, outputs: &[(crate::cli::LintFormat, PathBuf)]) -> Result<()> {
+pub(crate) fn check_outputs(
+    output: Option<&Path>,
+    outputs: &[(crate::cli::LintFormat, PathBuf)],
+) -> Result<()> {
     if let Some(p) = output {
         output::check_destination(&format!("--output {}", p.display()), p)?;
     }

@@ -60,7 +60,10 @@ pub(crate) fn write_file(
 }
 
 /// [`write_file`] of text that is memlint's own from end to end (a man page), as it is.
-pub(crate) fn write_own_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
+pub(crate) fn write_own_file(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
     let failed = |source| Error::Output {
         path: path.display().to_string(),
         source,
@@ -112,7 +115,11 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
         assert_eq!(std::fs::read_to_string(&link).unwrap(), "report");
         assert!(!std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2, "no temporary file left");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            2,
+            "no temporary file left"
+        );
         assert!(check_destination("--output", dir.path()).is_err());
     }
 }

@@ -17,12 +17,17 @@ use std::io::{self, Write};
 /// it reads `depth` levels down a document, every line after the first indented by two spaces
 /// a level: documents of many reports are written one report at a time, yet read as if
 /// serialised whole. JSON strings hold no raw line break, so every `\n` is the layout's.
-pub fn write_json_at<T: serde::Serialize + ?Sized>(w: &mut dyn Write, value: &T, depth: usize) -> io::Result<()> {
+pub fn write_json_at<T: serde::Serialize + ?Sized>(
+    w: &mut dyn Write,
+    value: &T,
+    depth: usize,
+) -> io::Result<()> {
     let mut indented = Indented {
         inner: w,
         pad: "  ".repeat(depth),
     };
-    let mut ser = serde_json::Serializer::with_formatter(&mut indented, crate::untrusted::JsonFormatter::pretty());
+    let mut ser =
+        serde_json::Serializer::with_formatter(&mut indented, crate::untrusted::JsonFormatter::pretty());
     value.serialize(&mut ser).map_err(io::Error::other)
 }
 
@@ -98,6 +103,9 @@ mod tests {
         parts.extend_from_slice(b",\n  \"e\": [");
         JsonArray::new(1).end(&mut parts).unwrap();
         parts.extend_from_slice(b"\n}\n");
-        assert_eq!(String::from_utf8(parts).unwrap(), String::from_utf8(whole).unwrap());
+        assert_eq!(
+            String::from_utf8(parts).unwrap(),
+            String::from_utf8(whole).unwrap()
+        );
     }
 }

@@ -40,7 +40,10 @@ pub fn write(w: &mut dyn Write, reports: &[LintReport], o: &SarifOptions) -> io:
     };
     let mut s = SarifWriter::start(w, &automation_id(o.category, &default))?;
     for r in reports {
-        s.report(&Subject::of(r, several), r.findings.iter().chain(r.ignored.iter()))?;
+        s.report(
+            &Subject::of(r, several),
+            r.findings.iter().chain(r.ignored.iter()),
+        )?;
     }
     s.finish()
 }
@@ -159,7 +162,11 @@ impl<'w> SarifWriter<'w> {
     }
 
     /// Writes one report's results.
-    pub fn report<'f>(&mut self, subject: &Subject, findings: impl Iterator<Item = &'f Finding>) -> io::Result<()> {
+    pub fn report<'f>(
+        &mut self,
+        subject: &Subject,
+        findings: impl Iterator<Item = &'f Finding>,
+    ) -> io::Result<()> {
         self.note_report(|| subject.run_properties());
         for f in findings {
             if self.room() {

@@ -177,7 +177,7 @@ pub struct LintArgs {
     pub sarif_artifact: String,
 
     /// Code scanning category of the SARIF run (default: derived from the image name and
-    /// platform)
+    /// platform; `memlint` for several images, `memlint/k8s` with --k8s)
     #[arg(long, value_name = "CATEGORY")]
     pub category: Option<String>,
 

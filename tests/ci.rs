@@ -51,6 +51,13 @@ fn validate_sarif(path: &Path) {
     assert!(problems.is_empty(), "{}: {problems:#?}", path.display());
 }
 
+/// How many rules `memlint rules --format json` lists.
+fn memlint_rule_count() -> usize {
+    let out = memlint(&["rules", "--format", "json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v.as_array().or_else(|| v["rules"].as_array()).unwrap().len()
+}
+
 fn sarif_of(dir: &Path, args: &[&str]) -> Value {
     let out = dir.join("out.sarif");
     let mut all = vec!["lint", "--fail-on", "never", "--format", "sarif"];
@@ -183,16 +190,24 @@ fn sarif_without_a_dockerfile_fingerprints_and_category() {
     assert!(result_lines(&c)
         .iter()
         .all(|(_, _, uri)| uri == "deploy/api/Dockerfile"));
-    // Several images: one run each, categories kept apart.
-    let two = sarif_of(dir.path(), &[&image, &build_image("demo")]);
-    let ids: Vec<&str> = two["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["automationDetails"]["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(ids.len(), 2);
-    assert_ne!(ids[0], ids[1]);
+    // Several images: one run (code scanning refuses two runs of one category), the rules
+    // once, each result naming its image.
+    let demo = build_image("demo");
+    let two = sarif_of(dir.path(), &["--category", "images/api", &image, &demo]);
+    let runs = two["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["automationDetails"]["id"], "images/api/");
+    assert_eq!(
+        runs[0]["tool"]["driver"]["rules"].as_array().unwrap().len(),
+        memlint_rule_count()
+    );
+    let results = runs[0]["results"].as_array().unwrap();
+    let of = |i: &str| results.iter().filter(|r| r["properties"]["image"] == i).count();
+    assert_eq!(of(&image), fp(&a).len());
+    assert!(of(&demo) > 0);
+    assert_eq!(of(&image) + of(&demo), results.len());
+    let two = sarif_of(dir.path(), &[&image, &demo]);
+    assert_eq!(two["runs"][0]["automationDetails"]["id"], "memlint/");
     // A URI GitHub would read as a scheme is refused.
     let out = memlint_in(dir.path(), &["lint", "--sarif-artifact", "app:1", &image]);
     assert_eq!(out.status.code(), Some(2));

@@ -11,9 +11,10 @@ use crate::k8s::{self, Container, Input};
 use crate::locate::DockerfileContext;
 use crate::reference::Reference;
 use crate::report::lint::{LintReport, ReportContext};
-use crate::report::sarif::{self, SarifOptions};
+use crate::report::sarif;
+use crate::report::spool::{Chunk, Spool, Spooled};
 use crate::report::text::{self, TextOptions};
-use crate::report::{github, gitlab, junit};
+use crate::report::{github, gitlab, junit, write_json_at, JsonArray};
 use crate::rules;
 use crate::settings::{self, Settings};
 use crate::sources::{self, ConfigInterests, ProgressMode};
@@ -48,6 +49,12 @@ struct Wanted {
 /// A container whose image could not be read.
 struct Unread {
     container: usize,
+    /// Shared by every container of the image.
+    failure: Arc<Failure>,
+}
+
+/// Why an image could not be read (or a container's report not rendered).
+struct Failure {
     source: String,
     code: String,
     message: String,
@@ -165,56 +172,78 @@ pub(crate) fn run(
             verbose: args.verbose,
             show_ignored: args.show_ignored,
         },
-        category: args.category.as_deref(),
         fail_on,
         image_lines: !args.quiet,
+        single_properties: Mutex::new(None),
     };
-    let (mut rendered, mut unread) = lint_images(&wanted, &plan, &options, parallel);
-    rendered.sort_by(|a, b| order(Some(&containers[a.container]), Some(&containers[b.container])));
-    unread.sort_by(|a, b| order(Some(&containers[a.container]), Some(&containers[b.container])));
+    let spool = Mutex::new(Spool::new().map_err(|e| Error::Output {
+        path: "a temporary file (TMPDIR) for the rendered reports".to_string(),
+        source: e,
+    })?);
+    let (mut rendered, mut unread) = lint_images(&wanted, &plan, &options, parallel, &spool);
+    let spooled = spool
+        .into_inner()
+        .map_err(|_| std::io::Error::other("a worker stopped while it wrote its reports"))
+        .and_then(Spool::finish)
+        .map_err(|e| Error::Output {
+            path: "a temporary file (TMPDIR) for the rendered reports".to_string(),
+            source: e,
+        })?;
+    rendered.sort_by(|a, b| order(&containers[a.container], &containers[b.container]));
+    unread.sort_by(|a, b| order(&containers[a.container], &containers[b.container]));
+    let single_properties = plan.single_properties.lock().ok().and_then(|mut p| p.take());
+    let out = Outputs {
+        rendered: &rendered,
+        unread: &unread,
+        containers: &containers,
+        spooled: &spooled,
+    };
 
     let render = |format: LintFormat, color: bool, w: &mut dyn Write| -> std::io::Result<()> {
         match format {
-            LintFormat::Json => json(w, &rendered, &unread, &containers, fail_on),
-            LintFormat::Text => text_all(w, &rendered, &unread, &containers, color, args.quiet),
-            LintFormat::Sarif => crate::untrusted::write_json(
-                w,
-                &sarif::document(rendered.iter().filter_map(|r| r.sarif.clone()).collect()),
-            ),
+            LintFormat::Json => out.json(w, fail_on),
+            LintFormat::Text => out.text(w, color, args.quiet),
+            LintFormat::Sarif => {
+                let id = sarif::automation_id(args.category.as_deref(), "memlint/k8s");
+                let mut s = sarif::SarifWriter::start(w, &id)?;
+                for r in &rendered {
+                    let Some(pieces) = &r.sarif else { continue };
+                    s.note_report(|| single_properties.clone().unwrap_or_default());
+                    let bytes = spooled.read(pieces.chunk)?;
+                    for result in pieces.split(&bytes) {
+                        s.rendered(result)?;
+                    }
+                }
+                s.finish()
+            }
             LintFormat::Github => {
                 for r in &rendered {
-                    if let Some(g) = &r.github {
-                        w.write_all(g)?;
+                    if let Some(g) = r.github {
+                        spooled.copy(g, w)?;
                     }
                 }
                 Ok(())
             }
-            LintFormat::Gitlab => crate::untrusted::write_json(
-                w,
-                &serde_json::Value::Array(
-                    rendered
-                        .iter()
-                        .flat_map(|r| r.gitlab.iter().flatten().cloned())
-                        .collect(),
-                ),
-            ),
-            LintFormat::Junit => {
-                let suites: Vec<&junit::Suite> = rendered.iter().filter_map(|r| r.junit.as_ref()).collect();
-                let unread_junit: Vec<junit::Unread> = unread
-                    .iter()
-                    .map(|u| junit::Unread {
-                        reference: format!("{} ({})", u.source, describe(&containers[u.container])),
-                        code: u.code.clone(),
-                        message: u.message.clone(),
-                    })
-                    .collect();
-                junit::write_suites(w, &suites, &unread_junit)
+            LintFormat::Gitlab => {
+                w.write_all(b"[")?;
+                let mut issues = JsonArray::new(0);
+                for r in &rendered {
+                    let Some(pieces) = &r.gitlab else { continue };
+                    let bytes = spooled.read(pieces.chunk)?;
+                    for issue in pieces.split(&bytes) {
+                        issues.next(w)?;
+                        w.write_all(issue)?;
+                    }
+                }
+                issues.end(w)?;
+                w.write_all(b"\n")
             }
+            LintFormat::Junit => out.junit(w),
         }
     };
     super::emit_formats(args.output.as_deref(), args.format, &args.outputs, color, render)?;
     if !unread.is_empty() {
-        let mut failed: Vec<&str> = unread.iter().map(|u| u.source.as_str()).collect();
+        let mut failed: Vec<&str> = unread.iter().map(|u| u.failure.source.as_str()).collect();
         failed.sort_unstable();
         failed.dedup();
         super::eprint_line(&line(&format!(
@@ -240,28 +269,58 @@ struct Plan<'a> {
     /// More than one report in the run (SARIF categories, GitLab fingerprints).
     several: bool,
     text_options: TextOptions,
-    category: Option<&'a str>,
     fail_on: FailOn,
     image_lines: bool,
+    /// The SARIF run's properties should the fleet have one container (its image).
+    single_properties: Mutex<Option<serde_json::Value>>,
 }
 
-/// One container's report, rendered in every format asked for while its image was in memory:
-/// the image goes once its containers are done, so a fleet holds `--parallel` images at most.
+/// One container's report, rendered in every format asked for while its image was in memory
+/// and written to the spool at once: the image goes once its containers are done, so a fleet
+/// holds `--parallel` images at most, and what it keeps of each container is where its report
+/// lies in the spool.
 struct Rendered {
     container: usize,
-    json: serde_json::Value,
+    json: Option<Chunk>,
     /// Text, plain and in colour.
-    text: [Option<Vec<u8>>; 2],
-    sarif: Option<serde_json::Value>,
-    github: Option<Vec<u8>>,
-    gitlab: Option<Vec<serde_json::Value>>,
-    junit: Option<junit::Suite>,
+    text: [Option<Chunk>; 2],
+    sarif: Option<Pieces>,
+    github: Option<Chunk>,
+    gitlab: Option<Pieces>,
+    /// The suite, its tests and its failing rules.
+    junit: Option<(Chunk, usize, usize)>,
     worst: Option<crate::finding::Severity>,
     counts: [usize; 3],
 }
 
+/// Elements of a JSON array (SARIF results, Code Quality issues) spooled together: the run
+/// caps them one by one.
+struct Pieces {
+    chunk: Chunk,
+    lens: Vec<u32>,
+}
+
+impl Pieces {
+    fn split<'b>(&self, bytes: &'b [u8]) -> impl Iterator<Item = &'b [u8]> + use<'b, '_> {
+        self.lens.iter().scan(0usize, move |at, &len| {
+            let start = *at;
+            *at = (start + len as usize).min(bytes.len());
+            bytes.get(start..*at)
+        })
+    }
+}
+
+/// Elements rendered apart, to spool as one piece.
+fn joined(elements: Vec<Vec<u8>>) -> std::io::Result<(Vec<u8>, Vec<u32>)> {
+    let lens = elements
+        .iter()
+        .map(|e| u32::try_from(e.len()).map_err(std::io::Error::other))
+        .collect::<std::io::Result<Vec<u32>>>()?;
+    Ok((elements.concat(), lens))
+}
+
 impl Plan<'_> {
-    fn render(&self, ci: usize, image: &Image) -> std::io::Result<Rendered> {
+    fn render(&self, ci: usize, image: &Image, spool: &Mutex<Spool>) -> std::io::Result<Rendered> {
         use crate::finding::Severity;
         let c = &self.containers[ci];
         let f = facts::derive_in(image, Some(c));
@@ -276,6 +335,13 @@ impl Plan<'_> {
             self.ctx.dockerfile.is_some(),
         );
         let wants = |format: LintFormat| self.formats.iter().any(|(f, _)| *f == format);
+        let json = if wants(LintFormat::Json) {
+            let mut out = Vec::new();
+            write_json_at(&mut out, &r.json(), 2)?;
+            Some(out)
+        } else {
+            None
+        };
         let mut text_parts: [Option<Vec<u8>>; 2] = [None, None];
         for (format, color) in self.formats {
             if *format == LintFormat::Text && text_parts[usize::from(*color)].is_none() {
@@ -300,26 +366,64 @@ impl Plan<'_> {
             None
         };
         let junit = if wants(LintFormat::Junit) {
-            Some(junit::suite_of(&r, self.fail_on)?)
+            Some(junit::suite_of(&r, self.fail_on)?.into_parts())
         } else {
             None
         };
+        let sarif = if wants(LintFormat::Sarif) {
+            if let Ok(mut p) = self.single_properties.lock() {
+                if p.is_none() {
+                    *p = Some(sarif::run_properties(&r));
+                }
+            }
+            let subject = sarif::Subject::of(&r, self.several);
+            Some(joined(sarif::rendered_results(
+                &subject,
+                r.findings.iter().chain(r.ignored.iter()),
+            )?)?)
+        } else {
+            None
+        };
+        let gitlab = if wants(LintFormat::Gitlab) {
+            let issues = gitlab::issues_of(&r, self.several)
+                .iter()
+                .map(|i| {
+                    let mut out = Vec::new();
+                    write_json_at(&mut out, i, 1).map(|_| out)
+                })
+                .collect::<std::io::Result<Vec<Vec<u8>>>>()?;
+            Some(joined(issues)?)
+        } else {
+            None
+        };
+        let mut spool = spool
+            .lock()
+            .map_err(|_| std::io::Error::other("another worker stopped while it wrote its reports"))?;
+        let mut put = |bytes: Option<Vec<u8>>| bytes.map(|b| spool.put(&b)).transpose();
+        let [plain, colour] = text_parts;
         Ok(Rendered {
             container: ci,
-            json: r.json(),
-            text: text_parts,
-            sarif: wants(LintFormat::Sarif).then(|| {
-                sarif::run(
-                    &r,
-                    &SarifOptions {
-                        category: self.category,
-                    },
-                    self.several,
-                )
-            }),
-            github,
-            gitlab: wants(LintFormat::Gitlab).then(|| gitlab::issues_of(&r, self.several)),
-            junit,
+            json: put(json)?,
+            text: [put(plain)?, put(colour)?],
+            github: put(github)?,
+            sarif: match sarif {
+                Some((bytes, lens)) => Some(Pieces {
+                    chunk: spool.put(&bytes)?,
+                    lens,
+                }),
+                None => None,
+            },
+            gitlab: match gitlab {
+                Some((bytes, lens)) => Some(Pieces {
+                    chunk: spool.put(&bytes)?,
+                    lens,
+                }),
+                None => None,
+            },
+            junit: match junit {
+                Some((xml, tests, failures)) => Some((spool.put(&xml)?, tests, failures)),
+                None => None,
+            },
             worst: r.worst(),
             counts: [
                 r.count(Severity::Error),
@@ -332,20 +436,18 @@ impl Plan<'_> {
 
 /// Reports in manifest order: file, then line, then what tells two containers on one line apart
 /// (`containers: [{…}, {…}]`). `merge` sorts by the same key from the JSON.
-fn order(a: Option<&Container>, b: Option<&Container>) -> std::cmp::Ordering {
-    let key = |c: Option<&Container>| {
-        c.map(|c| {
-            let w = &c.workload;
-            (
-                w.file.clone(),
-                w.line,
-                w.kind.clone(),
-                w.namespace.clone().unwrap_or_default(),
-                w.name.clone(),
-                w.container.clone(),
-            )
-        })
-    };
+fn order(a: &Container, b: &Container) -> std::cmp::Ordering {
+    fn key(c: &Container) -> (&str, u32, &str, &str, &str, &str) {
+        let w = &c.workload;
+        (
+            w.file.as_str(),
+            w.line,
+            w.kind.as_str(),
+            w.namespace.as_deref().unwrap_or_default(),
+            w.name.as_str(),
+            w.container.as_str(),
+        )
+    }
     key(a).cmp(&key(b))
 }
 
@@ -590,6 +692,7 @@ fn lint_images(
     plan: &Plan,
     options: &sources::Options,
     parallel: usize,
+    spool: &Mutex<Spool>,
 ) -> (Vec<Rendered>, Vec<Unread>) {
     let next = Mutex::new(0usize);
     let done: Mutex<(Vec<Rendered>, Vec<Unread>)> = Mutex::new((Vec::new(), Vec::new()));
@@ -638,13 +741,15 @@ fn lint_images(
                 let status = match read {
                     Ok(image) => {
                         for &ci in &w.containers {
-                            match plan.render(ci, &image) {
+                            match plan.render(ci, &image, spool) {
                                 Ok(r) => rendered.push(r),
                                 Err(e) => failed.push(Unread {
                                     container: ci,
-                                    source: w.source.clone(),
-                                    code: "memlint::output".to_string(),
-                                    message: format!("its report could not be written: {e}"),
+                                    failure: Arc::new(Failure {
+                                        source: w.source.clone(),
+                                        code: "memlint::output".to_string(),
+                                        message: format!("its report could not be written: {e}"),
+                                    }),
                                 }),
                             }
                         }
@@ -659,12 +764,15 @@ fn lint_images(
                         if skipped.as_deref().is_none_or(|bound| bounds.first_refusal(bound)) {
                             super::eprint_diagnostic(&e);
                         }
+                        let failure = Arc::new(Failure {
+                            source: w.source.clone(),
+                            code,
+                            message: e.to_string(),
+                        });
                         for &ci in &w.containers {
                             failed.push(Unread {
                                 container: ci,
-                                source: w.source.clone(),
-                                code: code.clone(),
-                                message: e.to_string(),
+                                failure: failure.clone(),
                             });
                         }
                         if skipped.is_some() {
@@ -692,117 +800,188 @@ fn lint_images(
     done.into_inner().unwrap_or_default()
 }
 
-/// `{"reports": [...], "fail_on": ...}`: each report with its `k8s` workload; a container whose
-/// image could not be read has its `error` instead of findings.
-fn json(
-    w: &mut dyn Write,
-    rendered: &[Rendered],
-    unread: &[Unread],
-    containers: &[Container],
-    fail_on: FailOn,
-) -> std::io::Result<()> {
-    let mut each: Vec<(&Container, serde_json::Value)> = rendered
-        .iter()
-        .map(|r| (&containers[r.container], r.json.clone()))
-        .collect();
-    for u in unread {
-        let c = &containers[u.container];
-        each.push((
-            c,
-            serde_json::json!({
-                "k8s": c.workload,
-                "reference": u.source,
-                "error": {"code": u.code, "message": u.message},
-            }),
-        ));
-    }
-    each.sort_by(|a, b| order(Some(a.0), Some(b.0)));
-    let value = serde_json::json!({
-        "reports": each.into_iter().map(|(_, v)| v).collect::<Vec<_>>(),
-        "fail_on": fail_on.as_str(),
-    });
-    crate::untrusted::write_json(w, &value)
+/// The fleet's reports, rendered and spooled, in manifest order, and the containers whose image
+/// could not be read.
+struct Outputs<'a> {
+    rendered: &'a [Rendered],
+    unread: &'a [Unread],
+    containers: &'a [Container],
+    spooled: &'a Spooled,
 }
 
-/// Findings grouped by workload and container, in manifest order, then a summary table.
-fn text_all(
-    w: &mut dyn Write,
-    rendered: &[Rendered],
-    unread: &[Unread],
-    containers: &[Container],
-    color: bool,
-    quiet: bool,
-) -> std::io::Result<()> {
-    enum Part<'a> {
-        Linted(&'a Rendered),
-        Unread(&'a Unread),
+/// A container's place in the reports.
+enum Entry<'a> {
+    Linted(&'a Rendered),
+    Unread(&'a Unread),
+}
+
+impl Outputs<'_> {
+    /// Every container in manifest order, linted or not.
+    fn entries(&self) -> Vec<(&Container, Entry<'_>)> {
+        let mut all: Vec<(&Container, Entry)> = self
+            .rendered
+            .iter()
+            .map(|r| (&self.containers[r.container], Entry::Linted(r)))
+            .chain(
+                self.unread
+                    .iter()
+                    .map(|u| (&self.containers[u.container], Entry::Unread(u))),
+            )
+            .collect();
+        all.sort_by(|a, b| order(a.0, b.0));
+        all
     }
-    let mut parts: Vec<(&Container, Part)> = rendered
-        .iter()
-        .map(|r| (&containers[r.container], Part::Linted(r)))
-        .chain(unread.iter().map(|u| (&containers[u.container], Part::Unread(u))))
-        .collect();
-    parts.sort_by(|a, b| order(Some(a.0), Some(b.0)));
-    let mut rows: Vec<[String; 6]> = Vec::new();
-    for (c, part) in &parts {
-        let row = |[e, wn, n]: [String; 3]| {
-            [
-                format!("{} {}", c.workload.kind, c.workload.name),
-                c.workload.container.clone(),
-                c.image.clone(),
-                e,
-                wn,
-                n,
-            ]
-        };
-        match part {
-            Part::Linted(r) => {
-                if let Some(t) = r.text[usize::from(color)].as_ref().or(r.text[0].as_ref()) {
-                    w.write_all(t)?;
+
+    /// `{"reports": [...], "fail_on": ...}`: each report with its `k8s` workload; a container
+    /// whose image could not be read has its `error` instead of findings. Written a report at a
+    /// time, as serde_json writes the whole document.
+    fn json(&self, w: &mut dyn Write, fail_on: FailOn) -> std::io::Result<()> {
+        w.write_all(b"{\n  \"fail_on\": ")?;
+        write_json_at(w, fail_on.as_str(), 1)?;
+        w.write_all(b",\n  \"reports\": [")?;
+        let mut reports = JsonArray::new(1);
+        for (c, entry) in self.entries() {
+            reports.next(w)?;
+            match entry {
+                Entry::Linted(r) => {
+                    if let Some(chunk) = r.json {
+                        self.spooled.copy(chunk, w)?;
+                    }
                 }
-                rows.push(row(r.counts.map(|n| n.to_string())));
-            }
-            Part::Unread(u) => {
-                writeln!(w, "== {}", line(&describe(c)))?;
-                writeln!(
+                Entry::Unread(u) => write_json_at(
                     w,
-                    "error: the image {} could not be read: {}",
-                    line(&u.source),
-                    line(&u.message)
-                )?;
-                rows.push(row(["unread".to_string(), "-".to_string(), "-".to_string()]));
+                    &serde_json::json!({
+                        "k8s": c.workload,
+                        "reference": u.failure.source,
+                        "error": {"code": u.failure.code, "message": u.failure.message},
+                    }),
+                    2,
+                )?,
             }
         }
-        writeln!(w)?;
+        reports.end(w)?;
+        w.write_all(b"\n}\n")
     }
-    if quiet {
-        return Ok(());
+
+    /// Findings grouped by workload and container, in manifest order, then a summary table.
+    fn text(&self, w: &mut dyn Write, color: bool, quiet: bool) -> std::io::Result<()> {
+        let entries = self.entries();
+        let mut table = Table::default();
+        for (c, entry) in &entries {
+            match entry {
+                Entry::Linted(r) => {
+                    if let Some(t) = r.text[usize::from(color)].or(r.text[0]) {
+                        self.spooled.copy(t, w)?;
+                    }
+                }
+                Entry::Unread(u) => {
+                    writeln!(w, "== {}", line(&describe(c)))?;
+                    writeln!(
+                        w,
+                        "error: the image {} could not be read: {}",
+                        line(&u.failure.source),
+                        line(&u.failure.message)
+                    )?;
+                }
+            }
+            writeln!(w)?;
+            table.measure(&row(c, entry));
+        }
+        if quiet {
+            return Ok(());
+        }
+        table.head(w)?;
+        for (c, entry) in &entries {
+            table.row(w, &row(c, entry))?;
+        }
+        Ok(())
     }
-    write_table(w, &rows)
+
+    /// The JUnit document: each container's suite in manifest order, then those whose image
+    /// could not be read.
+    fn junit(&self, w: &mut dyn Write) -> std::io::Result<()> {
+        let entries = self.entries();
+        let suites = || {
+            entries.iter().filter_map(|(_, e)| match e {
+                Entry::Linted(r) => r.junit,
+                Entry::Unread(_) => None,
+            })
+        };
+        let tests: usize = suites().map(|s| s.1).sum::<usize>() + self.unread.len();
+        let failures: usize = suites().map(|s| s.2).sum();
+        junit::write_head(w, tests, failures, self.unread.len())?;
+        for (chunk, _, _) in suites() {
+            self.spooled.copy(chunk, w)?;
+        }
+        for (c, entry) in &entries {
+            if let Entry::Unread(u) = entry {
+                junit::write_unread(
+                    w,
+                    &junit::Unread {
+                        reference: format!("{} ({})", u.failure.source, describe(c)),
+                        code: u.failure.code.clone(),
+                        message: u.failure.message.clone(),
+                    },
+                )?;
+            }
+        }
+        junit::write_tail(w)
+    }
 }
 
-/// The summary table: workload, container, image, findings by severity.
-pub(crate) fn write_table(w: &mut dyn Write, rows: &[[String; 6]]) -> std::io::Result<()> {
-    let head = ["WORKLOAD", "CONTAINER", "IMAGE", "ERRORS", "WARNINGS", "NOTES"];
-    let rows: Vec<[String; 6]> = rows
-        .iter()
-        .map(|r| r.clone().map(|c| line(&c).into_owned()))
-        .collect();
-    let mut width = head.map(|h| h.chars().count());
-    for r in &rows {
-        for (i, c) in r.iter().enumerate() {
-            width[i] = width[i].max(c.chars().count());
+/// A container's row of the summary table.
+fn row(c: &Container, entry: &Entry) -> [String; 6] {
+    let counts = match entry {
+        Entry::Linted(r) => r.counts.map(|n| n.to_string()),
+        Entry::Unread(_) => ["unread".to_string(), "-".to_string(), "-".to_string()],
+    };
+    let [e, wn, n] = counts;
+    [
+        format!("{} {}", c.workload.kind, c.workload.name),
+        c.workload.container.clone(),
+        c.image.clone(),
+        e,
+        wn,
+        n,
+    ]
+}
+
+/// The summary table (workload, container, image, findings by severity), written row by row: each row measured first, then written, so that the
+/// rows need not be kept (they are made again from what each report kept).
+#[derive(Default)]
+pub(crate) struct Table {
+    width: [usize; 6],
+}
+
+impl Table {
+    const HEAD: [&'static str; 6] = ["WORKLOAD", "CONTAINER", "IMAGE", "ERRORS", "WARNINGS", "NOTES"];
+
+    pub(crate) fn measure(&mut self, row: &[String; 6]) {
+        for (i, c) in row.iter().enumerate() {
+            self.width[i] = self.width[i].max(line(c).chars().count());
         }
     }
-    let print = |w: &mut dyn Write, cells: [&str; 6]| -> std::io::Result<()> {
+
+    pub(crate) fn head(&mut self, w: &mut dyn Write) -> std::io::Result<()> {
+        let head = Self::HEAD.map(str::to_string);
+        self.measure(&head);
+        self.print(w, &head)
+    }
+
+    pub(crate) fn row(&self, w: &mut dyn Write, row: &[String; 6]) -> std::io::Result<()> {
+        self.print(w, row)
+    }
+
+    fn print(&self, w: &mut dyn Write, cells: &[String; 6]) -> std::io::Result<()> {
         let mut out = String::new();
         for (i, c) in cells.iter().enumerate() {
-            let pad = width[i].saturating_sub(c.chars().count());
+            let c = line(c);
+            let pad = self.width[i].saturating_sub(c.chars().count());
             if i >= 3 {
                 out.push_str(&" ".repeat(pad));
-                out.push_str(c);
+                out.push_str(&c);
             } else {
-                out.push_str(c);
+                out.push_str(&c);
                 out.push_str(&" ".repeat(pad));
             }
             if i < 5 {
@@ -810,12 +989,7 @@ pub(crate) fn write_table(w: &mut dyn Write, rows: &[[String; 6]]) -> std::io::R
             }
         }
         writeln!(w, "{}", out.trim_end())
-    };
-    print(w, head)?;
-    for r in &rows {
-        print(w, [&r[0], &r[1], &r[2], &r[3], &r[4], &r[5]])?;
     }
-    Ok(())
 }
 
 #[cfg(test)]

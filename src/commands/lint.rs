@@ -40,6 +40,8 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
             help: "give a repository-relative path such as `Dockerfile` or `docker/app/Dockerfile`: no scheme, colon, space or `..`".to_string(),
         });
     }
+    // A FIFO or folder at a report path is refused before any image is read.
+    super::check_outputs(args.output.as_deref(), &args.outputs)?;
     let dockerfile = read_dockerfile(args.dockerfile.as_deref())?;
     let df_path = dockerfile.as_ref().map(|(p, _)| p.clone()).unwrap_or_default();
     let df_ctx = match &dockerfile {
@@ -150,15 +152,13 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
     let render = |format: LintFormat, color: bool, w: &mut dyn Write| -> std::io::Result<()> {
         match format {
             LintFormat::Json => json(w, &reports, fail_on, options.all_platforms),
-            LintFormat::Sarif => {
-                let v = sarif::render(
-                    &reports,
-                    &SarifOptions {
-                        category: args.category.as_deref(),
-                    },
-                );
-                crate::untrusted::write_json(w, &v)
-            }
+            LintFormat::Sarif => sarif::write(
+                w,
+                &reports,
+                &SarifOptions {
+                    category: args.category.as_deref(),
+                },
+            ),
             LintFormat::Github => github::write(w, &reports),
             LintFormat::Gitlab => crate::untrusted::write_json(w, &gitlab::render(&reports)),
             LintFormat::Junit => junit::write(w, &reports, &unread, fail_on),

@@ -4,16 +4,32 @@
 use crate::cli::{Cli, ManArgs};
 use crate::error::{Error, Result};
 use clap::CommandFactory;
+use std::path::Path;
 use std::process::ExitCode;
+
+/// Writes the page of `cmd` and of each of its visible subcommands into `dir`, as
+/// `clap_mangen::generate_to` names them (`memlint-lint.1`), each through a temporary file
+/// renamed over its path: a link in the folder is replaced, never written through.
+fn write_pages(cmd: &clap::Command, dir: &Path) -> Result<()> {
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        write_pages(sub, dir)?;
+    }
+    let man = clap_mangen::Man::new(cmd.clone());
+    let path = dir.join(man.get_filename());
+    let mut roff = Vec::new();
+    man.render(&mut roff).map_err(|source| Error::Output {
+        path: path.display().to_string(),
+        source,
+    })?;
+    super::output::check_destination(&format!("--dir {}: {}", dir.display(), path.display()), &path)?;
+    super::output::write_own_file(&path, |w| w.write_all(&roff))
+}
 
 pub fn run(args: ManArgs) -> Result<ExitCode> {
     let mut cmd = Cli::command().disable_help_subcommand(true);
     cmd.build();
     if let Some(dir) = &args.dir {
-        clap_mangen::generate_to(cmd, dir).map_err(|source| Error::Output {
-            path: dir.display().to_string(),
-            source,
-        })?;
+        write_pages(&cmd, dir)?;
         return Ok(ExitCode::SUCCESS);
     }
     let page = match &args.command {

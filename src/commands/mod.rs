@@ -8,6 +8,7 @@ pub mod inspect;
 pub(crate) mod lint;
 mod man;
 mod merge;
+mod output;
 mod rules;
 
 use crate::cache::{LayerCache, DEFAULT_MAX_BYTES};
@@ -39,24 +40,16 @@ pub(crate) fn emit(output: Option<&Path>, text: &str) -> Result<()> {
     emit_with(output, Allow::default(), |w| w.write_all(text.as_bytes()))
 }
 
-/// Streams a report to a file, or to standard output, through a buffer and the last check of
-/// [`SafeWriter`]; a closed pipe is not an error. `allow`: memlint's own colour or workflow
-/// commands, when this report has them.
+/// Streams a report to a file (through a temporary file renamed over it: see [`output`]), or
+/// to standard output, through a buffer and the last check of [`SafeWriter`]; a closed pipe is
+/// not an error. `allow`: memlint's own colour or workflow commands, when this report has them.
 pub(crate) fn emit_with(
     output: Option<&Path>,
     allow: Allow,
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<()> {
     match output {
-        Some(path) => {
-            let failed = |source| Error::Output {
-                path: path.display().to_string(),
-                source,
-            };
-            let file = std::fs::File::create(path).map_err(failed)?;
-            let mut w = SafeWriter::new(std::io::BufWriter::new(file), allow);
-            write(&mut w).and_then(|_| w.finish()).map_err(failed)
-        }
+        Some(path) => output::write_file(path, allow, write),
         None => {
             let mut w = SafeWriter::new(std::io::BufWriter::new(std::io::stdout().lock()), allow);
             match write(&mut w).and_then(|_| w.finish()) {
@@ -90,6 +83,28 @@ pub(crate) fn emit_formats(
         emit_with(Some(path), allow(*format, false), |w| render(*format, false, w))?;
     }
     Ok(())
+}
+
+/// Refuses, before any work, report paths that are not regular files (FIFOs, devices,
+/// folders): `--output` and each `-o FORMAT=PATH`.
+pub(crate) fn check_outputs(
+    output: Option<&Path>,
+    outputs: &[(crate::cli::LintFormat, PathBuf)],
+) -> Result<()> {
+    if let Some(p) = output {
+        output::check_destination(&format!("--output {}", p.display()), p)?;
+    }
+    for (format, p) in outputs {
+        output::check_destination(&format!("-o {}={}", format_name(*format), p.display()), p)?;
+    }
+    Ok(())
+}
+
+/// A format as `--format` spells it.
+fn format_name(format: crate::cli::LintFormat) -> String {
+    clap::ValueEnum::to_possible_value(&format)
+        .map(|v| v.get_name().to_string())
+        .unwrap_or_default()
 }
 
 /// The exit code of a run that read every image: 1 when its worst finding reaches `fail_on`.

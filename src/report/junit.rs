@@ -61,39 +61,61 @@ pub fn suite_of(r: &LintReport, fail_on: FailOn) -> io::Result<Suite> {
     })
 }
 
+impl Suite {
+    /// The suite's XML, its tests and its failing rules.
+    pub fn into_parts(self) -> (Vec<u8>, usize, usize) {
+        (self.xml, self.tests, self.failures)
+    }
+}
+
 /// The JUnit document of suites written ahead, and of every image that could not be read.
 pub fn write_suites(w: &mut dyn Write, suites: &[&Suite], unread: &[Unread]) -> io::Result<()> {
     let tests: usize = suites.iter().map(|s| s.tests).sum::<usize>() + unread.len();
     let failures: usize = suites.iter().map(|s| s.failures).sum();
-    writeln!(w, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
-    writeln!(
-        w,
-        r#"<testsuites name="memlint" tests="{tests}" failures="{failures}" errors="{}">"#,
-        unread.len()
-    )?;
+    write_head(w, tests, failures, unread.len())?;
     for s in suites {
         w.write_all(&s.xml)?;
     }
     for u in unread {
-        writeln!(
-            w,
-            r#"  <testsuite name="{}" tests="1" failures="0" errors="1" skipped="0">"#,
-            xml_attr(&format!("memlint {}", u.reference))
-        )?;
-        writeln!(
-            w,
-            r#"    <testcase name="read" classname="{}">"#,
-            xml_attr(&u.reference)
-        )?;
-        writeln!(
-            w,
-            r#"      <error type="{}" message="{}"/>"#,
-            xml_attr(&u.code),
-            xml_attr(&u.message)
-        )?;
-        writeln!(w, "    </testcase>")?;
-        writeln!(w, "  </testsuite>")?;
+        write_unread(w, u)?;
     }
+    write_tail(w)
+}
+
+/// The document's head, for a writer that streams the suites (`lint --k8s`): the totals of
+/// every suite, the unread images' included (one test and one error each).
+pub fn write_head(w: &mut dyn Write, tests: usize, failures: usize, errors: usize) -> io::Result<()> {
+    writeln!(w, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
+    writeln!(
+        w,
+        r#"<testsuites name="memlint" tests="{tests}" failures="{failures}" errors="{errors}">"#
+    )
+}
+
+/// The suite of an image that could not be read: one test case, `read`, in error.
+pub fn write_unread(w: &mut dyn Write, u: &Unread) -> io::Result<()> {
+    writeln!(
+        w,
+        r#"  <testsuite name="{}" tests="1" failures="0" errors="1" skipped="0">"#,
+        xml_attr(&format!("memlint {}", u.reference))
+    )?;
+    writeln!(
+        w,
+        r#"    <testcase name="read" classname="{}">"#,
+        xml_attr(&u.reference)
+    )?;
+    writeln!(
+        w,
+        r#"      <error type="{}" message="{}"/>"#,
+        xml_attr(&u.code),
+        xml_attr(&u.message)
+    )?;
+    writeln!(w, "    </testcase>")?;
+    writeln!(w, "  </testsuite>")
+}
+
+/// The document's end.
+pub fn write_tail(w: &mut dyn Write) -> io::Result<()> {
     writeln!(w, "</testsuites>")
 }
 
@@ -163,62 +185,76 @@ pub fn write_json_reports(
     let mut suites = Vec::new();
     let mut unread = Vec::new();
     for r in reports {
-        let k = &r["k8s"];
-        let text = |v: &serde_json::Value| v.as_str().unwrap_or("").to_string();
-        if let Some(e) = r.get("error") {
-            unread.push(Unread {
-                reference: format!(
-                    "{} in {} {}/{}",
-                    text(&r["reference"]),
-                    text(&k["kind"]),
-                    text(&k["name"]),
-                    text(&k["container"])
-                ),
-                code: text(&e["code"]),
-                message: text(&e["message"]),
-            });
-            continue;
+        match suite_of_json(r, fail_on)? {
+            JsonSuite::Linted(s) => suites.push(s),
+            JsonSuite::Unread(u) => unread.push(u),
         }
-        let parse = |key: &str| -> Vec<Finding> {
-            r[key]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(super::json::finding_of_json)
-                .collect()
-        };
-        let (findings, ignored) = (parse("findings"), parse("ignored"));
-        let platform = super::json::platform_of_json(&r["image"]["platform"]);
-        let mut image = format!("{} ({platform})", text(&r["reference"]));
-        if k.is_object() {
-            image.push_str(&format!(
-                " in {} {}/{}",
+    }
+    write_suites(w, &suites.iter().collect::<Vec<_>>(), &unread)
+}
+
+/// What one report of memlint's JSON is in JUnit.
+pub enum JsonSuite {
+    Linted(Suite),
+    /// A report that carries an `error`: its image could not be read.
+    Unread(Unread),
+}
+
+/// The suite of one report of memlint's JSON.
+pub fn suite_of_json(r: &serde_json::Value, fail_on: FailOn) -> io::Result<JsonSuite> {
+    let k = &r["k8s"];
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or("").to_string();
+    if let Some(e) = r.get("error") {
+        return Ok(JsonSuite::Unread(Unread {
+            reference: format!(
+                "{} in {} {}/{}",
+                text(&r["reference"]),
                 text(&k["kind"]),
                 text(&k["name"]),
                 text(&k["container"])
-            ));
-        }
-        let mut properties = vec![("image", text(&r["reference"])), ("platform", platform)];
-        if let Some(d) = r["image"]["manifest_digest"].as_str() {
-            properties.push(("manifest_digest", d.to_string()));
-        }
-        properties.push(("fail_on", fail_on.as_str().to_string()));
-        let input = SuiteInput {
-            image,
-            properties,
-            results: crate::rules::ALL.iter().map(|rule| (rule.id, None)).collect(),
-            findings: &findings,
-            ignored: &ignored,
-        };
-        let mut xml = Vec::new();
-        write_suite(&mut xml, &input, fail_on)?;
-        suites.push(Suite {
-            xml,
-            tests: input.results.len(),
-            failures: failing(&input, fail_on),
-        });
+            ),
+            code: text(&e["code"]),
+            message: text(&e["message"]),
+        }));
     }
-    write_suites(w, &suites.iter().collect::<Vec<_>>(), &unread)
+    let parse = |key: &str| -> Vec<Finding> {
+        r[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(super::json::finding_of_json)
+            .collect()
+    };
+    let (findings, ignored) = (parse("findings"), parse("ignored"));
+    let platform = super::json::platform_of_json(&r["image"]["platform"]);
+    let mut image = format!("{} ({platform})", text(&r["reference"]));
+    if k.is_object() {
+        image.push_str(&format!(
+            " in {} {}/{}",
+            text(&k["kind"]),
+            text(&k["name"]),
+            text(&k["container"])
+        ));
+    }
+    let mut properties = vec![("image", text(&r["reference"])), ("platform", platform)];
+    if let Some(d) = r["image"]["manifest_digest"].as_str() {
+        properties.push(("manifest_digest", d.to_string()));
+    }
+    properties.push(("fail_on", fail_on.as_str().to_string()));
+    let input = SuiteInput {
+        image,
+        properties,
+        results: crate::rules::ALL.iter().map(|rule| (rule.id, None)).collect(),
+        findings: &findings,
+        ignored: &ignored,
+    };
+    let mut xml = Vec::new();
+    write_suite(&mut xml, &input, fail_on)?;
+    Ok(JsonSuite::Linted(Suite {
+        xml,
+        tests: input.results.len(),
+        failures: failing(&input, fail_on),
+    }))
 }
 
 fn suite(w: &mut dyn Write, r: &LintReport, fail_on: FailOn) -> io::Result<()> {

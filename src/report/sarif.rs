@@ -1,12 +1,17 @@
-//! SARIF 2.1.0 for GitHub code scanning: one run per image (and platform), every rule in
+//! SARIF 2.1.0 for GitHub code scanning: one run per document (code scanning refuses an upload
+//! of more than 20 runs, and two runs of one tool and category), every rule once in
 //! `tool.driver.rules` with its documentation, results with a repository-relative location,
-//! stable fingerprints, and suppressions for ignored findings.
+//! stable fingerprints, the image (and with `--k8s` the container) in their `properties`, and
+//! suppressions for ignored findings. Written a result at a time: a fleet's document is never
+//! whole in memory.
 
 use super::lint::LintReport;
+use super::{write_json_at, JsonArray};
 use crate::digest::Digest;
 use crate::finding::{Finding, Severity};
 use crate::rules::{Rule, ALL};
 use serde_json::{json, Value};
+use std::io::{self, Write};
 
 /// GitHub code scanning keeps at most this many results per run.
 pub const MAX_RESULTS: usize = 25_000;
@@ -19,72 +24,221 @@ pub struct SarifOptions<'a> {
     pub category: Option<&'a str>,
 }
 
-pub fn render(reports: &[LintReport], o: &SarifOptions) -> Value {
+/// The run's `automationDetails.id`: `--category`, else `default`, with the final `/` code
+/// scanning reads as "no run id".
+pub fn automation_id(category: Option<&str>, default: &str) -> String {
+    format!("{}/", category.unwrap_or(default).trim_end_matches('/'))
+}
+
+/// The SARIF document of lint reports: one run, each report's results in turn.
+pub fn write(w: &mut dyn Write, reports: &[LintReport], o: &SarifOptions) -> io::Result<()> {
     let several = reports.len() > 1;
-    document(reports.iter().map(|r| run(r, o, several)).collect())
-}
-
-/// The SARIF document of runs made ahead with [`run`].
-pub fn document(runs: Vec<Value>) -> Value {
-    json!({ "$schema": SCHEMA, "version": "2.1.0", "runs": runs })
-}
-
-/// One report's run; `several`: the document has more than one run.
-pub fn run(r: &LintReport, o: &SarifOptions, several: bool) -> Value {
-    let image = RunImage {
-        reference: &r.image.reference,
-        platform: r.image.platform.to_string(),
-        manifest_digest: r.image.manifest_digest.as_ref().map(ToString::to_string),
+    // One image: the category it always had, so code scanning keeps matching its alerts.
+    let default = match reports {
+        [one] => format!("memlint/{}", derived_category(one)),
+        _ => "memlint".to_string(),
     };
-    run_of(
-        &derived_category(r),
-        &image,
-        r.findings.iter().chain(r.ignored.iter()),
-        o,
-        several,
-    )
+    let mut s = SarifWriter::start(w, &automation_id(o.category, &default))?;
+    for r in reports {
+        s.report(
+            &Subject::of(r, several),
+            r.findings.iter().chain(r.ignored.iter()),
+        )?;
+    }
+    s.finish()
 }
 
-/// What a run says of its image.
-struct RunImage<'a> {
+/// What a report's results say of where they were found.
+pub struct Subject<'a> {
     reference: &'a str,
     platform: String,
     manifest_digest: Option<String>,
+    /// With `--k8s`: the container, as the JSON report's `k8s` object.
+    k8s: Option<Value>,
+    /// What tells this report's findings from the same findings of the run's other reports,
+    /// in each fingerprint; `None` for the one image of a run.
+    identity: Option<String>,
 }
 
-/// A run of `findings` (the ignored ones too) under the category derived from the image.
-fn run_of<'f>(
-    derived: &str,
-    image: &RunImage,
+impl<'a> Subject<'a> {
+    /// `several`: the run has more than one report.
+    pub fn of(r: &'a LintReport, several: bool) -> Subject<'a> {
+        let k8s = r.k8s.and_then(|c| serde_json::to_value(&c.workload).ok());
+        Subject {
+            reference: &r.image.reference,
+            platform: r.image.platform.to_string(),
+            manifest_digest: r.image.manifest_digest.as_ref().map(ToString::to_string),
+            identity: (k8s.is_some() || several).then(|| derived_category(r)),
+            k8s,
+        }
+    }
+
+    /// A report of memlint's JSON (`memlint merge`), as [`Subject::of`] says it of the same
+    /// report in `lint --k8s`.
+    pub fn of_json(r: &'a Value) -> Subject<'a> {
+        use super::json::platform_of_json;
+        let k8s = &r["k8s"];
+        let text = |k: &str| k8s[k].as_str().unwrap_or("");
+        Subject {
+            reference: r["reference"].as_str().unwrap_or(""),
+            platform: platform_of_json(&r["image"]["platform"]),
+            manifest_digest: r["image"]["manifest_digest"].as_str().map(str::to_string),
+            k8s: k8s.is_object().then(|| k8s.clone()),
+            identity: Some(k8s_category(
+                text("file"),
+                k8s["namespace"].as_str(),
+                text("kind"),
+                text("name"),
+                text("container"),
+            )),
+        }
+    }
+
+    /// The run's `properties` when this is its one report.
+    fn run_properties(&self) -> Value {
+        let mut p = json!({ "image": self.reference, "platform": self.platform });
+        if let Some(d) = &self.manifest_digest {
+            p["manifestDigest"] = json!(d);
+        }
+        p
+    }
+
+    /// Each result's `properties`.
+    fn result_properties(&self) -> Value {
+        let mut p = json!({ "image": self.reference, "platform": self.platform });
+        if let Some(k) = &self.k8s {
+            p["k8s"] = k.clone();
+        }
+        p
+    }
+}
+
+/// The results of one report, each rendered as it sits in the document.
+pub fn rendered_results<'f>(
+    subject: &Subject,
     findings: impl Iterator<Item = &'f Finding>,
-    o: &SarifOptions,
-    several: bool,
-) -> Value {
-    let category = match o.category {
-        Some(c) if several => format!("{}/{derived}", c.trim_end_matches('/')),
-        Some(c) => c.trim_end_matches('/').to_string(),
-        None => format!("memlint/{derived}"),
-    };
-    let mut results: Vec<Value> = findings.map(result).collect();
-    let dropped = results.len().saturating_sub(MAX_RESULTS);
-    results.truncate(MAX_RESULTS);
-    let mut run = json!({
-        "tool": { "driver": driver() },
-        "automationDetails": { "id": format!("{category}/") },
-        "results": results,
-        "columnKind": "unicodeCodePoints",
-        "properties": {
-            "image": image.reference,
-            "platform": image.platform,
-        },
-    });
-    if let Some(d) = &image.manifest_digest {
-        run["properties"]["manifestDigest"] = json!(d);
+) -> io::Result<Vec<Vec<u8>>> {
+    findings
+        .map(|f| {
+            let mut out = Vec::new();
+            write_json_at(&mut out, &result(f, subject), RESULT_DEPTH)?;
+            Ok(out)
+        })
+        .collect()
+}
+
+/// How deep a result sits: document, `runs`, the run, `results`.
+const RESULT_DEPTH: usize = 4;
+
+/// A SARIF document being written: its one run's tool and category first, then results as
+/// they come, then the run's properties.
+pub struct SarifWriter<'w> {
+    w: &'w mut dyn Write,
+    results: JsonArray,
+    written: usize,
+    dropped: usize,
+    reports: usize,
+    first: Option<Value>,
+}
+
+impl<'w> SarifWriter<'w> {
+    /// Writes the document's head: the run's tool, with every rule once, and its category.
+    pub fn start(w: &'w mut dyn Write, automation_id: &str) -> io::Result<SarifWriter<'w>> {
+        w.write_all(b"{\n  \"$schema\": ")?;
+        write_json_at(w, SCHEMA, 1)?;
+        w.write_all(b",\n  \"version\": \"2.1.0\",\n  \"runs\": [\n    {\n      \"tool\": ")?;
+        write_json_at(w, &json!({ "driver": driver() }), 3)?;
+        w.write_all(b",\n      \"automationDetails\": ")?;
+        write_json_at(w, &json!({ "id": automation_id }), 3)?;
+        w.write_all(b",\n      \"columnKind\": \"unicodeCodePoints\",\n      \"results\": [")?;
+        Ok(SarifWriter {
+            w,
+            results: JsonArray::new(3),
+            written: 0,
+            dropped: 0,
+            reports: 0,
+            first: None,
+        })
     }
-    if dropped > 0 {
-        run["properties"]["droppedResults"] = json!(dropped);
+
+    /// Writes one report's results.
+    pub fn report<'f>(
+        &mut self,
+        subject: &Subject,
+        findings: impl Iterator<Item = &'f Finding>,
+    ) -> io::Result<()> {
+        self.note_report(|| subject.run_properties());
+        for f in findings {
+            if self.room() {
+                self.results.next(self.w)?;
+                write_json_at(self.w, &result(f, subject), RESULT_DEPTH)?;
+            }
+        }
+        Ok(())
     }
-    run
+
+    /// Counts a report whose results come rendered ([`rendered_results`]); `properties`: the
+    /// run's properties should it be the only one.
+    pub fn note_report(&mut self, properties: impl FnOnce() -> Value) {
+        self.reports += 1;
+        if self.first.is_none() {
+            self.first = Some(properties());
+        }
+    }
+
+    /// Writes one result rendered by [`rendered_results`].
+    pub fn rendered(&mut self, result: &[u8]) -> io::Result<()> {
+        if self.room() {
+            self.results.next(self.w)?;
+            self.w.write_all(result)?;
+        }
+        Ok(())
+    }
+
+    /// Whether the run takes one more result; counts it, written or dropped.
+    fn room(&mut self) -> bool {
+        if self.written < MAX_RESULTS {
+            self.written += 1;
+            true
+        } else {
+            self.dropped += 1;
+            false
+        }
+    }
+
+    /// Ends the run and the document.
+    pub fn finish(self) -> io::Result<()> {
+        let SarifWriter {
+            w,
+            results,
+            dropped,
+            reports,
+            first,
+            ..
+        } = self;
+        results.end(w)?;
+        let mut properties = match (reports, first) {
+            (1, Some(p)) => p,
+            _ => json!({}),
+        };
+        if dropped > 0 {
+            properties["droppedResults"] = json!(dropped);
+        }
+        w.write_all(b",\n      \"properties\": ")?;
+        write_json_at(w, &properties, 3)?;
+        w.write_all(b"\n    }\n  ]\n}\n")
+    }
+}
+
+/// [`run_properties`] of a report of memlint's JSON (`memlint merge`).
+pub fn run_properties_of_json(r: &Value) -> Value {
+    Subject::of_json(r).run_properties()
+}
+
+/// The properties of the run of a fleet's one container (`lint --k8s` keeps them aside while
+/// it spools the results).
+pub fn run_properties(r: &LintReport) -> Value {
+    Subject::of(r, false).run_properties()
 }
 
 /// `app-1/linux-amd64` from the image name (or the reference, when the name is only a tag)
@@ -160,38 +314,6 @@ fn k8s_category(file: &str, namespace: Option<&str>, kind: &str, name: &str, con
     )
 }
 
-/// SARIF of reports already in memlint's JSON (`memlint merge`): one run per report, the
-/// results as [`render`] makes them from the same findings.
-pub fn render_json_reports(reports: &[Value], o: &SarifOptions) -> Value {
-    use super::json::{finding_of_json, platform_of_json};
-    let several = reports.len() > 1;
-    let runs: Vec<Value> = reports
-        .iter()
-        .filter(|r| r.get("findings").is_some())
-        .map(|r| {
-            let k8s = &r["k8s"];
-            let text = |k: &str| k8s[k].as_str().unwrap_or("");
-            let derived = k8s_category(
-                text("file"),
-                k8s["namespace"].as_str(),
-                text("kind"),
-                text("name"),
-                text("container"),
-            );
-            let image = RunImage {
-                reference: r["reference"].as_str().unwrap_or(""),
-                platform: platform_of_json(&r["image"]["platform"]),
-                manifest_digest: r["image"]["manifest_digest"].as_str().map(str::to_string),
-            };
-            let findings = r["findings"].as_array().into_iter().flatten();
-            let ignored = r["ignored"].as_array().into_iter().flatten();
-            let parsed: Vec<Finding> = findings.chain(ignored).filter_map(finding_of_json).collect();
-            run_of(&derived, &image, parsed.iter(), o, several)
-        })
-        .collect();
-    document(runs)
-}
-
 fn level(s: Severity) -> &'static str {
     match s {
         Severity::Error => "error",
@@ -247,7 +369,7 @@ fn driver() -> Value {
     })
 }
 
-fn result(f: &Finding) -> Value {
+fn result(f: &Finding, subject: &Subject) -> Value {
     let index = ALL.iter().position(|r| r.id == f.rule).unwrap_or(0);
     let mut text = f.message.clone();
     if !f.evidence.is_empty() {
@@ -267,8 +389,13 @@ fn result(f: &Finding) -> Value {
         end_line: 1,
         instruction: None,
     });
-    // Stable across runs of the same image: the rule and what the finding says.
-    let fingerprint = Digest::of(format!("{}\0{}", f.rule, f.message).as_bytes()).hex()[..32].to_string();
+    // Stable across runs of the same image: the rule and what the finding says, and which of
+    // the run's images or containers it was found in.
+    let key = match &subject.identity {
+        Some(id) => format!("{}\0{}\0{id}", f.rule, f.message),
+        None => format!("{}\0{}", f.rule, f.message),
+    };
+    let fingerprint = Digest::of(key.as_bytes()).hex()[..32].to_string();
     let mut v = json!({
         "ruleId": f.rule,
         "ruleIndex": index,
@@ -281,6 +408,7 @@ fn result(f: &Finding) -> Value {
             }
         }],
         "partialFingerprints": { "memlintFinding/v1": fingerprint },
+        "properties": subject.result_properties(),
     });
     if let Some(s) = &f.suppression {
         v["suppressions"] =

@@ -261,10 +261,10 @@ struct Rendered {
 }
 
 impl Plan<'_> {
-    fn render(&self, ci: usize, image: &Image) -> std::io::Result<Rendered> {
+    fn render(&self, ci: usize, image: &Image, shared: &facts::PerImage) -> std::io::Result<Rendered> {
         use crate::finding::Severity;
         let c = &self.containers[ci];
-        let f = facts::derive_in(image, Some(c));
+        let f = facts::derive_for(image, Some(c), shared);
         let artifact = self
             .files
             .get(&c.workload.file)
@@ -518,8 +518,11 @@ fn lint_images(
                 let mut failed = Vec::new();
                 let status = match read {
                     Ok(image) => {
+                        // One search budget for the image, and its entrypoint followed once
+                        // per distinct command and env.
+                        let shared = facts::PerImage::default();
                         for &ci in &w.containers {
-                            match plan.render(ci, &image) {
+                            match plan.render(ci, &image, &shared) {
                                 Ok(r) => rendered.push(r),
                                 Err(e) => failed.push(Unread {
                                     container: ci,

@@ -19,20 +19,23 @@ use crate::finding::Evidence;
 use oci_spec::image::ImageConfiguration;
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock};
 
 /// Where a variable's value comes from.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Origin {
     /// The image config's `Env` (a Dockerfile `ENV`).
     Image,
-    /// An entrypoint script, at a line (from 1).
-    Script { script: String, line: u32 },
+    /// An entrypoint script, at a line (from 1). The path is shared by every setting the
+    /// script makes: a script of 64 KiB may make tens of thousands.
+    Script { script: Arc<str>, line: u32 },
     /// The Kubernetes manifest's `env` of the container, at a line of its file (`lint --k8s`).
     Manifest { line: u32 },
 }
 
 /// What a variable holds for the program.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Value {
     Set(String),
     /// `unset NAME` in a script.
@@ -48,20 +51,29 @@ pub enum Value {
 }
 
 /// One variable's setting.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Var {
     pub name: String,
     pub value: Value,
     pub origin: Origin,
-    /// The script line that sets it, as written (empty for the config's `Env`).
-    pub text: String,
+    /// The script line that sets it, as written (empty for the config's `Env`): shared by the
+    /// settings of one line, and an excerpt when the line is long (see
+    /// [`super::script::MAX_QUOTED`]), so that a line of thousands of assignments is kept once.
+    pub text: Arc<str>,
+}
+
+/// The empty line text of the config's settings, shared rather than allocated per variable (an
+/// image's `Env` may hold millions).
+pub(crate) fn no_text() -> Arc<str> {
+    static EMPTY: LazyLock<Arc<str>> = LazyLock::new(|| Arc::from(""));
+    EMPTY.clone()
 }
 
 impl Var {
     /// The script and line that set it, when a script did.
     pub fn script(&self) -> Option<(&str, u32)> {
         match &self.origin {
-            Origin::Script { script, line } => Some((script.as_str(), *line)),
+            Origin::Script { script, line } => Some((&**script, *line)),
             Origin::Image | Origin::Manifest { .. } => None,
         }
     }
@@ -103,14 +115,14 @@ impl Serialize for Var {
             Origin::Image => m.serialize_entry("source", "image")?,
             Origin::Script { script, line } => {
                 m.serialize_entry("source", "script")?;
-                m.serialize_entry("script", script)?;
+                m.serialize_entry("script", &**script)?;
                 m.serialize_entry("line", line)?;
-                m.serialize_entry("text", &self.text)?;
+                m.serialize_entry("text", &*self.text)?;
             }
             Origin::Manifest { line } => {
                 m.serialize_entry("source", "manifest")?;
                 m.serialize_entry("line", line)?;
-                m.serialize_entry("text", &self.text)?;
+                m.serialize_entry("text", &*self.text)?;
             }
         }
         m.end()
@@ -142,7 +154,7 @@ impl Env {
                 name: k.to_string(),
                 value: Value::Set(v.to_string()),
                 origin: Origin::Image,
-                text: String::new(),
+                text: no_text(),
             });
         }
         env
@@ -170,10 +182,25 @@ impl Env {
     /// This environment with `exports` applied in order.
     pub fn overlay<'a>(&self, exports: impl IntoIterator<Item = &'a Var>) -> Env {
         let mut env = self.clone();
-        for v in exports {
-            env.set(v.clone());
-        }
+        env.extend(exports);
         env
+    }
+
+    /// Applies `exports` in order, in place: no copy of what is there (an image's `Env` may
+    /// hold millions of entries).
+    pub fn extend<'a>(&mut self, exports: impl IntoIterator<Item = &'a Var>) {
+        self.vars.extend(exports.into_iter().cloned());
+    }
+
+    /// The settings in effect by name, for a reader that looks up many names: [`Env::var`]
+    /// scans the whole history, and a script's every `$NAME` against an image's `Env` of
+    /// millions of entries would cost their product.
+    pub fn indexed(&self) -> Indexed<'_> {
+        let mut last = HashMap::with_capacity(self.vars.len().min(1 << 16));
+        for v in &self.vars {
+            last.insert(v.name.as_str(), v);
+        }
+        Indexed { last }
     }
 
     /// The setting of `key` the program gets, unless it is unset.
@@ -268,6 +295,33 @@ impl Env {
     }
 }
 
+/// [`Env`] indexed by name ([`Env::indexed`]): the same answers as [`Env::var`], [`Env::get`]
+/// and [`Env::undecided`], each in constant time.
+pub struct Indexed<'a> {
+    last: HashMap<&'a str, &'a Var>,
+}
+
+impl<'a> Indexed<'a> {
+    /// [`Env::var`].
+    pub fn var(&self, key: &str) -> Option<&'a Var> {
+        self.last.get(key).copied().filter(|v| v.value != Value::Unset)
+    }
+
+    /// [`Env::get`].
+    pub fn get(&self, key: &str) -> Option<&'a str> {
+        match &self.var(key)?.value {
+            Value::Set(v) => Some(v.as_str()),
+            _ => None,
+        }
+    }
+
+    /// [`Env::undecided`].
+    pub fn undecided(&self, key: &str) -> Option<&'a Var> {
+        self.var(key)
+            .filter(|v| matches!(v.value, Value::Undecided { .. }))
+    }
+}
+
 /// Serialises a map of the known values (for tests and debugging).
 #[cfg(test)]
 pub(crate) fn as_map(env: &Env) -> std::collections::BTreeMap<String, String> {
@@ -299,7 +353,7 @@ mod tests {
                 script: "/entry.sh".into(),
                 line,
             },
-            text: format!("export {name}=…"),
+            text: format!("export {name}=…").into(),
         };
         let e = image.overlay(&[
             script("LD_PRELOAD", Value::Set("/b.so".into()), 3),

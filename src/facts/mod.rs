@@ -31,6 +31,8 @@ use crate::image::Image;
 use crate::tree::Interests;
 use oci_spec::image::ImageConfiguration;
 use serde::Serialize;
+use std::cell::RefCell;
+use std::collections::HashMap;
 
 /// The cap for a small text or JSON file a fact reads (os-release, ld.so.conf, package.json).
 pub(crate) const SMALL_FILE: u64 = 256 * 1024;
@@ -124,9 +126,68 @@ pub fn derive(image: &Image) -> Facts {
     derive_in(image, None)
 }
 
+/// What deriving the facts of the containers that run one image shares (`lint --k8s`): the
+/// image's search budget ([`script::MAX_SEARCH_NODES`]) and the entrypoints already followed,
+/// by what following one depends on, so that a thousand containers running one image with one
+/// command and env read its scripts once.
+#[derive(Default)]
+pub struct PerImage {
+    searches: script::ImageBudget,
+    entrypoints: RefCell<EntrypointCache>,
+}
+
+/// What following the entrypoint depends on besides the image: the command, the working folder
+/// and the container's env (each with its manifest line, which findings name).
+#[derive(PartialEq, Eq, Hash)]
+struct EntrypointKey {
+    entrypoint: Option<Vec<String>>,
+    cmd: Option<Vec<String>>,
+    working_dir: Option<String>,
+    env: Vec<env::Var>,
+}
+
+/// Entrypoints followed, with the bytes they hold, up to [`EntrypointCache::MAX_BYTES`]: past
+/// it, a container's entrypoint is followed again rather than kept (containers that each set
+/// another env would otherwise keep one each).
+#[derive(Default)]
+struct EntrypointCache {
+    held: usize,
+    by_key: HashMap<EntrypointKey, entrypoint::Entrypoint>,
+}
+
+impl EntrypointCache {
+    const MAX_BYTES: usize = 16 << 20;
+
+    /// What an entrypoint holds, roughly: its words and what its scripts export.
+    fn size(e: &entrypoint::Entrypoint, key: &EntrypointKey) -> usize {
+        let words = |v: &[String]| v.iter().map(|w| w.len() + 24).sum::<usize>();
+        let exports: usize = e
+            .exports
+            .iter()
+            .map(|v| {
+                let value = match &v.value {
+                    env::Value::Set(s) => s.len(),
+                    env::Value::Unset => 0,
+                    env::Value::Undecided { why, if_set } => {
+                        why.len() + if_set.as_ref().map_or(0, String::len)
+                    }
+                };
+                v.name.len() + value + 128
+            })
+            .sum();
+        let key_env: usize = key.env.iter().map(|v| v.name.len() + v.text.len() + 128).sum();
+        words(&e.argv) + words(&e.args) + e.steps.iter().map(|s| words(&s.argv)).sum::<usize>() + exports + key_env
+    }
+}
+
 /// Derives the facts of an image as a Kubernetes container runs it: with the container's
 /// command, args, working folder and env in place of the image's (see [`container`]).
 pub fn derive_in(image: &Image, in_container: Option<&crate::k8s::Container>) -> Facts {
+    derive_for(image, in_container, &PerImage::default())
+}
+
+/// [`derive_in`] for one of the containers that run `image`, sharing `shared` with the others.
+pub fn derive_for(image: &Image, in_container: Option<&crate::k8s::Container>, shared: &PerImage) -> Facts {
     let applied = in_container.map(|c| container::config_for(image.config.as_ref(), c));
     let config = match &applied {
         Some(c) => Some(c),
@@ -136,14 +197,40 @@ pub fn derive_in(image: &Image, in_container: Option<&crate::k8s::Container>) ->
     let os = os::derive(tree);
     let platform = platform::derive(tree, &image.platform);
     let arch = crate::arch::Arch::from_oci(&platform.declared.architecture);
-    let mut config_env = Env::from_config(config);
-    if let Some(c) = in_container {
-        config_env = config_env.overlay(&container::env_vars(c));
-    }
-    let entrypoint = entrypoint::derive(tree, config, &config_env, arch);
+    let mut env = Env::from_config(config);
+    let manifest_env = in_container.map(container::env_vars).unwrap_or_default();
+    env.extend(&manifest_env);
+    let key = in_container.map(|_| {
+        let run = config.and_then(|c| c.config().as_ref());
+        EntrypointKey {
+            entrypoint: run.and_then(|r| r.entrypoint().clone()),
+            cmd: run.and_then(|r| r.cmd().clone()),
+            working_dir: run.and_then(|r| r.working_dir().clone()),
+            env: manifest_env,
+        }
+    });
+    let cached = key
+        .as_ref()
+        .and_then(|k| shared.entrypoints.borrow().by_key.get(k).cloned());
+    let entrypoint = match cached {
+        Some(e) => e,
+        None => {
+            let e = entrypoint::derive(tree, config, &env, arch, &shared.searches);
+            if let Some(key) = key {
+                let mut cache = shared.entrypoints.borrow_mut();
+                let size = EntrypointCache::size(&e, &key);
+                if cache.held + size <= EntrypointCache::MAX_BYTES {
+                    cache.held += size;
+                    cache.by_key.insert(key, e.clone());
+                }
+            }
+            e
+        }
+    };
     // The one environment every fact and rule reads: the config's Env overlaid with what the
-    // entrypoint scripts export (each variable knows which).
-    let env = config_env.overlay(&entrypoint.exports);
+    // entrypoint scripts export (each variable knows which), extended in place rather than
+    // copied (an image's Env may hold millions of entries).
+    env.extend(&entrypoint.exports);
     let libc = libc::derive(tree, &os, &entrypoint, &platform);
     let loader = loader::Loader::new(
         tree,
@@ -174,9 +261,10 @@ pub fn derive_in(image: &Image, in_container: Option<&crate::k8s::Container>) ->
     let python = python::derive(tree, &env, &os, &entrypoint);
     let go = go::derive(tree, &env, &entrypoint);
     let memory = memory::derive(&env, in_container, java.as_ref(), node.as_ref(), &go, &dotnet);
+    let loader = loader.facts();
     Facts {
-        loader: loader.facts(),
-        env: env.clone(),
+        loader,
+        env,
         platform,
         os,
         libc,

@@ -12,15 +12,37 @@
 //! an export inside a loop, a `case` or a function) makes the setting undecided, with the line
 //! as evidence: never dropped, never guessed.
 
-use super::env::{Env, Origin, Value, Var};
+use super::env::{Env, Indexed, Origin, Value, Var};
 use crate::arch::Arch;
 use crate::tree::{FileTree, NodeKind};
-use std::collections::{BTreeMap, BTreeSet};
+use std::borrow::Cow;
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 /// How many paths a glob or a `find` may produce before memlint stops looking.
 const MAX_MATCHES: usize = 64;
-/// How many tree nodes a `find` may visit.
-const MAX_FIND_NODES: usize = 200_000;
+/// How many tree nodes the `find`s and globs of one image's scripts may visit, all calls of all
+/// scripts of all its containers together: a budget per call let 2,400 calls over 60,000 files
+/// take minutes. Each distinct search is made once per image ([`ImageBudget`] keeps its result),
+/// so the Rails templates' one `find /usr/lib` costs once however many containers run it.
+pub const MAX_SEARCH_NODES: usize = 200_000;
+/// execve(2) refuses an argument or environment string (`NAME=VALUE`) longer than
+/// MAX_ARG_STRLEN, 32 pages (128 KiB) on Linux: no program gets a longer value, so a value a
+/// script builds past it is undecided rather than followed (`A="$A$A"` forty times would be a
+/// terabyte).
+pub const MAX_ARG_STRLEN: usize = 128 << 10;
+/// execve(2) refuses argv and envp together past ARG_MAX, a quarter of the stack limit: 2 MiB
+/// under the usual 8 MiB `ulimit -s`. The values one container's scripts assign, with the
+/// environment they start with, past it are undecided: no container starts with more.
+pub const MAX_CONTAINER_ENV: usize = 2 << 20;
+/// The text the expansions of one container's scripts may produce, all together (the words of
+/// tests and commands as well as the values assigned): eight ARG_MAX. Past it, what is left to
+/// expand is undecided; this bounds the time a script of 64 KiB of `$A$A…` can take.
+pub const MAX_EXPANDED: usize = 16 << 20;
+/// The most of a script's text a setting keeps as written, or quotes in a why: a line of 64 KiB
+/// holding 16,000 assignments would otherwise be kept 16,000 times.
+pub const MAX_QUOTED: usize = 240;
 /// How deeply expansions may nest (`$(echo ${A:-$(…)})`) before a value is undecided: a
 /// script from an image may nest them thousands deep.
 const MAX_NESTING: u32 = 8;
@@ -35,6 +57,105 @@ pub struct Context<'a> {
     pub arch: Option<Arch>,
     /// The working folder, for relative paths.
     pub working_dir: &'a str,
+    /// What the image's searches may still cost, shared by its containers.
+    pub image: &'a ImageBudget,
+    /// What this container's scripts may still assign and expand.
+    pub budget: &'a Budget,
+}
+
+/// What searching one image may cost, shared by every script of every container that runs it
+/// (see [`MAX_SEARCH_NODES`]), and the searches made so far.
+pub struct ImageBudget {
+    search_left: Cell<usize>,
+    /// `find` and glob results by what was searched.
+    searches: RefCell<HashMap<String, Result<Vec<String>, Why>>>,
+}
+
+impl Default for ImageBudget {
+    fn default() -> Self {
+        ImageBudget {
+            search_left: Cell::new(MAX_SEARCH_NODES),
+            searches: RefCell::new(HashMap::new()),
+        }
+    }
+}
+
+impl ImageBudget {
+    /// Takes one visited tree node from the budget; false once it is spent.
+    fn visit(&self) -> bool {
+        let left = self.search_left.get();
+        self.search_left.set(left.saturating_sub(1));
+        left > 0
+    }
+
+    /// The result of the search `key`, made once.
+    fn search(
+        &self,
+        key: String,
+        run: impl FnOnce() -> Result<Vec<String>, Why>,
+    ) -> Result<Vec<String>, Why> {
+        if let Some(found) = self.searches.borrow().get(&key) {
+            return found.clone();
+        }
+        let found = run();
+        self.searches.borrow_mut().insert(key, found.clone());
+        found
+    }
+}
+
+/// What one container's scripts may still assign ([`MAX_CONTAINER_ENV`]) and expand
+/// ([`MAX_EXPANDED`]), all scripts of its entrypoint together.
+pub struct Budget {
+    assign_left: Cell<usize>,
+    expand_left: Cell<usize>,
+}
+
+impl Budget {
+    /// The budget of a container whose scripts start with `env`: what it already holds counts
+    /// against ARG_MAX.
+    pub fn new(env: &Env) -> Budget {
+        let held: usize = env.iter().map(|(k, v)| k.len() + v.len() + 2).sum();
+        Budget {
+            assign_left: Cell::new(MAX_CONTAINER_ENV.saturating_sub(held)),
+            expand_left: Cell::new(MAX_EXPANDED),
+        }
+    }
+
+    /// Takes `n` bytes from `cell`; false (and nothing taken) when fewer are left.
+    fn take(cell: &Cell<usize>, n: usize) -> bool {
+        let left = cell.get();
+        if n > left {
+            return false;
+        }
+        cell.set(left - n);
+        true
+    }
+}
+
+/// At most [`MAX_QUOTED`] bytes of `s`, cut at a character boundary with `…`.
+pub fn excerpt(s: &str) -> Cow<'_, str> {
+    if s.len() <= MAX_QUOTED {
+        return Cow::Borrowed(s);
+    }
+    let mut end = MAX_QUOTED;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(format!("{}…", &s[..end]))
+}
+
+/// A why as kept with a setting: at most a few excerpts long, however deeply undecided values
+/// refer to each other (`B=$A`, `C=$B`, … would otherwise nest every why in the next).
+fn bounded(why: String) -> String {
+    const MAX_WHY: usize = 4 * MAX_QUOTED;
+    if why.len() <= MAX_WHY {
+        return why;
+    }
+    let mut end = MAX_WHY;
+    while !why.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &why[..end])
 }
 
 /// `uname -m` inside a container of this architecture, where one name holds for every host:
@@ -114,12 +235,13 @@ enum Frame {
 struct ShellVar {
     value: Value,
     line: u32,
-    text: String,
+    text: Arc<str>,
 }
 
 struct State<'a> {
-    script: &'a str,
-    env: &'a Env,
+    script: Arc<str>,
+    /// The environment the script starts with, by name.
+    env: Indexed<'a>,
     cx: &'a Context<'a>,
     vars: BTreeMap<String, ShellVar>,
     exported: BTreeSet<String>,
@@ -169,8 +291,8 @@ pub fn exports(text: &str, script: &str, env: &Env, cx: &Context) -> Vec<Var> {
         return Vec::new();
     };
     let mut st = State {
-        script,
-        env,
+        script: Arc::from(script),
+        env: env.indexed(),
         cx,
         vars: BTreeMap::new(),
         exported: BTreeSet::new(),
@@ -193,12 +315,14 @@ pub fn exports(text: &str, script: &str, env: &Env, cx: &Context) -> Vec<Var> {
         }
         i += 1;
         let line_no = first as u32 + 1;
+        // The line as written, once for all the settings it makes.
+        let text: Arc<str> = Arc::from(excerpt(lines[first].trim()));
         let mut heredoc: Option<(String, bool)> = None;
         for stmt in statements(&logical) {
             if heredoc.is_none() {
                 heredoc = heredoc_marker(&stmt);
             }
-            st.statement(&stmt, line_no, lines[first]);
+            st.statement(&stmt, line_no, &text);
         }
         if let Some((word, strip_tabs)) = heredoc {
             while i < lines.len() {
@@ -451,7 +575,7 @@ impl State<'_> {
         if let Some(v) = self.env.undecided(name) {
             return Err(format!(
                 "${name} is set by `{}` ({})",
-                v.text.trim(),
+                excerpt(v.text.trim()),
                 v.describe_origin()
             ));
         }
@@ -479,12 +603,23 @@ impl State<'_> {
     fn expand(&self, raw: &str) -> Result<Expanded, Why> {
         let depth = self.nesting.get();
         if depth >= MAX_NESTING {
-            return Err(format!("`{raw}` nests expansions deeper than memlint follows"));
+            return Err(format!(
+                "`{}` nests expansions deeper than memlint follows",
+                excerpt(raw)
+            ));
         }
         self.nesting.set(depth + 1);
         let out = self.expand_inner(raw);
         self.nesting.set(depth);
-        out
+        let out = out?;
+        if !Budget::take(&self.cx.budget.expand_left, out.text.len()) {
+            return Err(format!(
+                "`{}` is expanded after the container's scripts have expanded {} MiB of text, more than memlint follows",
+                excerpt(raw),
+                MAX_EXPANDED >> 20
+            ));
+        }
+        Ok(out)
     }
 
     fn expand_inner(&self, raw: &str) -> Result<Expanded, Why> {
@@ -519,6 +654,13 @@ impl State<'_> {
                     }
                     out.text.push_str(&text);
                     i += used;
+                    if out.text.len() > MAX_ARG_STRLEN {
+                        return Err(format!(
+                            "`{}` expands past {} KiB, the longest value execve passes to a program (MAX_ARG_STRLEN)",
+                            excerpt(raw),
+                            MAX_ARG_STRLEN >> 10
+                        ));
+                    }
                 }
                 '*' | '?' | '[' if !sq && !dq => {
                     out.glob = true;
@@ -611,7 +753,7 @@ impl State<'_> {
             };
             for p in parts {
                 if e.glob && p.contains(['*', '?', '[']) {
-                    let matches = self.glob(&p);
+                    let matches = self.glob(&p)?;
                     if matches.is_empty() {
                         out.push(p);
                     } else {
@@ -664,50 +806,71 @@ impl State<'_> {
             }
         }
         let name = name.ok_or_else(unmodelled)?;
-        let tree = self.cx.tree;
-        let mut found = Vec::new();
-        let mut visited = 0usize;
+        if kind
+            .as_deref()
+            .is_some_and(|k| !matches!(k, "f" | "l" | "d"))
+        {
+            return Err(unmodelled());
+        }
         let dirs: Vec<String> = if dirs.is_empty() {
             vec![".".to_string()]
         } else {
-            dirs.into_iter().cloned().collect()
+            dirs.into_iter().map(|d| self.absolute(d)).collect()
         };
-        for dir in dirs {
-            let start = self.absolute(&dir);
-            let Some(id) = tree.lookup(&start).ok().flatten() else {
-                continue;
-            };
-            let mut stack = vec![(id, start.trim_end_matches('/').to_string())];
-            while let Some((id, path)) = stack.pop() {
-                visited += 1;
-                if visited > MAX_FIND_NODES || found.len() > MAX_MATCHES {
-                    return Err(format!(
-                        "`$({cmd})` searches more of the image than memlint follows"
-                    ));
-                }
-                if let NodeKind::Dir(children) = &tree.node(id).kind {
-                    let children: Vec<_> = children.iter().collect();
-                    for (n, &child) in children.into_iter().rev() {
-                        let child_path = format!("{path}/{n}");
-                        let node = tree.node(child);
-                        let kind_ok = match kind.as_deref() {
-                            None => true,
-                            Some("f") => matches!(node.kind, NodeKind::File),
-                            Some("l") => matches!(node.kind, NodeKind::Symlink(_)),
-                            Some("d") => node.is_dir(),
-                            Some(_) => return Err(unmodelled()),
-                        };
-                        if kind_ok && glob_match(&name, n) {
-                            found.push(child_path.clone());
-                        }
-                        if node.is_dir() {
-                            stack.push((child, child_path));
+        // The same search gives the same files: made once per image.
+        let key = format!(
+            "find\0{}\0{name}\0{}",
+            dirs.join("\0"),
+            kind.as_deref().unwrap_or("")
+        );
+        let mut found = self.cx.image.search(key, || {
+            let tree = self.cx.tree;
+            let mut found = Vec::new();
+            for start in &dirs {
+                let Some(id) = tree.lookup(start).ok().flatten() else {
+                    continue;
+                };
+                let mut stack = vec![(id, start.trim_end_matches('/').to_string())];
+                while let Some((id, path)) = stack.pop() {
+                    if !self.cx.image.visit() {
+                        return Err(format!(
+                            "`$({})` searches more of the image than memlint follows ({MAX_SEARCH_NODES} entries for all the image's searches)",
+                            excerpt(cmd)
+                        ));
+                    }
+                    if found.len() > MAX_MATCHES {
+                        return Err(format!(
+                            "`$({})` finds more than {MAX_MATCHES} files",
+                            excerpt(cmd)
+                        ));
+                    }
+                    if let NodeKind::Dir(children) = &tree.node(id).kind {
+                        let children: Vec<_> = children.iter().collect();
+                        for (n, &child) in children.into_iter().rev() {
+                            let node = tree.node(child);
+                            let kind_ok = match kind.as_deref() {
+                                Some("f") => matches!(node.kind, NodeKind::File),
+                                Some("l") => matches!(node.kind, NodeKind::Symlink(_)),
+                                Some("d") => node.is_dir(),
+                                _ => true,
+                            };
+                            let matched = kind_ok && glob_match(&name, n);
+                            if matched || node.is_dir() {
+                                let child_path = format!("{path}/{n}");
+                                if matched {
+                                    found.push(child_path.clone());
+                                }
+                                if node.is_dir() {
+                                    stack.push((child, child_path));
+                                }
+                            }
                         }
                     }
                 }
             }
-        }
-        found.sort();
+            found.sort();
+            Ok(found)
+        })?;
         match found.len() {
             0 => Ok(String::new()),
             1 => Ok(found.remove(0)),
@@ -732,43 +895,53 @@ impl State<'_> {
         }
     }
 
-    /// The image paths a glob pattern matches, sorted; empty when none.
-    fn glob(&self, pattern: &str) -> Vec<String> {
-        let tree = self.cx.tree;
+    /// The image paths a glob pattern matches, sorted; empty when none. Each folder entry
+    /// tried counts against the image's search budget ([`MAX_SEARCH_NODES`]).
+    fn glob(&self, pattern: &str) -> Result<Vec<String>, Why> {
         let abs = self.absolute(pattern);
-        let mut found = vec![String::new()];
-        for comp in abs.split('/').filter(|c| !c.is_empty()) {
-            let mut next = Vec::new();
-            for base in &found {
-                let dir = if base.is_empty() { "/" } else { base.as_str() };
-                if comp.contains(['*', '?', '[']) {
-                    let Some(id) = tree.lookup(dir).ok().flatten() else {
-                        continue;
-                    };
-                    if let NodeKind::Dir(children) = &tree.node(id).kind {
-                        for n in children.keys() {
-                            if !n.starts_with('.') && glob_match(comp, n) {
-                                next.push(format!("{base}/{n}"));
+        let key = format!("glob\0{abs}");
+        self.cx.image.search(key, || {
+            let tree = self.cx.tree;
+            let mut found = vec![String::new()];
+            for comp in abs.split('/').filter(|c| !c.is_empty()) {
+                let mut next = Vec::new();
+                for base in &found {
+                    let dir = if base.is_empty() { "/" } else { base.as_str() };
+                    if comp.contains(['*', '?', '[']) {
+                        let Some(id) = tree.lookup(dir).ok().flatten() else {
+                            continue;
+                        };
+                        if let NodeKind::Dir(children) = &tree.node(id).kind {
+                            for n in children.keys() {
+                                if !self.cx.image.visit() {
+                                    return Err(format!(
+                                        "`{}` searches more of the image than memlint follows ({MAX_SEARCH_NODES} entries for all the image's searches)",
+                                        excerpt(pattern)
+                                    ));
+                                }
+                                if !n.starts_with('.') && glob_match(comp, n) {
+                                    next.push(format!("{base}/{n}"));
+                                }
                             }
                         }
+                    } else {
+                        let p = format!("{base}/{comp}");
+                        if tree.lookup(&p).ok().flatten().is_some() {
+                            next.push(p);
+                        }
                     }
-                } else {
-                    let p = format!("{base}/{comp}");
-                    if tree.lookup(&p).ok().flatten().is_some() {
-                        next.push(p);
+                    if next.len() > MAX_MATCHES {
+                        break;
                     }
                 }
-                if next.len() > MAX_MATCHES {
+                found = next;
+                if found.is_empty() {
                     break;
                 }
             }
-            found = next;
-            if found.is_empty() {
-                break;
-            }
-        }
-        found.sort();
-        found
+            found.sort();
+            Ok(found)
+        })
     }
 
     /// Decides a test: `[ … ]`, `[[ … ]]`, `test …`, `true`, `false`, `! cmd`.
@@ -883,7 +1056,10 @@ impl State<'_> {
                     ..
                 } => {
                     why.get_or_insert_with(|| {
-                        format!("set only when `{test}` (line {line}) holds, which memlint cannot decide")
+                        format!(
+                            "set only when `{}` (line {line}) holds, which memlint cannot decide",
+                            excerpt(test)
+                        )
                     });
                 }
                 Frame::Opaque { what, line, .. } => {
@@ -901,7 +1077,7 @@ impl State<'_> {
     /// One statement; a keyword that leads another command (`then cmd`, `else cmd`,
     /// `do cmd`, `{ cmd`) hands the command back to be read in turn, so that a line of
     /// thousands of them is read in a loop, not by recursion.
-    fn statement(&mut self, stmt: &str, line: u32, text: &str) {
+    fn statement(&mut self, stmt: &str, line: u32, text: &Arc<str>) {
         let mut next = Some(stmt.to_string());
         while let Some(s) = next.take() {
             if self.frames.len() > MAX_FRAMES {
@@ -911,7 +1087,7 @@ impl State<'_> {
         }
     }
 
-    fn statement_once(&mut self, stmt: &str, line: u32, text: &str) -> Option<String> {
+    fn statement_once(&mut self, stmt: &str, line: u32, text: &Arc<str>) -> Option<String> {
         // The keywords are plain words: no need to split the whole statement to find them.
         let mut plain = stmt.split_whitespace();
         let first = plain.next()?;
@@ -924,7 +1100,7 @@ impl State<'_> {
                 self.frames.push(Frame::If {
                     state,
                     taken: state,
-                    test,
+                    test: excerpt(&test).into_owned(),
                     line,
                 });
             }
@@ -940,7 +1116,7 @@ impl State<'_> {
                 {
                     *state = taken.not().and(c);
                     *taken = taken.or(c);
-                    *t = test;
+                    *t = excerpt(&test).into_owned();
                     *l = line;
                 }
             }
@@ -951,7 +1127,7 @@ impl State<'_> {
                 {
                     *state = taken.not();
                     *taken = Tri::True;
-                    *test = format!("not ({test})");
+                    *test = excerpt(&format!("not ({test})")).into_owned();
                 }
                 let rest = rest_after("else");
                 if !rest.is_empty() {
@@ -1039,7 +1215,7 @@ impl State<'_> {
 
     /// A statement of simple commands joined by `&&`/`||`: each runs when the chain so far
     /// says so.
-    fn simple_chain(&mut self, stmt: &str, line: u32, text: &str) {
+    fn simple_chain(&mut self, stmt: &str, line: u32, text: &Arc<str>) {
         let parts = and_or(stmt);
         if parts.len() == 1 {
             self.simple(stmt, line, text, None);
@@ -1055,14 +1231,14 @@ impl State<'_> {
             if reach == Tri::False {
                 continue;
             }
-            let cond = (reach == Tri::Unknown).then(|| format!("set only when the commands before it on line {line} succeed or fail as `{}` needs, which memlint cannot decide", stmt.trim()));
+            let cond = (reach == Tri::Unknown).then(|| format!("set only when the commands before it on line {line} succeed or fail as `{}` needs, which memlint cannot decide", excerpt(stmt.trim())));
             let t = self.simple(&part, line, text, cond);
             status = if reach == Tri::True { t } else { Tri::Unknown };
         }
     }
 
     /// One simple command; its exit status when it is a test or an assignment.
-    fn simple(&mut self, cmd: &str, line: u32, text: &str, cond: Option<String>) -> Tri {
+    fn simple(&mut self, cmd: &str, line: u32, text: &Arc<str>, cond: Option<String>) -> Tri {
         let words = raw_words(cmd);
         if words.is_empty() || cmd.contains('|') && !cmd.contains("||") {
             return Tri::Unknown;
@@ -1167,7 +1343,7 @@ impl State<'_> {
     }
 
     /// `NAME=VALUE`: expands the value and records it; exported when `export` says so.
-    fn assign(&mut self, name: &str, raw: &str, line: u32, text: &str, export: bool, cond: Option<String>) {
+    fn assign(&mut self, name: &str, raw: &str, line: u32, text: &Arc<str>, export: bool, cond: Option<String>) {
         let value = match self.expand(raw) {
             Ok(e) if e.glob && !raw.starts_with(['"', '\'']) && e.text.contains(['*', '?', '[']) => {
                 // An unquoted glob in an assignment stays as written in bash, while some
@@ -1188,7 +1364,7 @@ impl State<'_> {
         name: &str,
         value: Value,
         line: u32,
-        text: &str,
+        text: &Arc<str>,
         export: bool,
         cond: Option<String>,
     ) {
@@ -1203,12 +1379,13 @@ impl State<'_> {
             (Err(why), Value::Unset) => Value::Undecided { why, if_set: None },
             (Err(_), v) => v,
         };
+        let value = self.within_budget(name, value);
         self.vars.insert(
             name.to_string(),
             ShellVar {
                 value: value.clone(),
                 line,
-                text: text.to_string(),
+                text: text.clone(),
             },
         );
         if export || self.exported.contains(name) {
@@ -1217,16 +1394,44 @@ impl State<'_> {
                 name: name.to_string(),
                 value,
                 origin: Origin::Script {
-                    script: self.script.to_string(),
+                    script: self.script.clone(),
                     line,
                 },
-                text: text.trim().to_string(),
+                text: text.clone(),
             });
         }
     }
 
+    /// The value as kept: its why bounded, and undecided once the container's scripts have
+    /// assigned more than any environment holds ([`MAX_CONTAINER_ENV`]).
+    fn within_budget(&self, name: &str, value: Value) -> Value {
+        let held = match &value {
+            Value::Set(s) => s.len(),
+            Value::Undecided {
+                if_set: Some(s), ..
+            } => s.len(),
+            _ => 0,
+        };
+        if !Budget::take(&self.cx.budget.assign_left, name.len() + held + 2) {
+            return Value::Undecided {
+                why: format!(
+                    "set after the container's scripts and environment reach {} MiB, more than execve passes to a program (ARG_MAX)",
+                    MAX_CONTAINER_ENV >> 20
+                ),
+                if_set: None,
+            };
+        }
+        match value {
+            Value::Undecided { why, if_set } => Value::Undecided {
+                why: bounded(why),
+                if_set,
+            },
+            v => v,
+        }
+    }
+
     /// `export NAME` for a variable the script set before.
-    fn export_existing(&mut self, name: &str, line: u32, text: &str, cond: Option<String>) {
+    fn export_existing(&mut self, name: &str, line: u32, text: &Arc<str>, cond: Option<String>) {
         match self.vars.get(name).cloned() {
             Some(v) => {
                 // The value's own line is where it is written.
@@ -1236,14 +1441,21 @@ impl State<'_> {
                     (Err(why), Value::Set(s)) => Value::Undecided { why, if_set: Some(s) },
                     (_, value) => value,
                 };
+                let value = match value {
+                    Value::Undecided { why, if_set } => Value::Undecided {
+                        why: bounded(why),
+                        if_set,
+                    },
+                    v => v,
+                };
                 self.exports.push(Var {
                     name: name.to_string(),
                     value,
                     origin: Origin::Script {
-                        script: self.script.to_string(),
+                        script: self.script.clone(),
                         line: v.line,
                     },
-                    text: v.text.trim().to_string(),
+                    text: v.text.clone(),
                 });
             }
             None => {
@@ -1395,12 +1607,16 @@ mod tests {
 
     fn run(script: &str, env: &[&str], files: &[&str], arch: Option<Arch>) -> Env {
         let t = tree(files);
+        let env = Env::from_pairs(env.iter().copied());
+        let image = ImageBudget::default();
+        let budget = Budget::new(&env);
         let cx = Context {
             tree: &t,
             arch,
             working_dir: "/rails",
+            image: &image,
+            budget: &budget,
         };
-        let env = Env::from_pairs(env.iter().copied());
         let exported = exports(script, "/rails/bin/docker-entrypoint", &env, &cx);
         env.overlay(&exported)
     }
@@ -1552,7 +1768,7 @@ exec "${@}"
         );
         let v = e.undecided("MALLOC_CONF").unwrap();
         assert_eq!(v.script(), Some(("/rails/bin/docker-entrypoint", 2)));
-        assert_eq!(v.text, "export MALLOC_CONF=$(cat /etc/malloc.conf)");
+        assert_eq!(&*v.text, "export MALLOC_CONF=$(cat /etc/malloc.conf)");
         // A test of a run-time value: the value is known, whether it is set is not.
         let s = "if [ \"$1\" = server ]; then\n  export MALLOC_ARENA_MAX=2\nfi\nexec \"$@\"\n";
         let v = run(s, &[], &[], None)
@@ -1680,11 +1896,7 @@ exec "${@}"
             "/usr/lib/*/libjemalloc.so.2",
         ];
         let t = tree(&[JEMALLOC]);
-        let cx = Context {
-            tree: &t,
-            arch: Some(Arch::Amd64),
-            working_dir: "/",
-        };
+        let image = ImageBudget::default();
         let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
         for _ in 0..3000 {
             let mut text = String::new();
@@ -1695,6 +1907,14 @@ exec "${@}"
                 text.push_str(pieces[(seed >> 33) as usize % pieces.len()]);
             }
             text.push_str("\nexec app\n");
+            let budget = Budget::new(&Env::default());
+            let cx = Context {
+                tree: &t,
+                arch: Some(Arch::Amd64),
+                working_dir: "/",
+                image: &image,
+                budget: &budget,
+            };
             let _ = exports(&text, "/s", &Env::default(), &cx);
         }
     }
@@ -1715,7 +1935,9 @@ exec "${@}"
             &Context {
                 tree: &tree(&[]),
                 arch: None,
-                working_dir: "/"
+                working_dir: "/",
+                image: &ImageBudget::default(),
+                budget: &Budget::new(&Env::default()),
             }
         )
         .is_empty());

@@ -69,7 +69,18 @@ pub(crate) fn no_text() -> Arc<str> {
     EMPTY.clone()
 }
 
+/// The name of the setting a script's reader records when it stops following the script (its
+/// budget spent): from there on, any variable may be set to anything.
+pub const ANY: &str = "*";
+
 impl Var {
+    /// Whether this setting stands for every variable ([`ANY`]): undecided, from a script.
+    pub fn is_any(&self) -> bool {
+        self.name == ANY
+            && matches!(self.origin, Origin::Script { .. })
+            && matches!(self.value, Value::Undecided { .. })
+    }
+
     /// The script and line that set it, when a script did.
     pub fn script(&self) -> Option<(&str, u32)> {
         match &self.origin {
@@ -197,10 +208,14 @@ impl Env {
     /// millions of entries would cost their product.
     pub fn indexed(&self) -> Indexed<'_> {
         let mut last = HashMap::with_capacity(self.vars.len().min(1 << 16));
-        for v in &self.vars {
-            last.insert(v.name.as_str(), v);
+        let mut any = None;
+        for (i, v) in self.vars.iter().enumerate() {
+            if v.is_any() {
+                any = Some((i, v));
+            }
+            last.insert(v.name.as_str(), (i, v));
         }
-        Indexed { last }
+        Indexed { last, any }
     }
 
     /// The setting of `key` the program gets, unless it is unset.
@@ -208,7 +223,7 @@ impl Env {
         self.vars
             .iter()
             .rev()
-            .find(|v| v.name == key)
+            .find(|v| v.name == key || v.is_any())
             .filter(|v| v.value != Value::Unset)
     }
 
@@ -298,13 +313,20 @@ impl Env {
 /// [`Env`] indexed by name ([`Env::indexed`]): the same answers as [`Env::var`], [`Env::get`]
 /// and [`Env::undecided`], each in constant time.
 pub struct Indexed<'a> {
-    last: HashMap<&'a str, &'a Var>,
+    /// The last setting of each name, and where it is in the history.
+    last: HashMap<&'a str, (usize, &'a Var)>,
+    /// The last setting of any name ([`Var::is_any`]).
+    any: Option<(usize, &'a Var)>,
 }
 
 impl<'a> Indexed<'a> {
     /// [`Env::var`].
     pub fn var(&self, key: &str) -> Option<&'a Var> {
-        self.last.get(key).copied().filter(|v| v.value != Value::Unset)
+        let hit = match (self.last.get(key).copied(), self.any) {
+            (Some((i, v)), Some((j, any))) => Some(if j > i { any } else { v }),
+            (hit, any) => hit.or(any).map(|(_, v)| v),
+        };
+        hit.filter(|v| v.value != Value::Unset)
     }
 
     /// [`Env::get`].

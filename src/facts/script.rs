@@ -36,6 +36,10 @@ pub const MAX_ARG_STRLEN: usize = 128 << 10;
 /// under the usual 8 MiB `ulimit -s`. The values one container's scripts assign, with the
 /// environment they start with, past it are undecided: no container starts with more.
 pub const MAX_CONTAINER_ENV: usize = 2 << 20;
+/// The settings (assignments, exports, unsets) one container's scripts may make, all together:
+/// a real entrypoint makes tens; a script of 64 KiB of `A=;` makes 16,000, eight of them in a
+/// chain 130,000, each a record in the report.
+pub const MAX_SETTINGS: usize = 2048;
 /// The text the expansions of one container's scripts may produce, all together (the words of
 /// tests and commands as well as the values assigned): eight ARG_MAX. Past it, what is left to
 /// expand is undecided; this bounds the time a script of 64 KiB of `$A$A…` can take.
@@ -107,7 +111,10 @@ impl ImageBudget {
 /// ([`MAX_EXPANDED`]), all scripts of its entrypoint together.
 pub struct Budget {
     assign_left: Cell<usize>,
+    settings_left: Cell<usize>,
     expand_left: Cell<usize>,
+    /// A setting was refused: none is kept from then on.
+    spent: Cell<bool>,
 }
 
 impl Budget {
@@ -117,7 +124,9 @@ impl Budget {
         let held: usize = env.iter().map(|(k, v)| k.len() + v.len() + 2).sum();
         Budget {
             assign_left: Cell::new(MAX_CONTAINER_ENV.saturating_sub(held)),
+            settings_left: Cell::new(MAX_SETTINGS),
             expand_left: Cell::new(MAX_EXPANDED),
+            spent: Cell::new(false),
         }
     }
 
@@ -142,6 +151,26 @@ pub fn excerpt(s: &str) -> Cow<'_, str> {
         end -= 1;
     }
     Cow::Owned(format!("{}…", &s[..end]))
+}
+
+/// A value with its why [`bounded`].
+fn bounded_value(value: Value) -> Value {
+    match value {
+        Value::Undecided { why, if_set } => Value::Undecided {
+            why: bounded(why),
+            if_set,
+        },
+        v => v,
+    }
+}
+
+/// A shell variable's name: what `unset`, `export NAME` and `env -u` may change.
+fn valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// A why as kept with a setting: at most a few excerpts long, however deeply undecided values
@@ -304,7 +333,8 @@ pub fn exports(text: &str, script: &str, env: &Env, cx: &Context) -> Vec<Var> {
     };
     let lines: Vec<&str> = text.lines().collect();
     let mut i = 0;
-    while i <= last && i < lines.len() {
+    // Once the container's budget is spent nothing more is kept: the rest is not read.
+    while i <= last && i < lines.len() && !cx.budget.spent.get() {
         // Join continued lines.
         let first = i;
         let mut logical = lines[i].to_string();
@@ -831,13 +861,13 @@ impl State<'_> {
                     continue;
                 };
                 let mut stack = vec![(id, start.trim_end_matches('/').to_string())];
+                let spent = || {
+                    format!(
+                        "`$({})` searches more of the image than memlint follows ({MAX_SEARCH_NODES} entries for all the image's searches)",
+                        excerpt(cmd)
+                    )
+                };
                 while let Some((id, path)) = stack.pop() {
-                    if !self.cx.image.visit() {
-                        return Err(format!(
-                            "`$({})` searches more of the image than memlint follows ({MAX_SEARCH_NODES} entries for all the image's searches)",
-                            excerpt(cmd)
-                        ));
-                    }
                     if found.len() > MAX_MATCHES {
                         return Err(format!(
                             "`$({})` finds more than {MAX_MATCHES} files",
@@ -847,6 +877,10 @@ impl State<'_> {
                     if let NodeKind::Dir(children) = &tree.node(id).kind {
                         let children: Vec<_> = children.iter().collect();
                         for (n, &child) in children.into_iter().rev() {
+                            // Every entry tried counts, files as well as folders.
+                            if !self.cx.image.visit() {
+                                return Err(spent());
+                            }
                             let node = tree.node(child);
                             let kind_ok = match kind.as_deref() {
                                 Some("f") => matches!(node.kind, NodeKind::File),
@@ -1379,7 +1413,21 @@ impl State<'_> {
             (Err(why), Value::Unset) => Value::Undecided { why, if_set: None },
             (Err(_), v) => v,
         };
-        let value = self.within_budget(name, value);
+        if !valid_name(name) {
+            return;
+        }
+        let held = match &value {
+            Value::Set(s) => s.len(),
+            Value::Undecided {
+                if_set: Some(s), ..
+            } => s.len(),
+            _ => 0,
+        };
+        // `NAME=VALUE`, its NUL and its pointer, as execve counts them.
+        if !self.take_setting(name.len() + held + 2 + 8, line, text) {
+            return;
+        }
+        let value = bounded_value(value);
         self.vars.insert(
             name.to_string(),
             ShellVar {
@@ -1402,32 +1450,37 @@ impl State<'_> {
         }
     }
 
-    /// The value as kept: its why bounded, and undecided once the container's scripts have
-    /// assigned more than any environment holds ([`MAX_CONTAINER_ENV`]).
-    fn within_budget(&self, name: &str, value: Value) -> Value {
-        let held = match &value {
-            Value::Set(s) => s.len(),
-            Value::Undecided {
-                if_set: Some(s), ..
-            } => s.len(),
-            _ => 0,
-        };
-        if !Budget::take(&self.cx.budget.assign_left, name.len() + held + 2) {
-            return Value::Undecided {
+    /// Takes one setting of `bytes` from the container's budget ([`MAX_SETTINGS`],
+    /// [`MAX_CONTAINER_ENV`]). The first time it is spent, records that every variable is
+    /// undecided from this line on (an [`Env`] setting of any name: see [`Var::is_any`]), and
+    /// from then on no setting is kept.
+    fn take_setting(&mut self, bytes: usize, line: u32, text: &Arc<str>) -> bool {
+        let budget = self.cx.budget;
+        if budget.spent.get() {
+            return false;
+        }
+        if Budget::take(&budget.settings_left, 1) && Budget::take(&budget.assign_left, bytes) {
+            return true;
+        }
+        budget.spent.set(true);
+        self.exports.push(Var {
+            name: super::env::ANY.to_string(),
+            value: Value::Undecided {
                 why: format!(
-                    "set after the container's scripts and environment reach {} MiB, more than execve passes to a program (ARG_MAX)",
+                    "the container's scripts make more than {MAX_SETTINGS} settings or {} MiB of `NAME=VALUE` by {} line {line} (execve passes at most {} MiB to a program, ARG_MAX), so memlint does not follow them further: any variable may be set from there",
+                    MAX_CONTAINER_ENV >> 20,
+                    self.script,
                     MAX_CONTAINER_ENV >> 20
                 ),
                 if_set: None,
-            };
-        }
-        match value {
-            Value::Undecided { why, if_set } => Value::Undecided {
-                why: bounded(why),
-                if_set,
             },
-            v => v,
-        }
+            origin: Origin::Script {
+                script: self.script.clone(),
+                line,
+            },
+            text: text.clone(),
+        });
+        false
     }
 
     /// `export NAME` for a variable the script set before.
@@ -1441,13 +1494,10 @@ impl State<'_> {
                     (Err(why), Value::Set(s)) => Value::Undecided { why, if_set: Some(s) },
                     (_, value) => value,
                 };
-                let value = match value {
-                    Value::Undecided { why, if_set } => Value::Undecided {
-                        why: bounded(why),
-                        if_set,
-                    },
-                    v => v,
-                };
+                if !self.take_setting(name.len() + 8, line, text) {
+                    return;
+                }
+                let value = bounded_value(value);
                 self.exports.push(Var {
                     name: name.to_string(),
                     value,

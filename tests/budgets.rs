@@ -62,7 +62,10 @@ fn run_bounded(args: &[&str]) -> Run {
         .arg(env!("CARGO_BIN_EXE_memlint"))
         .args(args)
         .env("NO_COLOR", "1")
-        .env("MEMLINT_CACHE_DIR", std::env::temp_dir().join("memlint-budgets-cache"))
+        .env(
+            "MEMLINT_CACHE_DIR",
+            std::env::temp_dir().join("memlint-budgets-cache"),
+        )
         .env_remove("MEMLINT_LIMITS");
     if let Ok(out) = cmd.output() {
         assert_eq!(
@@ -95,7 +98,11 @@ fn last_export<'a>(exports: &'a [Value], name: &str) -> &'a Value {
         .rev()
         .find(|e| e["name"] == name)
         .unwrap_or_else(|| {
-            let names: Vec<&str> = exports.iter().filter_map(|e| e["name"].as_str()).take(50).collect();
+            let names: Vec<&str> = exports
+                .iter()
+                .filter_map(|e| e["name"].as_str())
+                .take(50)
+                .collect();
             panic!("{name} is not exported: {names:?}…")
         })
 }
@@ -229,9 +236,7 @@ fn finds_share_one_budget_per_image() {
 
 /// A pod of `containers`, each named `c{i}` with `env` (YAML lines, indented for the list).
 fn pod(name: &str, containers: &[String]) -> String {
-    let mut y = format!(
-        "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  containers:\n"
-    );
+    let mut y = format!("---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  containers:\n");
     for (i, env) in containers.iter().enumerate() {
         y.push_str(&format!(
             "  - name: c{i}\n    image: registry.local/app:1\n    env:\n{env}"
@@ -272,12 +277,7 @@ fn manifest_env(report: &Value) -> Vec<Value> {
 #[test]
 fn manifest_expansion_is_bounded_per_value_per_container_and_per_run() {
     let dir = tempfile::tempdir().unwrap();
-    let r = script_image(
-        dir.path(),
-        &["true".to_string()],
-        &[],
-        LayerSpec::new(Comp::Gzip),
-    );
+    let r = script_image(dir.path(), &["true".to_string()], &[], LayerSpec::new(Comp::Gzip));
     // One container: A0 of 8 bytes doubled into A1…A15 (A14 is 128 KiB, A15 twice that), then
     // B0…B39 copies of A13 (64 KiB each): the copies pass 2 MiB.
     let mut env = String::from("    - {name: A0, value: xxxxxxxx}\n");
@@ -339,12 +339,7 @@ fn manifest_expansion_is_bounded_per_value_per_container_and_per_run() {
 #[test]
 fn many_manifest_references_are_looked_up_by_name() {
     let dir = tempfile::tempdir().unwrap();
-    let r = script_image(
-        dir.path(),
-        &["true".to_string()],
-        &[],
-        LayerSpec::new(Comp::Gzip),
-    );
+    let r = script_image(dir.path(), &["true".to_string()], &[], LayerSpec::new(Comp::Gzip));
     let refs = "$(V0)".repeat(560);
     let mut env = String::from("    - {name: V0, value: x}\n");
     for i in 1..2_000 {

@@ -365,6 +365,43 @@ mod tests {
         assert_eq!(as_map(&e).len(), 3);
     }
 
+    /// The index answers as the scan does, over a history with unsets, repeats and a setting
+    /// of any name.
+    #[test]
+    fn indexed_look_ups_answer_as_the_scan_does() {
+        let script = |name: &str, value: Value| Var {
+            name: name.into(),
+            value,
+            origin: Origin::Script {
+                script: "/s".into(),
+                line: 1,
+            },
+            text: no_text(),
+        };
+        let undecided = Value::Undecided {
+            why: "w".into(),
+            if_set: None,
+        };
+        let mut e = Env::from_pairs(["A=1", "B=2", "A=3", "C=4"]);
+        e.extend(&[script("B", Value::Unset), script("D", undecided.clone())]);
+        let names = ["A", "B", "C", "D", "E"];
+        let same = |e: &Env| {
+            let ix = e.indexed();
+            for k in names {
+                assert_eq!(ix.var(k), e.var(k), "{k}");
+                assert_eq!(ix.get(k), e.get(k), "{k}");
+                assert_eq!(ix.undecided(k), e.undecided(k), "{k}");
+            }
+        };
+        same(&e);
+        assert_eq!(e.get("A"), Some("3"));
+        // A setting of any name: every variable undecided from there, until set again.
+        e.extend(&[script(ANY, undecided), script("C", Value::Set("5".into()))]);
+        same(&e);
+        assert!(e.undecided("A").is_some() && e.undecided("E").is_some());
+        assert_eq!(e.get("C"), Some("5"));
+    }
+
     #[test]
     fn scripts_overlay_the_config_and_say_where() {
         let image = Env::from_pairs(["LD_PRELOAD=/a.so", "PATH=/bin", "X=1"]);

@@ -176,7 +176,11 @@ impl EntrypointCache {
             })
             .sum();
         let key_env: usize = key.env.iter().map(|v| v.name.len() + v.text.len() + 128).sum();
-        words(&e.argv) + words(&e.args) + e.steps.iter().map(|s| words(&s.argv)).sum::<usize>() + exports + key_env
+        words(&e.argv)
+            + words(&e.args)
+            + e.steps.iter().map(|s| words(&s.argv)).sum::<usize>()
+            + exports
+            + key_env
     }
 }
 

@@ -167,9 +167,7 @@ fn bounded_value(value: Value) -> Value {
 /// A shell variable's name: what `unset`, `export NAME` and `env -u` may change.
 fn valid_name(name: &str) -> bool {
     let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
@@ -836,10 +834,7 @@ impl State<'_> {
             }
         }
         let name = name.ok_or_else(unmodelled)?;
-        if kind
-            .as_deref()
-            .is_some_and(|k| !matches!(k, "f" | "l" | "d"))
-        {
+        if kind.as_deref().is_some_and(|k| !matches!(k, "f" | "l" | "d")) {
             return Err(unmodelled());
         }
         let dirs: Vec<String> = if dirs.is_empty() {
@@ -1377,7 +1372,15 @@ impl State<'_> {
     }
 
     /// `NAME=VALUE`: expands the value and records it; exported when `export` says so.
-    fn assign(&mut self, name: &str, raw: &str, line: u32, text: &Arc<str>, export: bool, cond: Option<String>) {
+    fn assign(
+        &mut self,
+        name: &str,
+        raw: &str,
+        line: u32,
+        text: &Arc<str>,
+        export: bool,
+        cond: Option<String>,
+    ) {
         let value = match self.expand(raw) {
             Ok(e) if e.glob && !raw.starts_with(['"', '\'']) && e.text.contains(['*', '?', '[']) => {
                 // An unquoted glob in an assignment stays as written in bash, while some
@@ -1418,9 +1421,7 @@ impl State<'_> {
         }
         let held = match &value {
             Value::Set(s) => s.len(),
-            Value::Undecided {
-                if_set: Some(s), ..
-            } => s.len(),
+            Value::Undecided { if_set: Some(s), .. } => s.len(),
             _ => 0,
         };
         // `NAME=VALUE`, its NUL and its pointer, as execve counts them.
@@ -1882,6 +1883,159 @@ exec "${@}"
             "! ".repeat(20_001)
         );
         assert_eq!(run(&nots, &[], &[], None).get("A"), Some("1"));
+    }
+
+    /// A value doubled forty times is undecided past MAX_ARG_STRLEN, not a terabyte; what
+    /// refers to it says so, in a why that does not grow with the chain of references.
+    #[test]
+    fn values_past_max_arg_strlen_are_undecided() {
+        let s = format!(
+            "set -a\nA=x\n{}{}exec app\n",
+            "A=\"$A$A\"\n".repeat(40),
+            "B=\"$A\"\n".repeat(2000)
+        );
+        let e = run(&s, &[], &[], None);
+        let v = e.undecided("A").expect("undecided");
+        assert!(
+            matches!(&v.value, Value::Undecided { why, .. } if why.contains("MAX_ARG_STRLEN") && why.contains("128 KiB")),
+            "{:?}",
+            v.value
+        );
+        let Value::Undecided { why, .. } = &e.undecided("B").unwrap().value else {
+            unreachable!()
+        };
+        assert!(why.len() <= 4 * MAX_QUOTED + 4, "{}", why.len());
+    }
+
+    /// One line of thousands of assignments is kept once (an excerpt), not once per setting;
+    /// past MAX_SETTINGS a setting of any name says every variable is undecided from there.
+    #[test]
+    fn a_line_of_thousands_of_assignments_is_kept_once() {
+        let t = tree(&[]);
+        let image = ImageBudget::default();
+        let env = Env::from_pairs(["LD_PRELOAD=/a.so"]);
+        let budget = Budget::new(&env);
+        let cx = Context {
+            tree: &t,
+            arch: None,
+            working_dir: "/",
+            image: &image,
+            budget: &budget,
+        };
+        let line = format!("set -a;{}", "A=;".repeat(1000));
+        let out = exports(&format!("{line}\nexec app\n"), "/s", &env, &cx);
+        assert_eq!(out.len(), 1000);
+        assert!(out.windows(2).all(|w| Arc::ptr_eq(&w[0].text, &w[1].text)));
+        assert!(out[0].text.len() <= MAX_QUOTED + 3 && out[0].text.ends_with('…'));
+        // The budget is the container's: a second script of the chain spends what is left.
+        let more = format!(
+            "set -a;{}\nexport LD_PRELOAD=/b.so\nexec app\n",
+            "B=;".repeat(MAX_SETTINGS)
+        );
+        let out2 = exports(&more, "/s2", &env, &cx);
+        let any = out2.last().unwrap();
+        assert!(any.is_any(), "{any:?}");
+        let seen = env.overlay(&out).overlay(&out2);
+        // Any variable is undecided from there, the image's as well as those the script set.
+        for k in ["A", "B", "LD_PRELOAD", "PATH"] {
+            assert!(seen.undecided(k).is_some(), "{k}");
+            assert!(seen.indexed().undecided(k).is_some(), "{k}");
+        }
+    }
+
+    /// Past ARG_MAX in all, a container's settings stop: each value of 64 KiB counts.
+    #[test]
+    fn settings_past_arg_max_are_undecided() {
+        let s = format!(
+            "A=x\n{}{}exec app\n",
+            "A=\"$A$A\"\n".repeat(16),
+            (0..40)
+                .map(|i| format!("export B{i}=\"$A\"\n"))
+                .collect::<String>()
+        );
+        let e = run(&s, &[], &[], None);
+        let b0 = e.exports().find(|v| v.name == "B0").unwrap();
+        assert!(matches!(&b0.value, Value::Set(v) if v.len() == 64 << 10));
+        // From the setting that does not fit, every variable is undecided: B0 as well.
+        assert!(e.undecided("B0").is_some());
+        let v = e.undecided("B39").expect("undecided");
+        assert!(v.is_any(), "{v:?}");
+        assert!(format!("{:?}", v.value).contains("ARG_MAX"));
+    }
+
+    /// The expansions of one container stop at MAX_EXPANDED.
+    #[test]
+    fn expansion_stops_at_its_budget() {
+        let t = tree(&[]);
+        let image = ImageBudget::default();
+        let env = Env::default();
+        let budget = Budget::new(&env);
+        // A and B take 110 bytes: what is left is less than the 10 of C.
+        budget.expand_left.set(115);
+        let cx = Context {
+            tree: &t,
+            arch: None,
+            working_dir: "/",
+            image: &image,
+            budget: &budget,
+        };
+        let s = "A=0123456789\nB=\"$A$A$A$A$A$A$A$A$A$A\"\nexport C=\"$A\"\nexec app\n";
+        let out = exports(s, "/s", &env, &cx);
+        let c = out.iter().find(|v| v.name == "C").unwrap();
+        assert!(format!("{:?}", c.value).contains("MiB of text"), "{c:?}");
+    }
+
+    /// One search budget for the image: the same `find` is made once, however many containers
+    /// run it; distinct ones spend the budget, counting files as well as folders.
+    #[test]
+    fn finds_share_one_budget_per_image() {
+        let files: Vec<String> = (0..3000).map(|i| format!("/data/f{i}")).collect();
+        let files: Vec<&str> = files.iter().map(String::as_str).collect();
+        let t = tree(&files);
+        let image = ImageBudget::default();
+        let read = |script: &str| {
+            let env = Env::default();
+            let budget = Budget::new(&env);
+            let cx = Context {
+                tree: &t,
+                arch: None,
+                working_dir: "/",
+                image: &image,
+                budget: &budget,
+            };
+            env.overlay(&exports(script, "/s", &env, &cx))
+        };
+        let same = "export F=$(find /data -name f7 -print -quit)\nexec app\n";
+        assert_eq!(read(same).get("F"), Some("/data/f7"));
+        let left = image.search_left.get();
+        assert_eq!(left, MAX_SEARCH_NODES - 3000);
+        for _ in 0..100 {
+            assert_eq!(read(same).get("F"), Some("/data/f7"));
+        }
+        assert_eq!(
+            image.search_left.get(),
+            left,
+            "a search made again is not paid again"
+        );
+        let distinct: String = (0..80)
+            .map(|i| format!("export G{i}=$(find /data -name g{i} -print -quit)\n"))
+            .collect();
+        let e = read(&format!("{distinct}exec app\n"));
+        assert_eq!(e.get("G0"), Some(""));
+        let v = e.undecided("G79").expect("undecided");
+        assert!(format!("{:?}", v.value).contains("200000 entries"), "{v:?}");
+        // Globs draw on the same budget.
+        assert!(image.search_left.get() == 0);
+        let e = read("if [ -f /data/f* ]; then export H=1; fi\nexec app\n");
+        assert!(e.undecided("H").is_some());
+    }
+
+    #[test]
+    fn excerpts_cut_at_a_character_boundary() {
+        assert_eq!(excerpt("short"), "short");
+        let long = "é".repeat(MAX_QUOTED);
+        let e = excerpt(&long);
+        assert!(e.len() <= MAX_QUOTED + '…'.len_utf8() && e.ends_with('…'));
     }
 
     /// Any text reads without a panic: pieces of shell syntax put together at random.

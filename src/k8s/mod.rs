@@ -820,7 +820,9 @@ struct Refs<'a> {
 fn expand_refs(s: &str, refs: &Refs, budget: &mut Expansion, overhead: usize) -> Result<String, String> {
     let value = expand_within(s, refs, budget, overhead)?;
     budget.container_left -= value.len() + overhead;
-    budget.run_left = budget.run_left.saturating_sub(value.len().saturating_sub(s.len()));
+    budget.run_left = budget
+        .run_left
+        .saturating_sub(value.len().saturating_sub(s.len()));
     Ok(value)
 }
 
@@ -831,7 +833,10 @@ fn expand_within(s: &str, refs: &Refs, budget: &Expansion, overhead: usize) -> R
             MAX_CONTAINER_ARGS >> 20
         )
     };
-    let container_max = budget.container_left.checked_sub(overhead).ok_or_else(past_container)?;
+    let container_max = budget
+        .container_left
+        .checked_sub(overhead)
+        .ok_or_else(past_container)?;
     // What references may add here: the run's budget left.
     let run_max = s.len().saturating_add(budget.run_left);
     let check = |len: usize| -> Result<(), String> {
@@ -1076,7 +1081,65 @@ spec:
             ));
         }
         let c = pod(&env);
-        assert!(matches!(&c.env[39].value, EnvValue::Unknown { why } if why.contains("KiB")));
+        assert!(matches!(&c.env[39].value, EnvValue::Unknown { why } if why.contains("MAX_ARG_STRLEN")));
+        // The longest value execve passes is kept: 2^14 × 8 bytes.
+        assert!(matches!(&c.env[14].value, EnvValue::Value { value } if value.len() == 128 << 10));
+        assert!(matches!(&c.env[15].value, EnvValue::Unknown { .. }));
+    }
+
+    /// A container's values past ARG_MAX together, and a run's expansion past its budget, are
+    /// unknown with the bound; a later entry of a name is the one `$(NAME)` reads.
+    #[test]
+    fn expansion_budgets_per_container_and_per_run() {
+        let doubled = |copies: usize| {
+            let mut env = String::from("    env:\n    - {name: A0, value: xxxxxxxx}\n");
+            for i in 1..14 {
+                env.push_str(&format!(
+                    "    - {{name: A{i}, value: \"$(A{})$(A{})\"}}\n",
+                    i - 1,
+                    i - 1
+                ));
+            }
+            for i in 0..copies {
+                env.push_str(&format!("    - {{name: B{i}, value: \"$(A13)\"}}\n"));
+            }
+            env
+        };
+        let pod = |name: &str, env: &str| {
+            format!("---\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  containers:\n  - name: c\n    image: x\n    args: [\"$(A13)\"]\n{env}")
+        };
+        let m = read_text(&pod("p", &doubled(40))).unwrap();
+        let c = &m.containers[0];
+        let unknown = |name: &str| match &c.env.iter().find(|e| e.name == name).unwrap().value {
+            EnvValue::Unknown { why } => why.clone(),
+            v => panic!("{name} is known: {:?}", std::mem::discriminant(v)),
+        };
+        assert!(matches!(&c.env[14].value, EnvValue::Value { .. }));
+        let why = unknown("B39");
+        assert!(why.contains("2 MiB") && why.contains("ARG_MAX"), "{why}");
+        // The args come after the env, past the container's budget too.
+        assert_eq!(c.args.as_ref().unwrap().value, ["$(A13)"]);
+        assert!(
+            c.unresolved_args[0].contains("ARG_MAX"),
+            "{:?}",
+            c.unresolved_args
+        );
+        // Across containers: the run's expansion budget.
+        let text: String = (0..30).map(|i| pod(&format!("p{i}"), &doubled(10))).collect();
+        let m = read_text(&text).unwrap();
+        let last = m.containers.last().unwrap();
+        assert!(
+            matches!(&last.env[13].value, EnvValue::Unknown { why } if why.contains("16 MiB")),
+            "{:?}",
+            std::mem::discriminant(&last.env[13].value)
+        );
+        assert!(matches!(&m.containers[0].env[13].value, EnvValue::Value { .. }));
+        // The last entry of a name is the one a reference reads.
+        let m = read_text(&pod("q", "    env:\n    - {name: XV, value: a}\n    - {name: XV, value: b}\n    - {name: YV, value: \"$(XV)\"}\n")).unwrap();
+        assert_eq!(
+            m.containers[0].env[2].value,
+            EnvValue::Value { value: "b".into() }
+        );
     }
 
     #[test]

@@ -451,6 +451,57 @@ mod tests {
         assert_eq!(py.package("numpy").unwrap().version.as_deref(), Some("1.26.4"));
     }
 
+    /// Containers of one image with one command and env follow its entrypoint once; another
+    /// env follows it again, and each container's facts are its own.
+    #[test]
+    fn an_entrypoint_is_followed_once_per_distinct_command_and_env() {
+        use crate::facts::testing::TestImage;
+        let image = TestImage::new()
+            .glibc()
+            .program("/usr/bin/app")
+            .file(
+                "/usr/local/bin/entry",
+                "#!/bin/sh\nexport LD_PRELOAD=$(find /usr/lib -name libjemalloc.so.2 -print -quit)\nexec \"$@\"\n",
+            )
+            .entrypoint(&["/usr/local/bin/entry"])
+            .cmd(&["/usr/bin/app"])
+            .image();
+        let pods: String = ["a", "b", "c"]
+            .iter()
+            .map(|n| {
+                let env = if *n == "c" { "    env: [{name: MALLOC_ARENA_MAX, value: \"2\"}]\n" } else { "" };
+                format!("---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {n}}}\nspec:\n  containers:\n  - name: c\n    image: x\n{env}")
+            })
+            .collect();
+        let m = crate::k8s::read(&[crate::k8s::Input {
+            file: "m.yaml".into(),
+            text: pods,
+        }])
+        .unwrap();
+        let shared = PerImage::default();
+        let facts: Vec<Facts> = m
+            .containers
+            .iter()
+            .map(|c| derive_for(&image, Some(c), &shared))
+            .collect();
+        assert_eq!(shared.entrypoints.borrow().by_key.len(), 2);
+        for (f, c) in facts.iter().zip(&m.containers) {
+            assert_eq!(f.env.get("LD_PRELOAD"), Some(""));
+            assert_eq!(
+                f.container.as_ref().map(|x| &x.workload.name),
+                Some(&c.workload.name)
+            );
+        }
+        assert_eq!(facts[2].env.get("MALLOC_ARENA_MAX"), Some("2"));
+        assert_eq!(facts[0].env.get("MALLOC_ARENA_MAX"), None);
+        // The same facts as each container alone.
+        for (f, c) in facts.iter().zip(&m.containers) {
+            let alone = derive_in(&image, Some(c));
+            assert_eq!(f.entrypoint.exports, alone.entrypoint.exports);
+            assert_eq!(f.entrypoint.program, alone.entrypoint.program);
+        }
+    }
+
     /// A module whose reads nobody declared fails loudly rather than reading "not installed".
     #[test]
     #[cfg(debug_assertions)]

@@ -671,7 +671,12 @@ impl State<'_> {
                         i += 1;
                     }
                 }
-                '`' if !sq => return Err(format!("`{raw}` runs a command memlint does not model")),
+                '`' if !sq => {
+                    return Err(format!(
+                        "`{}` runs a command memlint does not model",
+                        excerpt(raw)
+                    ))
+                }
                 '$' if !sq => {
                     let (text, used) = self.dollar(&chars[i + 1..], raw)?;
                     if !dq {
@@ -704,17 +709,19 @@ impl State<'_> {
     /// Expands what follows a `$`: the text and how many characters it used.
     fn dollar(&self, rest: &[char], raw: &str) -> Result<(String, usize), Why> {
         match rest.first() {
-            Some('(') if rest.get(1) == Some(&'(') => {
-                Err(format!("`{raw}` is arithmetic memlint does not work out"))
-            }
+            Some('(') if rest.get(1) == Some(&'(') => Err(format!(
+                "`{}` is arithmetic memlint does not work out",
+                excerpt(raw)
+            )),
             Some('(') => {
-                let end =
-                    matching(rest, '(', ')').ok_or_else(|| format!("`{raw}` has no closing parenthesis"))?;
+                let end = matching(rest, '(', ')')
+                    .ok_or_else(|| format!("`{}` has no closing parenthesis", excerpt(raw)))?;
                 let inner: String = rest[1..end].iter().collect();
                 Ok((self.substitute(&inner)?, end + 1))
             }
             Some('{') => {
-                let end = matching(rest, '{', '}').ok_or_else(|| format!("`{raw}` has no closing brace"))?;
+                let end = matching(rest, '{', '}')
+                    .ok_or_else(|| format!("`{}` has no closing brace", excerpt(raw)))?;
                 let inner: String = rest[1..end].iter().collect();
                 Ok((self.parameter(&inner)?, end + 1))
             }
@@ -740,7 +747,10 @@ impl State<'_> {
             .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
             .collect();
         if name.is_empty() {
-            return Err(format!("`${{{inner}}}` is only known when the container runs"));
+            return Err(format!(
+                "`${{{}}}` is only known when the container runs",
+                excerpt(inner)
+            ));
         }
         let op = &inner[name.len()..];
         let value = self.lookup(&name)?;
@@ -799,7 +809,10 @@ impl State<'_> {
     fn substitute(&self, cmd: &str) -> Result<String, Why> {
         let raw = raw_words(cmd);
         if cmd.contains(['|', ';', '&', '>', '<']) && !cmd.contains("$(") {
-            return Err(format!("`$({cmd})` runs commands memlint does not model"));
+            return Err(format!(
+                "`$({})` runs commands memlint does not model",
+                excerpt(cmd)
+            ));
         }
         let words = self.fields(&raw)?;
         let out = match words.first().map(String::as_str) {
@@ -809,16 +822,31 @@ impl State<'_> {
                 .arch
                 .and_then(uname_machine)
                 .map(str::to_string)
-                .ok_or_else(|| format!("`$({cmd})` depends on the host this image's architecture runs on"))?,
+                .ok_or_else(|| {
+                    format!(
+                        "`$({})` depends on the host this image's architecture runs on",
+                        excerpt(cmd)
+                    )
+                })?,
             Some("find") => self.find(&words[1..], cmd)?,
-            _ => return Err(format!("`$({cmd})` runs a command memlint does not model")),
+            _ => {
+                return Err(format!(
+                    "`$({})` runs a command memlint does not model",
+                    excerpt(cmd)
+                ))
+            }
         };
         Ok(out.trim_end_matches('\n').to_string())
     }
 
     /// `find DIR… -name PATTERN [-type f|l|d] [-print] [-quit]`.
     fn find(&self, args: &[String], cmd: &str) -> Result<String, Why> {
-        let unmodelled = || format!("`$({cmd})` uses a find expression memlint does not model");
+        let unmodelled = || {
+            format!(
+                "`$({})` uses a find expression memlint does not model",
+                excerpt(cmd)
+            )
+        };
         let dirs: Vec<&String> = args.iter().take_while(|a| !a.starts_with('-')).collect();
         let mut name = None;
         let mut kind = None;
@@ -1386,7 +1414,10 @@ impl State<'_> {
                 // An unquoted glob in an assignment stays as written in bash, while some
                 // shells expand it in `export`.
                 Value::Undecided {
-                    why: format!("`{raw}` holds a glob that some shells expand in `export` and others keep"),
+                    why: format!(
+                        "`{}` holds a glob that some shells expand in `export` and others keep",
+                        excerpt(raw)
+                    ),
                     if_set: None,
                 }
             }

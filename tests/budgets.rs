@@ -56,18 +56,18 @@ fn run_bounded(args: &[&str]) -> Run {
     );
     assert!(run.elapsed < WALL, "{:?}", run.elapsed);
     // The same run under a hard cap on address space: an allocation past it aborts.
+    let cache = tempfile::tempdir().unwrap();
     let mut cmd = Command::new("prlimit");
     cmd.arg(format!("--as={MAX_ADDRESS_SPACE}"))
         .arg("--")
         .arg(env!("CARGO_BIN_EXE_memlint"))
         .args(args)
         .env("NO_COLOR", "1")
-        .env(
-            "MEMLINT_CACHE_DIR",
-            std::env::temp_dir().join("memlint-budgets-cache"),
-        )
+        .env("MEMLINT_CACHE_DIR", cache.path())
         .env_remove("MEMLINT_LIMITS");
-    if let Ok(out) = cmd.output() {
+    let out = cmd.output();
+    assert!(out.is_ok(), "prlimit (util-linux) runs: {out:?}");
+    if let Ok(out) = out {
         assert_eq!(
             out.status.code(),
             Some(0),

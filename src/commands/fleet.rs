@@ -320,10 +320,16 @@ fn joined(elements: Vec<Vec<u8>>) -> std::io::Result<(Vec<u8>, Vec<u32>)> {
 }
 
 impl Plan<'_> {
-    fn render(&self, ci: usize, image: &Image, spool: &Mutex<Spool>) -> std::io::Result<Rendered> {
+    fn render(
+        &self,
+        ci: usize,
+        image: &Image,
+        shared: &facts::PerImage,
+        spool: &Mutex<Spool>,
+    ) -> std::io::Result<Rendered> {
         use crate::finding::Severity;
         let c = &self.containers[ci];
-        let f = facts::derive_in(image, Some(c));
+        let f = facts::derive_for(image, Some(c), shared);
         let artifact = self
             .files
             .get(&c.workload.file)
@@ -740,8 +746,11 @@ fn lint_images(
                 let mut failed = Vec::new();
                 let status = match read {
                     Ok(image) => {
+                        // One search budget for the image, and its entrypoint followed once
+                        // per distinct command and env.
+                        let shared = facts::PerImage::default();
                         for &ci in &w.containers {
-                            match plan.render(ci, &image, spool) {
+                            match plan.render(ci, &image, &shared, spool) {
                                 Ok(r) => rendered.push(r),
                                 Err(e) => failed.push(Unread {
                                     container: ci,

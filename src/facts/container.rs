@@ -90,7 +90,7 @@ pub fn env_vars(c: &Container) -> Vec<Var> {
                 name: e.name.clone(),
                 value,
                 origin: Origin::Manifest { line: e.line },
-                text,
+                text: text.into(),
             }
         })
         .collect()

@@ -159,12 +159,14 @@ fn scripts_in(dir: &str) -> String {
 }
 
 /// Follows the config's command to the program that runs. `env` is the config's `Env`, `arch`
-/// the image's architecture (for `$(uname -m)` in scripts).
+/// the image's architecture (for `$(uname -m)` in scripts), `image` what searching the image
+/// may still cost (shared by the containers that run it).
 pub fn derive(
     tree: &FileTree,
     config: Option<&ImageConfiguration>,
     env: &Env,
     arch: Option<Arch>,
+    image: &script::ImageBudget,
 ) -> Entrypoint {
     let c = config.and_then(|c| c.config().as_ref());
     let mut argv: Vec<String> = c.and_then(|c| c.entrypoint().clone()).unwrap_or_default();
@@ -184,7 +186,9 @@ pub fn derive(
     }
     let mut path_var = env.get("PATH").unwrap_or(DEFAULT_PATH).to_string();
     // The environment the next program starts with: the config's, plus what scripts export.
-    let mut seen = env.clone();
+    let mut seen = std::borrow::Cow::Borrowed(env);
+    // What the scripts on the way may assign and expand, all of them together.
+    let budget = script::Budget::new(env);
     let mut current = argv;
     for _ in 0..MAX_STEPS {
         let finder = Finder {
@@ -283,9 +287,11 @@ pub fn derive(
                         tree,
                         arch,
                         working_dir: &working_dir,
+                        image,
+                        budget: &budget,
                     };
                     let exported = script::exports(&text, &path, &seen, &cx);
-                    seen = seen.overlay(&exported);
+                    seen.to_mut().extend(&exported);
                     e.exports.extend(exported);
                     if let Some(p) = seen.get("PATH").filter(|_| seen.from_script("PATH")) {
                         path_var = p.to_string();

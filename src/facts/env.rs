@@ -19,20 +19,23 @@ use crate::finding::Evidence;
 use oci_spec::image::ImageConfiguration;
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock};
 
 /// Where a variable's value comes from.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Origin {
     /// The image config's `Env` (a Dockerfile `ENV`).
     Image,
-    /// An entrypoint script, at a line (from 1).
-    Script { script: String, line: u32 },
+    /// An entrypoint script, at a line (from 1). The path is shared by every setting the
+    /// script makes: a script of 64 KiB may make tens of thousands.
+    Script { script: Arc<str>, line: u32 },
     /// The Kubernetes manifest's `env` of the container, at a line of its file (`lint --k8s`).
     Manifest { line: u32 },
 }
 
 /// What a variable holds for the program.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Value {
     Set(String),
     /// `unset NAME` in a script.
@@ -48,20 +51,40 @@ pub enum Value {
 }
 
 /// One variable's setting.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Var {
     pub name: String,
     pub value: Value,
     pub origin: Origin,
-    /// The script line that sets it, as written (empty for the config's `Env`).
-    pub text: String,
+    /// The script line that sets it, as written (empty for the config's `Env`): shared by the
+    /// settings of one line, and an excerpt when the line is long (see
+    /// [`super::script::MAX_QUOTED`]), so that a line of thousands of assignments is kept once.
+    pub text: Arc<str>,
 }
 
+/// The empty line text of the config's settings, shared rather than allocated per variable (an
+/// image's `Env` may hold millions).
+pub(crate) fn no_text() -> Arc<str> {
+    static EMPTY: LazyLock<Arc<str>> = LazyLock::new(|| Arc::from(""));
+    EMPTY.clone()
+}
+
+/// The name of the setting a script's reader records when it stops following the script (its
+/// budget spent): from there on, any variable may be set to anything.
+pub const ANY: &str = "*";
+
 impl Var {
+    /// Whether this setting stands for every variable ([`ANY`]): undecided, from a script.
+    pub fn is_any(&self) -> bool {
+        self.name == ANY
+            && matches!(self.origin, Origin::Script { .. })
+            && matches!(self.value, Value::Undecided { .. })
+    }
+
     /// The script and line that set it, when a script did.
     pub fn script(&self) -> Option<(&str, u32)> {
         match &self.origin {
-            Origin::Script { script, line } => Some((script.as_str(), *line)),
+            Origin::Script { script, line } => Some((&**script, *line)),
             Origin::Image | Origin::Manifest { .. } => None,
         }
     }
@@ -103,14 +126,14 @@ impl Serialize for Var {
             Origin::Image => m.serialize_entry("source", "image")?,
             Origin::Script { script, line } => {
                 m.serialize_entry("source", "script")?;
-                m.serialize_entry("script", script)?;
+                m.serialize_entry("script", &**script)?;
                 m.serialize_entry("line", line)?;
-                m.serialize_entry("text", &self.text)?;
+                m.serialize_entry("text", &*self.text)?;
             }
             Origin::Manifest { line } => {
                 m.serialize_entry("source", "manifest")?;
                 m.serialize_entry("line", line)?;
-                m.serialize_entry("text", &self.text)?;
+                m.serialize_entry("text", &*self.text)?;
             }
         }
         m.end()
@@ -142,7 +165,7 @@ impl Env {
                 name: k.to_string(),
                 value: Value::Set(v.to_string()),
                 origin: Origin::Image,
-                text: String::new(),
+                text: no_text(),
             });
         }
         env
@@ -170,10 +193,29 @@ impl Env {
     /// This environment with `exports` applied in order.
     pub fn overlay<'a>(&self, exports: impl IntoIterator<Item = &'a Var>) -> Env {
         let mut env = self.clone();
-        for v in exports {
-            env.set(v.clone());
-        }
+        env.extend(exports);
         env
+    }
+
+    /// Applies `exports` in order, in place: no copy of what is there (an image's `Env` may
+    /// hold millions of entries).
+    pub fn extend<'a>(&mut self, exports: impl IntoIterator<Item = &'a Var>) {
+        self.vars.extend(exports.into_iter().cloned());
+    }
+
+    /// The settings in effect by name, for a reader that looks up many names: [`Env::var`]
+    /// scans the whole history, and a script's every `$NAME` against an image's `Env` of
+    /// millions of entries would cost their product.
+    pub fn indexed(&self) -> Indexed<'_> {
+        let mut last = HashMap::with_capacity(self.vars.len().min(1 << 16));
+        let mut any = None;
+        for (i, v) in self.vars.iter().enumerate() {
+            if v.is_any() {
+                any = Some((i, v));
+            }
+            last.insert(v.name.as_str(), (i, v));
+        }
+        Indexed { last, any }
     }
 
     /// The setting of `key` the program gets, unless it is unset.
@@ -181,7 +223,7 @@ impl Env {
         self.vars
             .iter()
             .rev()
-            .find(|v| v.name == key)
+            .find(|v| v.name == key || v.is_any())
             .filter(|v| v.value != Value::Unset)
     }
 
@@ -268,6 +310,40 @@ impl Env {
     }
 }
 
+/// [`Env`] indexed by name ([`Env::indexed`]): the same answers as [`Env::var`], [`Env::get`]
+/// and [`Env::undecided`], each in constant time.
+pub struct Indexed<'a> {
+    /// The last setting of each name, and where it is in the history.
+    last: HashMap<&'a str, (usize, &'a Var)>,
+    /// The last setting of any name ([`Var::is_any`]).
+    any: Option<(usize, &'a Var)>,
+}
+
+impl<'a> Indexed<'a> {
+    /// [`Env::var`].
+    pub fn var(&self, key: &str) -> Option<&'a Var> {
+        let hit = match (self.last.get(key).copied(), self.any) {
+            (Some((i, v)), Some((j, any))) => Some(if j > i { any } else { v }),
+            (hit, any) => hit.or(any).map(|(_, v)| v),
+        };
+        hit.filter(|v| v.value != Value::Unset)
+    }
+
+    /// [`Env::get`].
+    pub fn get(&self, key: &str) -> Option<&'a str> {
+        match &self.var(key)?.value {
+            Value::Set(v) => Some(v.as_str()),
+            _ => None,
+        }
+    }
+
+    /// [`Env::undecided`].
+    pub fn undecided(&self, key: &str) -> Option<&'a Var> {
+        self.var(key)
+            .filter(|v| matches!(v.value, Value::Undecided { .. }))
+    }
+}
+
 /// Serialises a map of the known values (for tests and debugging).
 #[cfg(test)]
 pub(crate) fn as_map(env: &Env) -> std::collections::BTreeMap<String, String> {
@@ -289,6 +365,43 @@ mod tests {
         assert_eq!(as_map(&e).len(), 3);
     }
 
+    /// The index answers as the scan does, over a history with unsets, repeats and a setting
+    /// of any name.
+    #[test]
+    fn indexed_look_ups_answer_as_the_scan_does() {
+        let script = |name: &str, value: Value| Var {
+            name: name.into(),
+            value,
+            origin: Origin::Script {
+                script: "/s".into(),
+                line: 1,
+            },
+            text: no_text(),
+        };
+        let undecided = Value::Undecided {
+            why: "w".into(),
+            if_set: None,
+        };
+        let mut e = Env::from_pairs(["A=1", "B=2", "A=3", "C=4"]);
+        e.extend(&[script("B", Value::Unset), script("D", undecided.clone())]);
+        let names = ["A", "B", "C", "D", "E"];
+        let same = |e: &Env| {
+            let ix = e.indexed();
+            for k in names {
+                assert_eq!(ix.var(k), e.var(k), "{k}");
+                assert_eq!(ix.get(k), e.get(k), "{k}");
+                assert_eq!(ix.undecided(k), e.undecided(k), "{k}");
+            }
+        };
+        same(&e);
+        assert_eq!(e.get("A"), Some("3"));
+        // A setting of any name: every variable undecided from there, until set again.
+        e.extend(&[script(ANY, undecided), script("C", Value::Set("5".into()))]);
+        same(&e);
+        assert!(e.undecided("A").is_some() && e.undecided("E").is_some());
+        assert_eq!(e.get("C"), Some("5"));
+    }
+
     #[test]
     fn scripts_overlay_the_config_and_say_where() {
         let image = Env::from_pairs(["LD_PRELOAD=/a.so", "PATH=/bin", "X=1"]);
@@ -299,7 +412,7 @@ mod tests {
                 script: "/entry.sh".into(),
                 line,
             },
-            text: format!("export {name}=…"),
+            text: format!("export {name}=…").into(),
         };
         let e = image.overlay(&[
             script("LD_PRELOAD", Value::Set("/b.so".into()), 3),

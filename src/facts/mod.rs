@@ -31,6 +31,8 @@ use crate::image::Image;
 use crate::tree::Interests;
 use oci_spec::image::ImageConfiguration;
 use serde::Serialize;
+use std::cell::RefCell;
+use std::collections::HashMap;
 
 /// The cap for a small text or JSON file a fact reads (os-release, ld.so.conf, package.json).
 pub(crate) const SMALL_FILE: u64 = 256 * 1024;
@@ -124,9 +126,72 @@ pub fn derive(image: &Image) -> Facts {
     derive_in(image, None)
 }
 
+/// What deriving the facts of the containers that run one image shares (`lint --k8s`): the
+/// image's search budget ([`script::MAX_SEARCH_NODES`]) and the entrypoints already followed,
+/// by what following one depends on, so that a thousand containers running one image with one
+/// command and env read its scripts once.
+#[derive(Default)]
+pub struct PerImage {
+    searches: script::ImageBudget,
+    entrypoints: RefCell<EntrypointCache>,
+}
+
+/// What following the entrypoint depends on besides the image: the command, the working folder
+/// and the container's env (each with its manifest line, which findings name).
+#[derive(PartialEq, Eq, Hash)]
+struct EntrypointKey {
+    entrypoint: Option<Vec<String>>,
+    cmd: Option<Vec<String>>,
+    working_dir: Option<String>,
+    env: Vec<env::Var>,
+}
+
+/// Entrypoints followed, with the bytes they hold, up to [`EntrypointCache::MAX_BYTES`]: past
+/// it, a container's entrypoint is followed again rather than kept (containers that each set
+/// another env would otherwise keep one each).
+#[derive(Default)]
+struct EntrypointCache {
+    held: usize,
+    by_key: HashMap<EntrypointKey, entrypoint::Entrypoint>,
+}
+
+impl EntrypointCache {
+    const MAX_BYTES: usize = 16 << 20;
+
+    /// What an entrypoint holds, roughly: its words and what its scripts export.
+    fn size(e: &entrypoint::Entrypoint, key: &EntrypointKey) -> usize {
+        let words = |v: &[String]| v.iter().map(|w| w.len() + 24).sum::<usize>();
+        let exports: usize = e
+            .exports
+            .iter()
+            .map(|v| {
+                let value = match &v.value {
+                    env::Value::Set(s) => s.len(),
+                    env::Value::Unset => 0,
+                    env::Value::Undecided { why, if_set } => {
+                        why.len() + if_set.as_ref().map_or(0, String::len)
+                    }
+                };
+                v.name.len() + value + 128
+            })
+            .sum();
+        let key_env: usize = key.env.iter().map(|v| v.name.len() + v.text.len() + 128).sum();
+        words(&e.argv)
+            + words(&e.args)
+            + e.steps.iter().map(|s| words(&s.argv)).sum::<usize>()
+            + exports
+            + key_env
+    }
+}
+
 /// Derives the facts of an image as a Kubernetes container runs it: with the container's
 /// command, args, working folder and env in place of the image's (see [`container`]).
 pub fn derive_in(image: &Image, in_container: Option<&crate::k8s::Container>) -> Facts {
+    derive_for(image, in_container, &PerImage::default())
+}
+
+/// [`derive_in`] for one of the containers that run `image`, sharing `shared` with the others.
+pub fn derive_for(image: &Image, in_container: Option<&crate::k8s::Container>, shared: &PerImage) -> Facts {
     let applied = in_container.map(|c| container::config_for(image.config.as_ref(), c));
     let config = match &applied {
         Some(c) => Some(c),
@@ -136,14 +201,40 @@ pub fn derive_in(image: &Image, in_container: Option<&crate::k8s::Container>) ->
     let os = os::derive(tree);
     let platform = platform::derive(tree, &image.platform);
     let arch = crate::arch::Arch::from_oci(&platform.declared.architecture);
-    let mut config_env = Env::from_config(config);
-    if let Some(c) = in_container {
-        config_env = config_env.overlay(&container::env_vars(c));
-    }
-    let entrypoint = entrypoint::derive(tree, config, &config_env, arch);
+    let mut env = Env::from_config(config);
+    let manifest_env = in_container.map(container::env_vars).unwrap_or_default();
+    env.extend(&manifest_env);
+    let key = in_container.map(|_| {
+        let run = config.and_then(|c| c.config().as_ref());
+        EntrypointKey {
+            entrypoint: run.and_then(|r| r.entrypoint().clone()),
+            cmd: run.and_then(|r| r.cmd().clone()),
+            working_dir: run.and_then(|r| r.working_dir().clone()),
+            env: manifest_env,
+        }
+    });
+    let cached = key
+        .as_ref()
+        .and_then(|k| shared.entrypoints.borrow().by_key.get(k).cloned());
+    let entrypoint = match cached {
+        Some(e) => e,
+        None => {
+            let e = entrypoint::derive(tree, config, &env, arch, &shared.searches);
+            if let Some(key) = key {
+                let mut cache = shared.entrypoints.borrow_mut();
+                let size = EntrypointCache::size(&e, &key);
+                if cache.held + size <= EntrypointCache::MAX_BYTES {
+                    cache.held += size;
+                    cache.by_key.insert(key, e.clone());
+                }
+            }
+            e
+        }
+    };
     // The one environment every fact and rule reads: the config's Env overlaid with what the
-    // entrypoint scripts export (each variable knows which).
-    let env = config_env.overlay(&entrypoint.exports);
+    // entrypoint scripts export (each variable knows which), extended in place rather than
+    // copied (an image's Env may hold millions of entries).
+    env.extend(&entrypoint.exports);
     let libc = libc::derive(tree, &os, &entrypoint, &platform);
     let loader = loader::Loader::new(
         tree,
@@ -174,9 +265,10 @@ pub fn derive_in(image: &Image, in_container: Option<&crate::k8s::Container>) ->
     let python = python::derive(tree, &env, &os, &entrypoint);
     let go = go::derive(tree, &env, &entrypoint);
     let memory = memory::derive(&env, in_container, java.as_ref(), node.as_ref(), &go, &dotnet);
+    let loader = loader.facts();
     Facts {
-        loader: loader.facts(),
-        env: env.clone(),
+        loader,
+        env,
         platform,
         os,
         libc,
@@ -357,6 +449,57 @@ mod tests {
         assert_eq!(ruby.servers[0].source, "/app/Gemfile.lock");
         let py = f.python.as_ref().unwrap();
         assert_eq!(py.package("numpy").unwrap().version.as_deref(), Some("1.26.4"));
+    }
+
+    /// Containers of one image with one command and env follow its entrypoint once; another
+    /// env follows it again, and each container's facts are its own.
+    #[test]
+    fn an_entrypoint_is_followed_once_per_distinct_command_and_env() {
+        use crate::facts::testing::TestImage;
+        let image = TestImage::new()
+            .glibc()
+            .program("/usr/bin/app")
+            .file(
+                "/usr/local/bin/entry",
+                "#!/bin/sh\nexport LD_PRELOAD=$(find /usr/lib -name libjemalloc.so.2 -print -quit)\nexec \"$@\"\n",
+            )
+            .entrypoint(&["/usr/local/bin/entry"])
+            .cmd(&["/usr/bin/app"])
+            .image();
+        let pods: String = ["a", "b", "c"]
+            .iter()
+            .map(|n| {
+                let env = if *n == "c" { "    env: [{name: MALLOC_ARENA_MAX, value: \"2\"}]\n" } else { "" };
+                format!("---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {n}}}\nspec:\n  containers:\n  - name: c\n    image: x\n{env}")
+            })
+            .collect();
+        let m = crate::k8s::read(&[crate::k8s::Input {
+            file: "m.yaml".into(),
+            text: pods,
+        }])
+        .unwrap();
+        let shared = PerImage::default();
+        let facts: Vec<Facts> = m
+            .containers
+            .iter()
+            .map(|c| derive_for(&image, Some(c), &shared))
+            .collect();
+        assert_eq!(shared.entrypoints.borrow().by_key.len(), 2);
+        for (f, c) in facts.iter().zip(&m.containers) {
+            assert_eq!(f.env.get("LD_PRELOAD"), Some(""));
+            assert_eq!(
+                f.container.as_ref().map(|x| &x.workload.name),
+                Some(&c.workload.name)
+            );
+        }
+        assert_eq!(facts[2].env.get("MALLOC_ARENA_MAX"), Some("2"));
+        assert_eq!(facts[0].env.get("MALLOC_ARENA_MAX"), None);
+        // The same facts as each container alone.
+        for (f, c) in facts.iter().zip(&m.containers) {
+            let alone = derive_in(&image, Some(c));
+            assert_eq!(f.entrypoint.exports, alone.entrypoint.exports);
+            assert_eq!(f.entrypoint.program, alone.entrypoint.program);
+        }
     }
 
     /// A module whose reads nobody declared fails loudly rather than reading "not installed".

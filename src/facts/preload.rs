@@ -234,7 +234,7 @@ fn from_env(loader: &Loader, var: &Var, entry: &Entrypoint, candidates: &mut Can
                     })
                     .collect(),
                 None => vec![placed(Preload {
-                    entry: var.text.clone(),
+                    entry: var.text.to_string(),
                     source,
                     script: None,
                     line: None,

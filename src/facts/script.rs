@@ -12,15 +12,41 @@
 //! an export inside a loop, a `case` or a function) makes the setting undecided, with the line
 //! as evidence: never dropped, never guessed.
 
-use super::env::{Env, Origin, Value, Var};
+use super::env::{Env, Indexed, Origin, Value, Var};
 use crate::arch::Arch;
 use crate::tree::{FileTree, NodeKind};
-use std::collections::{BTreeMap, BTreeSet};
+use std::borrow::Cow;
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 /// How many paths a glob or a `find` may produce before memlint stops looking.
 const MAX_MATCHES: usize = 64;
-/// How many tree nodes a `find` may visit.
-const MAX_FIND_NODES: usize = 200_000;
+/// How many tree nodes the `find`s and globs of one image's scripts may visit, all calls of all
+/// scripts of all its containers together: a budget per call let 2,400 calls over 60,000 files
+/// take minutes. Each distinct search is made once per image ([`ImageBudget`] keeps its result),
+/// so the Rails templates' one `find /usr/lib` costs once however many containers run it.
+pub const MAX_SEARCH_NODES: usize = 200_000;
+/// execve(2) refuses an argument or environment string (`NAME=VALUE`) longer than
+/// MAX_ARG_STRLEN, 32 pages (128 KiB) on Linux: no program gets a longer value, so a value a
+/// script builds past it is undecided rather than followed (`A="$A$A"` forty times would be a
+/// terabyte).
+pub const MAX_ARG_STRLEN: usize = 128 << 10;
+/// execve(2) refuses argv and envp together past ARG_MAX, a quarter of the stack limit: 2 MiB
+/// under the usual 8 MiB `ulimit -s`. The values one container's scripts assign, with the
+/// environment they start with, past it are undecided: no container starts with more.
+pub const MAX_CONTAINER_ENV: usize = 2 << 20;
+/// The settings (assignments, exports, unsets) one container's scripts may make, all together:
+/// a real entrypoint makes tens; a script of 64 KiB of `A=;` makes 16,000, eight of them in a
+/// chain 130,000, each a record in the report.
+pub const MAX_SETTINGS: usize = 2048;
+/// The text the expansions of one container's scripts may produce, all together (the words of
+/// tests and commands as well as the values assigned): eight ARG_MAX. Past it, what is left to
+/// expand is undecided; this bounds the time a script of 64 KiB of `$A$A…` can take.
+pub const MAX_EXPANDED: usize = 16 << 20;
+/// The most of a script's text a setting keeps as written, or quotes in a why: a line of 64 KiB
+/// holding 16,000 assignments would otherwise be kept 16,000 times.
+pub const MAX_QUOTED: usize = 240;
 /// How deeply expansions may nest (`$(echo ${A:-$(…)})`) before a value is undecided: a
 /// script from an image may nest them thousands deep.
 const MAX_NESTING: u32 = 8;
@@ -35,6 +61,128 @@ pub struct Context<'a> {
     pub arch: Option<Arch>,
     /// The working folder, for relative paths.
     pub working_dir: &'a str,
+    /// What the image's searches may still cost, shared by its containers.
+    pub image: &'a ImageBudget,
+    /// What this container's scripts may still assign and expand.
+    pub budget: &'a Budget,
+}
+
+/// What searching one image may cost, shared by every script of every container that runs it
+/// (see [`MAX_SEARCH_NODES`]), and the searches made so far.
+pub struct ImageBudget {
+    search_left: Cell<usize>,
+    /// `find` and glob results by what was searched.
+    searches: RefCell<HashMap<String, Result<Vec<String>, Why>>>,
+}
+
+impl Default for ImageBudget {
+    fn default() -> Self {
+        ImageBudget {
+            search_left: Cell::new(MAX_SEARCH_NODES),
+            searches: RefCell::new(HashMap::new()),
+        }
+    }
+}
+
+impl ImageBudget {
+    /// Takes one visited tree node from the budget; false once it is spent.
+    fn visit(&self) -> bool {
+        let left = self.search_left.get();
+        self.search_left.set(left.saturating_sub(1));
+        left > 0
+    }
+
+    /// The result of the search `key`, made once.
+    fn search(
+        &self,
+        key: String,
+        run: impl FnOnce() -> Result<Vec<String>, Why>,
+    ) -> Result<Vec<String>, Why> {
+        if let Some(found) = self.searches.borrow().get(&key) {
+            return found.clone();
+        }
+        let found = run();
+        self.searches.borrow_mut().insert(key, found.clone());
+        found
+    }
+}
+
+/// What one container's scripts may still assign ([`MAX_CONTAINER_ENV`]) and expand
+/// ([`MAX_EXPANDED`]), all scripts of its entrypoint together.
+pub struct Budget {
+    assign_left: Cell<usize>,
+    settings_left: Cell<usize>,
+    expand_left: Cell<usize>,
+    /// A setting was refused: none is kept from then on.
+    spent: Cell<bool>,
+}
+
+impl Budget {
+    /// The budget of a container whose scripts start with `env`: what it already holds counts
+    /// against ARG_MAX.
+    pub fn new(env: &Env) -> Budget {
+        let held: usize = env.iter().map(|(k, v)| k.len() + v.len() + 2).sum();
+        Budget {
+            assign_left: Cell::new(MAX_CONTAINER_ENV.saturating_sub(held)),
+            settings_left: Cell::new(MAX_SETTINGS),
+            expand_left: Cell::new(MAX_EXPANDED),
+            spent: Cell::new(false),
+        }
+    }
+
+    /// Takes `n` bytes from `cell`; false (and nothing taken) when fewer are left.
+    fn take(cell: &Cell<usize>, n: usize) -> bool {
+        let left = cell.get();
+        if n > left {
+            return false;
+        }
+        cell.set(left - n);
+        true
+    }
+}
+
+/// At most [`MAX_QUOTED`] bytes of `s`, cut at a character boundary with `…`.
+pub fn excerpt(s: &str) -> Cow<'_, str> {
+    if s.len() <= MAX_QUOTED {
+        return Cow::Borrowed(s);
+    }
+    let mut end = MAX_QUOTED;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(format!("{}…", &s[..end]))
+}
+
+/// A value with its why [`bounded`].
+fn bounded_value(value: Value) -> Value {
+    match value {
+        Value::Undecided { why, if_set } => Value::Undecided {
+            why: bounded(why),
+            if_set,
+        },
+        v => v,
+    }
+}
+
+/// A shell variable's name: what `unset`, `export NAME` and `env -u` may change.
+fn valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// A why as kept with a setting: at most a few excerpts long, however deeply undecided values
+/// refer to each other (`B=$A`, `C=$B`, … would otherwise nest every why in the next).
+fn bounded(why: String) -> String {
+    const MAX_WHY: usize = 4 * MAX_QUOTED;
+    if why.len() <= MAX_WHY {
+        return why;
+    }
+    let mut end = MAX_WHY;
+    while !why.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &why[..end])
 }
 
 /// `uname -m` inside a container of this architecture, where one name holds for every host:
@@ -114,12 +262,13 @@ enum Frame {
 struct ShellVar {
     value: Value,
     line: u32,
-    text: String,
+    text: Arc<str>,
 }
 
 struct State<'a> {
-    script: &'a str,
-    env: &'a Env,
+    script: Arc<str>,
+    /// The environment the script starts with, by name.
+    env: Indexed<'a>,
     cx: &'a Context<'a>,
     vars: BTreeMap<String, ShellVar>,
     exported: BTreeSet<String>,
@@ -169,8 +318,8 @@ pub fn exports(text: &str, script: &str, env: &Env, cx: &Context) -> Vec<Var> {
         return Vec::new();
     };
     let mut st = State {
-        script,
-        env,
+        script: Arc::from(script),
+        env: env.indexed(),
         cx,
         vars: BTreeMap::new(),
         exported: BTreeSet::new(),
@@ -182,7 +331,8 @@ pub fn exports(text: &str, script: &str, env: &Env, cx: &Context) -> Vec<Var> {
     };
     let lines: Vec<&str> = text.lines().collect();
     let mut i = 0;
-    while i <= last && i < lines.len() {
+    // Once the container's budget is spent nothing more is kept: the rest is not read.
+    while i <= last && i < lines.len() && !cx.budget.spent.get() {
         // Join continued lines.
         let first = i;
         let mut logical = lines[i].to_string();
@@ -193,12 +343,14 @@ pub fn exports(text: &str, script: &str, env: &Env, cx: &Context) -> Vec<Var> {
         }
         i += 1;
         let line_no = first as u32 + 1;
+        // The line as written, once for all the settings it makes.
+        let text: Arc<str> = Arc::from(excerpt(lines[first].trim()));
         let mut heredoc: Option<(String, bool)> = None;
         for stmt in statements(&logical) {
             if heredoc.is_none() {
                 heredoc = heredoc_marker(&stmt);
             }
-            st.statement(&stmt, line_no, lines[first]);
+            st.statement(&stmt, line_no, &text);
         }
         if let Some((word, strip_tabs)) = heredoc {
             while i < lines.len() {
@@ -451,7 +603,7 @@ impl State<'_> {
         if let Some(v) = self.env.undecided(name) {
             return Err(format!(
                 "${name} is set by `{}` ({})",
-                v.text.trim(),
+                excerpt(v.text.trim()),
                 v.describe_origin()
             ));
         }
@@ -479,12 +631,23 @@ impl State<'_> {
     fn expand(&self, raw: &str) -> Result<Expanded, Why> {
         let depth = self.nesting.get();
         if depth >= MAX_NESTING {
-            return Err(format!("`{raw}` nests expansions deeper than memlint follows"));
+            return Err(format!(
+                "`{}` nests expansions deeper than memlint follows",
+                excerpt(raw)
+            ));
         }
         self.nesting.set(depth + 1);
         let out = self.expand_inner(raw);
         self.nesting.set(depth);
-        out
+        let out = out?;
+        if !Budget::take(&self.cx.budget.expand_left, out.text.len()) {
+            return Err(format!(
+                "`{}` is expanded after the container's scripts have expanded {} MiB of text, more than memlint follows",
+                excerpt(raw),
+                MAX_EXPANDED >> 20
+            ));
+        }
+        Ok(out)
     }
 
     fn expand_inner(&self, raw: &str) -> Result<Expanded, Why> {
@@ -508,7 +671,12 @@ impl State<'_> {
                         i += 1;
                     }
                 }
-                '`' if !sq => return Err(format!("`{raw}` runs a command memlint does not model")),
+                '`' if !sq => {
+                    return Err(format!(
+                        "`{}` runs a command memlint does not model",
+                        excerpt(raw)
+                    ))
+                }
                 '$' if !sq => {
                     let (text, used) = self.dollar(&chars[i + 1..], raw)?;
                     if !dq {
@@ -519,6 +687,13 @@ impl State<'_> {
                     }
                     out.text.push_str(&text);
                     i += used;
+                    if out.text.len() > MAX_ARG_STRLEN {
+                        return Err(format!(
+                            "`{}` expands past {} KiB, the longest value execve passes to a program (MAX_ARG_STRLEN)",
+                            excerpt(raw),
+                            MAX_ARG_STRLEN >> 10
+                        ));
+                    }
                 }
                 '*' | '?' | '[' if !sq && !dq => {
                     out.glob = true;
@@ -534,17 +709,19 @@ impl State<'_> {
     /// Expands what follows a `$`: the text and how many characters it used.
     fn dollar(&self, rest: &[char], raw: &str) -> Result<(String, usize), Why> {
         match rest.first() {
-            Some('(') if rest.get(1) == Some(&'(') => {
-                Err(format!("`{raw}` is arithmetic memlint does not work out"))
-            }
+            Some('(') if rest.get(1) == Some(&'(') => Err(format!(
+                "`{}` is arithmetic memlint does not work out",
+                excerpt(raw)
+            )),
             Some('(') => {
-                let end =
-                    matching(rest, '(', ')').ok_or_else(|| format!("`{raw}` has no closing parenthesis"))?;
+                let end = matching(rest, '(', ')')
+                    .ok_or_else(|| format!("`{}` has no closing parenthesis", excerpt(raw)))?;
                 let inner: String = rest[1..end].iter().collect();
                 Ok((self.substitute(&inner)?, end + 1))
             }
             Some('{') => {
-                let end = matching(rest, '{', '}').ok_or_else(|| format!("`{raw}` has no closing brace"))?;
+                let end = matching(rest, '{', '}')
+                    .ok_or_else(|| format!("`{}` has no closing brace", excerpt(raw)))?;
                 let inner: String = rest[1..end].iter().collect();
                 Ok((self.parameter(&inner)?, end + 1))
             }
@@ -570,7 +747,10 @@ impl State<'_> {
             .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
             .collect();
         if name.is_empty() {
-            return Err(format!("`${{{inner}}}` is only known when the container runs"));
+            return Err(format!(
+                "`${{{}}}` is only known when the container runs",
+                excerpt(inner)
+            ));
         }
         let op = &inner[name.len()..];
         let value = self.lookup(&name)?;
@@ -611,7 +791,7 @@ impl State<'_> {
             };
             for p in parts {
                 if e.glob && p.contains(['*', '?', '[']) {
-                    let matches = self.glob(&p);
+                    let matches = self.glob(&p)?;
                     if matches.is_empty() {
                         out.push(p);
                     } else {
@@ -629,7 +809,10 @@ impl State<'_> {
     fn substitute(&self, cmd: &str) -> Result<String, Why> {
         let raw = raw_words(cmd);
         if cmd.contains(['|', ';', '&', '>', '<']) && !cmd.contains("$(") {
-            return Err(format!("`$({cmd})` runs commands memlint does not model"));
+            return Err(format!(
+                "`$({})` runs commands memlint does not model",
+                excerpt(cmd)
+            ));
         }
         let words = self.fields(&raw)?;
         let out = match words.first().map(String::as_str) {
@@ -639,16 +822,31 @@ impl State<'_> {
                 .arch
                 .and_then(uname_machine)
                 .map(str::to_string)
-                .ok_or_else(|| format!("`$({cmd})` depends on the host this image's architecture runs on"))?,
+                .ok_or_else(|| {
+                    format!(
+                        "`$({})` depends on the host this image's architecture runs on",
+                        excerpt(cmd)
+                    )
+                })?,
             Some("find") => self.find(&words[1..], cmd)?,
-            _ => return Err(format!("`$({cmd})` runs a command memlint does not model")),
+            _ => {
+                return Err(format!(
+                    "`$({})` runs a command memlint does not model",
+                    excerpt(cmd)
+                ))
+            }
         };
         Ok(out.trim_end_matches('\n').to_string())
     }
 
     /// `find DIR… -name PATTERN [-type f|l|d] [-print] [-quit]`.
     fn find(&self, args: &[String], cmd: &str) -> Result<String, Why> {
-        let unmodelled = || format!("`$({cmd})` uses a find expression memlint does not model");
+        let unmodelled = || {
+            format!(
+                "`$({})` uses a find expression memlint does not model",
+                excerpt(cmd)
+            )
+        };
         let dirs: Vec<&String> = args.iter().take_while(|a| !a.starts_with('-')).collect();
         let mut name = None;
         let mut kind = None;
@@ -664,50 +862,72 @@ impl State<'_> {
             }
         }
         let name = name.ok_or_else(unmodelled)?;
-        let tree = self.cx.tree;
-        let mut found = Vec::new();
-        let mut visited = 0usize;
+        if kind.as_deref().is_some_and(|k| !matches!(k, "f" | "l" | "d")) {
+            return Err(unmodelled());
+        }
         let dirs: Vec<String> = if dirs.is_empty() {
             vec![".".to_string()]
         } else {
-            dirs.into_iter().cloned().collect()
+            dirs.into_iter().map(|d| self.absolute(d)).collect()
         };
-        for dir in dirs {
-            let start = self.absolute(&dir);
-            let Some(id) = tree.lookup(&start).ok().flatten() else {
-                continue;
-            };
-            let mut stack = vec![(id, start.trim_end_matches('/').to_string())];
-            while let Some((id, path)) = stack.pop() {
-                visited += 1;
-                if visited > MAX_FIND_NODES || found.len() > MAX_MATCHES {
-                    return Err(format!(
-                        "`$({cmd})` searches more of the image than memlint follows"
-                    ));
-                }
-                if let NodeKind::Dir(children) = &tree.node(id).kind {
-                    let children: Vec<_> = children.iter().collect();
-                    for (n, &child) in children.into_iter().rev() {
-                        let child_path = format!("{path}/{n}");
-                        let node = tree.node(child);
-                        let kind_ok = match kind.as_deref() {
-                            None => true,
-                            Some("f") => matches!(node.kind, NodeKind::File),
-                            Some("l") => matches!(node.kind, NodeKind::Symlink(_)),
-                            Some("d") => node.is_dir(),
-                            Some(_) => return Err(unmodelled()),
-                        };
-                        if kind_ok && glob_match(&name, n) {
-                            found.push(child_path.clone());
-                        }
-                        if node.is_dir() {
-                            stack.push((child, child_path));
+        // The same search gives the same files: made once per image.
+        let key = format!(
+            "find\0{}\0{name}\0{}",
+            dirs.join("\0"),
+            kind.as_deref().unwrap_or("")
+        );
+        let mut found = self.cx.image.search(key, || {
+            let tree = self.cx.tree;
+            let mut found = Vec::new();
+            for start in &dirs {
+                let Some(id) = tree.lookup(start).ok().flatten() else {
+                    continue;
+                };
+                let mut stack = vec![(id, start.trim_end_matches('/').to_string())];
+                let spent = || {
+                    format!(
+                        "`$({})` searches more of the image than memlint follows ({MAX_SEARCH_NODES} entries for all the image's searches)",
+                        excerpt(cmd)
+                    )
+                };
+                while let Some((id, path)) = stack.pop() {
+                    if found.len() > MAX_MATCHES {
+                        return Err(format!(
+                            "`$({})` finds more than {MAX_MATCHES} files",
+                            excerpt(cmd)
+                        ));
+                    }
+                    if let NodeKind::Dir(children) = &tree.node(id).kind {
+                        let children: Vec<_> = children.iter().collect();
+                        for (n, &child) in children.into_iter().rev() {
+                            // Every entry tried counts, files as well as folders.
+                            if !self.cx.image.visit() {
+                                return Err(spent());
+                            }
+                            let node = tree.node(child);
+                            let kind_ok = match kind.as_deref() {
+                                Some("f") => matches!(node.kind, NodeKind::File),
+                                Some("l") => matches!(node.kind, NodeKind::Symlink(_)),
+                                Some("d") => node.is_dir(),
+                                _ => true,
+                            };
+                            let matched = kind_ok && glob_match(&name, n);
+                            if matched || node.is_dir() {
+                                let child_path = format!("{path}/{n}");
+                                if matched {
+                                    found.push(child_path.clone());
+                                }
+                                if node.is_dir() {
+                                    stack.push((child, child_path));
+                                }
+                            }
                         }
                     }
                 }
             }
-        }
-        found.sort();
+            found.sort();
+            Ok(found)
+        })?;
         match found.len() {
             0 => Ok(String::new()),
             1 => Ok(found.remove(0)),
@@ -732,43 +952,53 @@ impl State<'_> {
         }
     }
 
-    /// The image paths a glob pattern matches, sorted; empty when none.
-    fn glob(&self, pattern: &str) -> Vec<String> {
-        let tree = self.cx.tree;
+    /// The image paths a glob pattern matches, sorted; empty when none. Each folder entry
+    /// tried counts against the image's search budget ([`MAX_SEARCH_NODES`]).
+    fn glob(&self, pattern: &str) -> Result<Vec<String>, Why> {
         let abs = self.absolute(pattern);
-        let mut found = vec![String::new()];
-        for comp in abs.split('/').filter(|c| !c.is_empty()) {
-            let mut next = Vec::new();
-            for base in &found {
-                let dir = if base.is_empty() { "/" } else { base.as_str() };
-                if comp.contains(['*', '?', '[']) {
-                    let Some(id) = tree.lookup(dir).ok().flatten() else {
-                        continue;
-                    };
-                    if let NodeKind::Dir(children) = &tree.node(id).kind {
-                        for n in children.keys() {
-                            if !n.starts_with('.') && glob_match(comp, n) {
-                                next.push(format!("{base}/{n}"));
+        let key = format!("glob\0{abs}");
+        self.cx.image.search(key, || {
+            let tree = self.cx.tree;
+            let mut found = vec![String::new()];
+            for comp in abs.split('/').filter(|c| !c.is_empty()) {
+                let mut next = Vec::new();
+                for base in &found {
+                    let dir = if base.is_empty() { "/" } else { base.as_str() };
+                    if comp.contains(['*', '?', '[']) {
+                        let Some(id) = tree.lookup(dir).ok().flatten() else {
+                            continue;
+                        };
+                        if let NodeKind::Dir(children) = &tree.node(id).kind {
+                            for n in children.keys() {
+                                if !self.cx.image.visit() {
+                                    return Err(format!(
+                                        "`{}` searches more of the image than memlint follows ({MAX_SEARCH_NODES} entries for all the image's searches)",
+                                        excerpt(pattern)
+                                    ));
+                                }
+                                if !n.starts_with('.') && glob_match(comp, n) {
+                                    next.push(format!("{base}/{n}"));
+                                }
                             }
                         }
+                    } else {
+                        let p = format!("{base}/{comp}");
+                        if tree.lookup(&p).ok().flatten().is_some() {
+                            next.push(p);
+                        }
                     }
-                } else {
-                    let p = format!("{base}/{comp}");
-                    if tree.lookup(&p).ok().flatten().is_some() {
-                        next.push(p);
+                    if next.len() > MAX_MATCHES {
+                        break;
                     }
                 }
-                if next.len() > MAX_MATCHES {
+                found = next;
+                if found.is_empty() {
                     break;
                 }
             }
-            found = next;
-            if found.is_empty() {
-                break;
-            }
-        }
-        found.sort();
-        found
+            found.sort();
+            Ok(found)
+        })
     }
 
     /// Decides a test: `[ … ]`, `[[ … ]]`, `test …`, `true`, `false`, `! cmd`.
@@ -883,7 +1113,10 @@ impl State<'_> {
                     ..
                 } => {
                     why.get_or_insert_with(|| {
-                        format!("set only when `{test}` (line {line}) holds, which memlint cannot decide")
+                        format!(
+                            "set only when `{}` (line {line}) holds, which memlint cannot decide",
+                            excerpt(test)
+                        )
                     });
                 }
                 Frame::Opaque { what, line, .. } => {
@@ -901,7 +1134,7 @@ impl State<'_> {
     /// One statement; a keyword that leads another command (`then cmd`, `else cmd`,
     /// `do cmd`, `{ cmd`) hands the command back to be read in turn, so that a line of
     /// thousands of them is read in a loop, not by recursion.
-    fn statement(&mut self, stmt: &str, line: u32, text: &str) {
+    fn statement(&mut self, stmt: &str, line: u32, text: &Arc<str>) {
         let mut next = Some(stmt.to_string());
         while let Some(s) = next.take() {
             if self.frames.len() > MAX_FRAMES {
@@ -911,7 +1144,7 @@ impl State<'_> {
         }
     }
 
-    fn statement_once(&mut self, stmt: &str, line: u32, text: &str) -> Option<String> {
+    fn statement_once(&mut self, stmt: &str, line: u32, text: &Arc<str>) -> Option<String> {
         // The keywords are plain words: no need to split the whole statement to find them.
         let mut plain = stmt.split_whitespace();
         let first = plain.next()?;
@@ -924,7 +1157,7 @@ impl State<'_> {
                 self.frames.push(Frame::If {
                     state,
                     taken: state,
-                    test,
+                    test: excerpt(&test).into_owned(),
                     line,
                 });
             }
@@ -940,7 +1173,7 @@ impl State<'_> {
                 {
                     *state = taken.not().and(c);
                     *taken = taken.or(c);
-                    *t = test;
+                    *t = excerpt(&test).into_owned();
                     *l = line;
                 }
             }
@@ -951,7 +1184,7 @@ impl State<'_> {
                 {
                     *state = taken.not();
                     *taken = Tri::True;
-                    *test = format!("not ({test})");
+                    *test = excerpt(&format!("not ({test})")).into_owned();
                 }
                 let rest = rest_after("else");
                 if !rest.is_empty() {
@@ -1039,7 +1272,7 @@ impl State<'_> {
 
     /// A statement of simple commands joined by `&&`/`||`: each runs when the chain so far
     /// says so.
-    fn simple_chain(&mut self, stmt: &str, line: u32, text: &str) {
+    fn simple_chain(&mut self, stmt: &str, line: u32, text: &Arc<str>) {
         let parts = and_or(stmt);
         if parts.len() == 1 {
             self.simple(stmt, line, text, None);
@@ -1055,14 +1288,14 @@ impl State<'_> {
             if reach == Tri::False {
                 continue;
             }
-            let cond = (reach == Tri::Unknown).then(|| format!("set only when the commands before it on line {line} succeed or fail as `{}` needs, which memlint cannot decide", stmt.trim()));
+            let cond = (reach == Tri::Unknown).then(|| format!("set only when the commands before it on line {line} succeed or fail as `{}` needs, which memlint cannot decide", excerpt(stmt.trim())));
             let t = self.simple(&part, line, text, cond);
             status = if reach == Tri::True { t } else { Tri::Unknown };
         }
     }
 
     /// One simple command; its exit status when it is a test or an assignment.
-    fn simple(&mut self, cmd: &str, line: u32, text: &str, cond: Option<String>) -> Tri {
+    fn simple(&mut self, cmd: &str, line: u32, text: &Arc<str>, cond: Option<String>) -> Tri {
         let words = raw_words(cmd);
         if words.is_empty() || cmd.contains('|') && !cmd.contains("||") {
             return Tri::Unknown;
@@ -1167,13 +1400,24 @@ impl State<'_> {
     }
 
     /// `NAME=VALUE`: expands the value and records it; exported when `export` says so.
-    fn assign(&mut self, name: &str, raw: &str, line: u32, text: &str, export: bool, cond: Option<String>) {
+    fn assign(
+        &mut self,
+        name: &str,
+        raw: &str,
+        line: u32,
+        text: &Arc<str>,
+        export: bool,
+        cond: Option<String>,
+    ) {
         let value = match self.expand(raw) {
             Ok(e) if e.glob && !raw.starts_with(['"', '\'']) && e.text.contains(['*', '?', '[']) => {
                 // An unquoted glob in an assignment stays as written in bash, while some
                 // shells expand it in `export`.
                 Value::Undecided {
-                    why: format!("`{raw}` holds a glob that some shells expand in `export` and others keep"),
+                    why: format!(
+                        "`{}` holds a glob that some shells expand in `export` and others keep",
+                        excerpt(raw)
+                    ),
                     if_set: None,
                 }
             }
@@ -1188,7 +1432,7 @@ impl State<'_> {
         name: &str,
         value: Value,
         line: u32,
-        text: &str,
+        text: &Arc<str>,
         export: bool,
         cond: Option<String>,
     ) {
@@ -1203,12 +1447,25 @@ impl State<'_> {
             (Err(why), Value::Unset) => Value::Undecided { why, if_set: None },
             (Err(_), v) => v,
         };
+        if !valid_name(name) {
+            return;
+        }
+        let held = match &value {
+            Value::Set(s) => s.len(),
+            Value::Undecided { if_set: Some(s), .. } => s.len(),
+            _ => 0,
+        };
+        // `NAME=VALUE`, its NUL and its pointer, as execve counts them.
+        if !self.take_setting(name.len() + held + 2 + 8, line, text) {
+            return;
+        }
+        let value = bounded_value(value);
         self.vars.insert(
             name.to_string(),
             ShellVar {
                 value: value.clone(),
                 line,
-                text: text.to_string(),
+                text: text.clone(),
             },
         );
         if export || self.exported.contains(name) {
@@ -1217,16 +1474,49 @@ impl State<'_> {
                 name: name.to_string(),
                 value,
                 origin: Origin::Script {
-                    script: self.script.to_string(),
+                    script: self.script.clone(),
                     line,
                 },
-                text: text.trim().to_string(),
+                text: text.clone(),
             });
         }
     }
 
+    /// Takes one setting of `bytes` from the container's budget ([`MAX_SETTINGS`],
+    /// [`MAX_CONTAINER_ENV`]). The first time it is spent, records that every variable is
+    /// undecided from this line on (an [`Env`] setting of any name: see [`Var::is_any`]), and
+    /// from then on no setting is kept.
+    fn take_setting(&mut self, bytes: usize, line: u32, text: &Arc<str>) -> bool {
+        let budget = self.cx.budget;
+        if budget.spent.get() {
+            return false;
+        }
+        if Budget::take(&budget.settings_left, 1) && Budget::take(&budget.assign_left, bytes) {
+            return true;
+        }
+        budget.spent.set(true);
+        self.exports.push(Var {
+            name: super::env::ANY.to_string(),
+            value: Value::Undecided {
+                why: format!(
+                    "the container's scripts make more than {MAX_SETTINGS} settings or {} MiB of `NAME=VALUE` by {} line {line} (execve passes at most {} MiB to a program, ARG_MAX), so memlint does not follow them further: any variable may be set from there",
+                    MAX_CONTAINER_ENV >> 20,
+                    self.script,
+                    MAX_CONTAINER_ENV >> 20
+                ),
+                if_set: None,
+            },
+            origin: Origin::Script {
+                script: self.script.clone(),
+                line,
+            },
+            text: text.clone(),
+        });
+        false
+    }
+
     /// `export NAME` for a variable the script set before.
-    fn export_existing(&mut self, name: &str, line: u32, text: &str, cond: Option<String>) {
+    fn export_existing(&mut self, name: &str, line: u32, text: &Arc<str>, cond: Option<String>) {
         match self.vars.get(name).cloned() {
             Some(v) => {
                 // The value's own line is where it is written.
@@ -1236,14 +1526,18 @@ impl State<'_> {
                     (Err(why), Value::Set(s)) => Value::Undecided { why, if_set: Some(s) },
                     (_, value) => value,
                 };
+                if !self.take_setting(name.len() + 8, line, text) {
+                    return;
+                }
+                let value = bounded_value(value);
                 self.exports.push(Var {
                     name: name.to_string(),
                     value,
                     origin: Origin::Script {
-                        script: self.script.to_string(),
+                        script: self.script.clone(),
                         line: v.line,
                     },
-                    text: v.text.trim().to_string(),
+                    text: v.text.clone(),
                 });
             }
             None => {
@@ -1395,12 +1689,16 @@ mod tests {
 
     fn run(script: &str, env: &[&str], files: &[&str], arch: Option<Arch>) -> Env {
         let t = tree(files);
+        let env = Env::from_pairs(env.iter().copied());
+        let image = ImageBudget::default();
+        let budget = Budget::new(&env);
         let cx = Context {
             tree: &t,
             arch,
             working_dir: "/rails",
+            image: &image,
+            budget: &budget,
         };
-        let env = Env::from_pairs(env.iter().copied());
         let exported = exports(script, "/rails/bin/docker-entrypoint", &env, &cx);
         env.overlay(&exported)
     }
@@ -1552,7 +1850,7 @@ exec "${@}"
         );
         let v = e.undecided("MALLOC_CONF").unwrap();
         assert_eq!(v.script(), Some(("/rails/bin/docker-entrypoint", 2)));
-        assert_eq!(v.text, "export MALLOC_CONF=$(cat /etc/malloc.conf)");
+        assert_eq!(&*v.text, "export MALLOC_CONF=$(cat /etc/malloc.conf)");
         // A test of a run-time value: the value is known, whether it is set is not.
         let s = "if [ \"$1\" = server ]; then\n  export MALLOC_ARENA_MAX=2\nfi\nexec \"$@\"\n";
         let v = run(s, &[], &[], None)
@@ -1618,6 +1916,159 @@ exec "${@}"
         assert_eq!(run(&nots, &[], &[], None).get("A"), Some("1"));
     }
 
+    /// A value doubled forty times is undecided past MAX_ARG_STRLEN, not a terabyte; what
+    /// refers to it says so, in a why that does not grow with the chain of references.
+    #[test]
+    fn values_past_max_arg_strlen_are_undecided() {
+        let s = format!(
+            "set -a\nA=x\n{}{}exec app\n",
+            "A=\"$A$A\"\n".repeat(40),
+            "B=\"$A\"\n".repeat(2000)
+        );
+        let e = run(&s, &[], &[], None);
+        let v = e.undecided("A").expect("undecided");
+        assert!(
+            matches!(&v.value, Value::Undecided { why, .. } if why.contains("MAX_ARG_STRLEN") && why.contains("128 KiB")),
+            "{:?}",
+            v.value
+        );
+        let Value::Undecided { why, .. } = &e.undecided("B").unwrap().value else {
+            unreachable!()
+        };
+        assert!(why.len() <= 4 * MAX_QUOTED + 4, "{}", why.len());
+    }
+
+    /// One line of thousands of assignments is kept once (an excerpt), not once per setting;
+    /// past MAX_SETTINGS a setting of any name says every variable is undecided from there.
+    #[test]
+    fn a_line_of_thousands_of_assignments_is_kept_once() {
+        let t = tree(&[]);
+        let image = ImageBudget::default();
+        let env = Env::from_pairs(["LD_PRELOAD=/a.so"]);
+        let budget = Budget::new(&env);
+        let cx = Context {
+            tree: &t,
+            arch: None,
+            working_dir: "/",
+            image: &image,
+            budget: &budget,
+        };
+        let line = format!("set -a;{}", "A=;".repeat(1000));
+        let out = exports(&format!("{line}\nexec app\n"), "/s", &env, &cx);
+        assert_eq!(out.len(), 1000);
+        assert!(out.windows(2).all(|w| Arc::ptr_eq(&w[0].text, &w[1].text)));
+        assert!(out[0].text.len() <= MAX_QUOTED + 3 && out[0].text.ends_with('…'));
+        // The budget is the container's: a second script of the chain spends what is left.
+        let more = format!(
+            "set -a;{}\nexport LD_PRELOAD=/b.so\nexec app\n",
+            "B=;".repeat(MAX_SETTINGS)
+        );
+        let out2 = exports(&more, "/s2", &env, &cx);
+        let any = out2.last().unwrap();
+        assert!(any.is_any(), "{any:?}");
+        let seen = env.overlay(&out).overlay(&out2);
+        // Any variable is undecided from there, the image's as well as those the script set.
+        for k in ["A", "B", "LD_PRELOAD", "PATH"] {
+            assert!(seen.undecided(k).is_some(), "{k}");
+            assert!(seen.indexed().undecided(k).is_some(), "{k}");
+        }
+    }
+
+    /// Past ARG_MAX in all, a container's settings stop: each value of 64 KiB counts.
+    #[test]
+    fn settings_past_arg_max_are_undecided() {
+        let s = format!(
+            "A=x\n{}{}exec app\n",
+            "A=\"$A$A\"\n".repeat(16),
+            (0..40)
+                .map(|i| format!("export B{i}=\"$A\"\n"))
+                .collect::<String>()
+        );
+        let e = run(&s, &[], &[], None);
+        let b0 = e.exports().find(|v| v.name == "B0").unwrap();
+        assert!(matches!(&b0.value, Value::Set(v) if v.len() == 64 << 10));
+        // From the setting that does not fit, every variable is undecided: B0 as well.
+        assert!(e.undecided("B0").is_some());
+        let v = e.undecided("B39").expect("undecided");
+        assert!(v.is_any(), "{v:?}");
+        assert!(format!("{:?}", v.value).contains("ARG_MAX"));
+    }
+
+    /// The expansions of one container stop at MAX_EXPANDED.
+    #[test]
+    fn expansion_stops_at_its_budget() {
+        let t = tree(&[]);
+        let image = ImageBudget::default();
+        let env = Env::default();
+        let budget = Budget::new(&env);
+        // A and B take 110 bytes: what is left is less than the 10 of C.
+        budget.expand_left.set(115);
+        let cx = Context {
+            tree: &t,
+            arch: None,
+            working_dir: "/",
+            image: &image,
+            budget: &budget,
+        };
+        let s = "A=0123456789\nB=\"$A$A$A$A$A$A$A$A$A$A\"\nexport C=\"$A\"\nexec app\n";
+        let out = exports(s, "/s", &env, &cx);
+        let c = out.iter().find(|v| v.name == "C").unwrap();
+        assert!(format!("{:?}", c.value).contains("MiB of text"), "{c:?}");
+    }
+
+    /// One search budget for the image: the same `find` is made once, however many containers
+    /// run it; distinct ones spend the budget, counting files as well as folders.
+    #[test]
+    fn finds_share_one_budget_per_image() {
+        let files: Vec<String> = (0..3000).map(|i| format!("/data/f{i}")).collect();
+        let files: Vec<&str> = files.iter().map(String::as_str).collect();
+        let t = tree(&files);
+        let image = ImageBudget::default();
+        let read = |script: &str| {
+            let env = Env::default();
+            let budget = Budget::new(&env);
+            let cx = Context {
+                tree: &t,
+                arch: None,
+                working_dir: "/",
+                image: &image,
+                budget: &budget,
+            };
+            env.overlay(&exports(script, "/s", &env, &cx))
+        };
+        let same = "export F=$(find /data -name f7 -print -quit)\nexec app\n";
+        assert_eq!(read(same).get("F"), Some("/data/f7"));
+        let left = image.search_left.get();
+        assert_eq!(left, MAX_SEARCH_NODES - 3000);
+        for _ in 0..100 {
+            assert_eq!(read(same).get("F"), Some("/data/f7"));
+        }
+        assert_eq!(
+            image.search_left.get(),
+            left,
+            "a search made again is not paid again"
+        );
+        let distinct: String = (0..80)
+            .map(|i| format!("export G{i}=$(find /data -name g{i} -print -quit)\n"))
+            .collect();
+        let e = read(&format!("{distinct}exec app\n"));
+        assert_eq!(e.get("G0"), Some(""));
+        let v = e.undecided("G79").expect("undecided");
+        assert!(format!("{:?}", v.value).contains("200000 entries"), "{v:?}");
+        // Globs draw on the same budget.
+        assert!(image.search_left.get() == 0);
+        let e = read("if [ -f /data/f* ]; then export H=1; fi\nexec app\n");
+        assert!(e.undecided("H").is_some());
+    }
+
+    #[test]
+    fn excerpts_cut_at_a_character_boundary() {
+        assert_eq!(excerpt("short"), "short");
+        let long = "é".repeat(MAX_QUOTED);
+        let e = excerpt(&long);
+        assert!(e.len() <= MAX_QUOTED + '…'.len_utf8() && e.ends_with('…'));
+    }
+
     /// Any text reads without a panic: pieces of shell syntax put together at random.
     #[test]
     fn arbitrary_text_reads_without_a_panic() {
@@ -1680,11 +2131,7 @@ exec "${@}"
             "/usr/lib/*/libjemalloc.so.2",
         ];
         let t = tree(&[JEMALLOC]);
-        let cx = Context {
-            tree: &t,
-            arch: Some(Arch::Amd64),
-            working_dir: "/",
-        };
+        let image = ImageBudget::default();
         let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
         for _ in 0..3000 {
             let mut text = String::new();
@@ -1695,6 +2142,14 @@ exec "${@}"
                 text.push_str(pieces[(seed >> 33) as usize % pieces.len()]);
             }
             text.push_str("\nexec app\n");
+            let budget = Budget::new(&Env::default());
+            let cx = Context {
+                tree: &t,
+                arch: Some(Arch::Amd64),
+                working_dir: "/",
+                image: &image,
+                budget: &budget,
+            };
             let _ = exports(&text, "/s", &Env::default(), &cx);
         }
     }
@@ -1715,7 +2170,9 @@ exec "${@}"
             &Context {
                 tree: &tree(&[]),
                 arch: None,
-                working_dir: "/"
+                working_dir: "/",
+                image: &ImageBudget::default(),
+                budget: &Budget::new(&Env::default()),
             }
         )
         .is_empty());

@@ -120,6 +120,9 @@ pub struct Manifests {
     pub skipped: Vec<Skipped>,
     /// Memory quantities that are valid but strange (`500m`), in words with file and line.
     pub warnings: Vec<String>,
+    /// What `$(VAR)` references may still add to the values of every manifest read, all
+    /// together ([`MAX_RUN_EXPANSION`]); `None` before the first container.
+    expansion_left: Option<usize>,
 }
 
 /// A manifest that cannot be read: what, the file and its text, the line, what to do.
@@ -626,6 +629,13 @@ impl Walk<'_> {
             }
         }
         let mut env: Vec<EnvEntry> = Vec::new();
+        // The last entry of each name, for `$(NAME)`: a reverse scan per reference cost the
+        // entries times the references (minutes for a manifest of a few MB).
+        let mut by_name: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        let mut budget = Expansion {
+            container_left: MAX_CONTAINER_ARGS,
+            run_left: self.out.expansion_left.unwrap_or(MAX_RUN_EXPANSION),
+        };
         if let Some(list) = c.get("env") {
             for e in self.seq(list, "`env`")? {
                 let m = self.map(e, "an `env` entry")?;
@@ -644,7 +654,13 @@ impl Walk<'_> {
                 // `value: ""` beside `valueFrom` is valid, and the kubelet takes `valueFrom`.
                 let from = m.get("valueFrom").filter(|f| f.value != Node::Null);
                 let value = if let Some(raw) = literal.filter(|l| !l.is_empty() || from.is_none()) {
-                    match expand_refs(&raw, &env, &env_from) {
+                    let refs = Refs {
+                        env: &env,
+                        by_name: &by_name,
+                        env_from: &env_from,
+                    };
+                    // `NAME=VALUE` and its NUL, as execve counts it.
+                    match expand_refs(&raw, &refs, &mut budget, var.len() + 2) {
                         Ok(value) => EnvValue::Value { value },
                         Err(why) => EnvValue::Unknown { why },
                     }
@@ -659,6 +675,7 @@ impl Walk<'_> {
                 } else {
                     EnvValue::Value { value: String::new() }
                 };
+                by_name.insert(var.clone(), env.len());
                 env.push(EnvEntry {
                     name: var,
                     line: line_of(e),
@@ -670,13 +687,19 @@ impl Walk<'_> {
         // An empty list is no list: the runtime keeps the image's Entrypoint or Cmd
         // (containerd's `setOCIProcessArgs`). A word with an unknown reference stays as written.
         let mut unresolved = Vec::new();
+        let refs = Refs {
+            env: &env,
+            by_name: &by_name,
+            env_from: &env_from,
+        };
         let mut expand = |l: Option<Lined<Vec<String>>>| {
             l.filter(|l| !l.value.is_empty()).map(|l| Lined {
                 value: l
                     .value
                     .iter()
                     .map(|s| {
-                        expand_refs(s, &env, &env_from).unwrap_or_else(|why| {
+                        // The word and its NUL, as execve counts it.
+                        expand_refs(s, &refs, &mut budget, 1).unwrap_or_else(|why| {
                             unresolved.push(format!("`{s}`: {why}"));
                             s.clone()
                         })
@@ -687,6 +710,7 @@ impl Walk<'_> {
         };
         let command = expand(command);
         let args = expand(args);
+        self.out.expansion_left = Some(budget.run_left);
         let mut mounts = Vec::new();
         if let Some(list) = c.get("volumeMounts") {
             for m in self.seq(list, "`volumeMounts`")? {
@@ -795,14 +819,81 @@ impl Walk<'_> {
     }
 }
 
-/// The most a `$(VAR)` expansion may grow a value to: each reference may double it.
-const MAX_EXPANDED_BYTES: usize = 64 << 10;
+/// execve(2) refuses an argument or environment string longer than MAX_ARG_STRLEN, 32 pages
+/// (128 KiB) on Linux: a value `$(VAR)` references grow past it (each may double it) cannot
+/// reach the program, and is undecided.
+pub const MAX_ARG_STRLEN: usize = 128 << 10;
+/// execve(2) refuses argv and envp together past ARG_MAX, a quarter of the stack limit: about
+/// 2 MiB under the usual 8 MiB. A container's env values and command words, once expanded,
+/// past it are undecided: no pod starts with more.
+pub const MAX_CONTAINER_ARGS: usize = 2 << 20;
+/// What `$(VAR)` references may add to the values of all the manifests of a run, together:
+/// 2 MiB a container for eight containers. Real references add a few bytes; a 295 KB manifest
+/// of containers that each double a value 20 times would otherwise take gigabytes.
+pub const MAX_RUN_EXPANSION: usize = 16 << 20;
+
+/// What `$(VAR)` expansion may still produce: for this container, and for the run.
+struct Expansion {
+    container_left: usize,
+    run_left: usize,
+}
+
+/// The env entries before a value, by name (the last of each), and the container's `envFrom`
+/// sources.
+struct Refs<'a> {
+    env: &'a [EnvEntry],
+    by_name: &'a std::collections::HashMap<String, usize>,
+    env_from: &'a [String],
+}
 
 /// `$(VAR)` expanded from the entries before it, as the kubelet does (`$$` is a `$`; a
 /// reference to a variable not defined stays as written). `Err` says why the value is not
 /// known: it refers to a variable whose value the manifest does not hold (a secret, a config
-/// map, an `envFrom` source that may define it), or it expands past [`MAX_EXPANDED_BYTES`].
-pub fn expand_refs(s: &str, env: &[EnvEntry], env_from: &[String]) -> Result<String, String> {
+/// map, an `envFrom` source that may define it), or it passes one of the bounds execve sets
+/// ([`MAX_ARG_STRLEN`] for the value, [`MAX_CONTAINER_ARGS`] with the container's other values)
+/// or what expansion may add in a run ([`MAX_RUN_EXPANSION`]). `overhead` is what execve counts
+/// besides the value (`NAME=` and a NUL, or a NUL).
+fn expand_refs(s: &str, refs: &Refs, budget: &mut Expansion, overhead: usize) -> Result<String, String> {
+    let value = expand_within(s, refs, budget, overhead)?;
+    budget.container_left -= value.len() + overhead;
+    budget.run_left = budget
+        .run_left
+        .saturating_sub(value.len().saturating_sub(s.len()));
+    Ok(value)
+}
+
+fn expand_within(s: &str, refs: &Refs, budget: &Expansion, overhead: usize) -> Result<String, String> {
+    let past_container = || {
+        format!(
+            "with the container's other env values and arguments it passes {} MiB, more than execve passes to a program (ARG_MAX)",
+            MAX_CONTAINER_ARGS >> 20
+        )
+    };
+    let container_max = budget
+        .container_left
+        .checked_sub(overhead)
+        .ok_or_else(past_container)?;
+    // What references may add here: the run's budget left.
+    let run_max = s.len().saturating_add(budget.run_left);
+    let check = |len: usize| -> Result<(), String> {
+        if len > MAX_ARG_STRLEN {
+            Err(format!(
+                "it passes {} KiB once its `$(VAR)` references are expanded, longer than any value execve passes to a program (MAX_ARG_STRLEN)",
+                MAX_ARG_STRLEN >> 10
+            ))
+        } else if len > container_max {
+            Err(past_container())
+        } else if len > run_max {
+            Err(format!(
+                "its `$(VAR)` references expand it after the manifests' references have added {} MiB, more than memlint follows",
+                MAX_RUN_EXPANSION >> 20
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    check(s.len())?;
+    let (env, env_from) = (refs.env, refs.env_from);
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(i) = rest.find('$') {
@@ -815,7 +906,7 @@ pub fn expand_refs(s: &str, env: &[EnvEntry], env_from: &[String]) -> Result<Str
             match inner.find(')') {
                 Some(end) => {
                     let name = &inner[..end];
-                    match env.iter().rev().find(|e| e.name == name).map(|e| &e.value) {
+                    match refs.by_name.get(name).and_then(|&i| env.get(i)).map(|e| &e.value) {
                         Some(EnvValue::Value { value }) | Some(EnvValue::Resource { value: Some(value), .. }) => {
                             out.push_str(value)
                         }
@@ -843,14 +934,10 @@ pub fn expand_refs(s: &str, env: &[EnvEntry], env_from: &[String]) -> Result<Str
             out.push('$');
             rest = after;
         }
-        if out.len() > MAX_EXPANDED_BYTES {
-            return Err(format!(
-                "its `$(VAR)` references expand it past {} KiB",
-                MAX_EXPANDED_BYTES >> 10
-            ));
-        }
+        check(out.len())?;
     }
     out.push_str(rest);
+    check(out.len())?;
     Ok(out)
 }
 
@@ -1030,7 +1117,65 @@ spec:
             ));
         }
         let c = pod(&env);
-        assert!(matches!(&c.env[39].value, EnvValue::Unknown { why } if why.contains("KiB")));
+        assert!(matches!(&c.env[39].value, EnvValue::Unknown { why } if why.contains("MAX_ARG_STRLEN")));
+        // The longest value execve passes is kept: 2^14 × 8 bytes.
+        assert!(matches!(&c.env[14].value, EnvValue::Value { value } if value.len() == 128 << 10));
+        assert!(matches!(&c.env[15].value, EnvValue::Unknown { .. }));
+    }
+
+    /// A container's values past ARG_MAX together, and a run's expansion past its budget, are
+    /// unknown with the bound; a later entry of a name is the one `$(NAME)` reads.
+    #[test]
+    fn expansion_budgets_per_container_and_per_run() {
+        let doubled = |copies: usize| {
+            let mut env = String::from("    env:\n    - {name: A0, value: xxxxxxxx}\n");
+            for i in 1..14 {
+                env.push_str(&format!(
+                    "    - {{name: A{i}, value: \"$(A{})$(A{})\"}}\n",
+                    i - 1,
+                    i - 1
+                ));
+            }
+            for i in 0..copies {
+                env.push_str(&format!("    - {{name: B{i}, value: \"$(A13)\"}}\n"));
+            }
+            env
+        };
+        let pod = |name: &str, env: &str| {
+            format!("---\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  containers:\n  - name: c\n    image: x\n    args: [\"$(A13)\"]\n{env}")
+        };
+        let m = read_text(&pod("p", &doubled(40))).unwrap();
+        let c = &m.containers[0];
+        let unknown = |name: &str| match &c.env.iter().find(|e| e.name == name).unwrap().value {
+            EnvValue::Unknown { why } => why.clone(),
+            v => panic!("{name} is known: {:?}", std::mem::discriminant(v)),
+        };
+        assert!(matches!(&c.env[14].value, EnvValue::Value { .. }));
+        let why = unknown("B39");
+        assert!(why.contains("2 MiB") && why.contains("ARG_MAX"), "{why}");
+        // The args come after the env, past the container's budget too.
+        assert_eq!(c.args.as_ref().unwrap().value, ["$(A13)"]);
+        assert!(
+            c.unresolved_args[0].contains("ARG_MAX"),
+            "{:?}",
+            c.unresolved_args
+        );
+        // Across containers: the run's expansion budget.
+        let text: String = (0..30).map(|i| pod(&format!("p{i}"), &doubled(10))).collect();
+        let m = read_text(&text).unwrap();
+        let last = m.containers.last().unwrap();
+        assert!(
+            matches!(&last.env[13].value, EnvValue::Unknown { why } if why.contains("16 MiB")),
+            "{:?}",
+            std::mem::discriminant(&last.env[13].value)
+        );
+        assert!(matches!(&m.containers[0].env[13].value, EnvValue::Value { .. }));
+        // The last entry of a name is the one a reference reads.
+        let m = read_text(&pod("q", "    env:\n    - {name: XV, value: a}\n    - {name: XV, value: b}\n    - {name: YV, value: \"$(XV)\"}\n")).unwrap();
+        assert_eq!(
+            m.containers[0].env[2].value,
+            EnvValue::Value { value: "b".into() }
+        );
     }
 
     #[test]

@@ -121,7 +121,7 @@ pub fn derive(env: &Env, entry: &Entrypoint) -> GoMemLimit {
                 Origin::Image => Source::Image,
                 Origin::Manifest { line } => Source::Manifest { line: *line },
                 Origin::Script { script, line } => Source::Script {
-                    script: script.clone(),
+                    script: script.to_string(),
                     line: *line,
                 },
             },

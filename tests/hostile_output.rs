@@ -11,6 +11,7 @@ use common::measure::*;
 use common::*;
 use serde_json::Value;
 use std::fs;
+use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -327,6 +328,45 @@ fn report_paths_replace_links_and_refuse_fifos_and_folders() {
         .filter(|n| n.contains("memlint-tmp"))
         .collect();
     assert!(left.is_empty(), "{left:?}");
+
+    // A path to this process's own standard output or error (`/dev/stdout` is a link to
+    // `/proc/self/fd/1`; a link of the test's own stands in for it, so that a failure replaces
+    // nothing of the machine's) and `/dev/null` are streams, written to, never replaced.
+    std::os::unix::fs::symlink("/proc/self/fd/1", dir.path().join("stdout")).unwrap();
+    std::os::unix::fs::symlink("/proc/self/fd/2", dir.path().join("stderr")).unwrap();
+    let run = bounded_in(
+        dir.path(),
+        &[
+            "lint",
+            "--fail-on",
+            "never",
+            "-q",
+            "--format",
+            "json",
+            "--output",
+            "/dev/null",
+            "-o",
+            "sarif=stdout",
+            "-o",
+            "json=stderr",
+            &image,
+        ],
+        0,
+        quick,
+    );
+    let sarif: Value = serde_json::from_slice(&run.out.stdout).unwrap();
+    assert_eq!(sarif["version"], "2.1.0");
+    assert!(String::from_utf8_lossy(&run.out.stderr).contains("\"facts\""));
+    for name in ["stdout", "stderr"] {
+        assert!(
+            fs::symlink_metadata(dir.path().join(name))
+                .unwrap()
+                .file_type()
+                .is_symlink(),
+            "{name}"
+        );
+    }
+    assert!(fs::metadata("/dev/null").unwrap().file_type().is_char_device());
 
     // merge --output through a link, and to a FIFO.
     let mdir = tempfile::tempdir().unwrap();

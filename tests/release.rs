@@ -305,7 +305,10 @@ fn action_install_verifies_release_binaries_against_the_pinned_table() {
     let r = bench.install(&right, &[("INPUT_VERSION", "1.0\n::add-mask::x\r%")]);
     assert_eq!(r.out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&r.out.stderr);
-    assert!(err.contains("version '1.0%0A::add-mask::x%0D%25' is not"), "{err}");
+    assert!(
+        err.contains("version '1.0%0A::add-mask::x%0D%25' is not"),
+        "{err}"
+    );
     assert!(!err.lines().any(|l| l.starts_with("::add-mask")), "{err}");
     // The newest listed release by version order (v0.10 after v0.9), whose asset is missing
     // here: a download was tried for it.
@@ -477,7 +480,10 @@ fn workflows_pin_actions_and_the_release_workflow_ships_what_the_action_reads() 
         .expect("RUST_TOOLCHAIN pinned");
     assert!(pinned.split('.').count() == 3, "{pinned}");
     let dockerfile = fs::read_to_string(format!("{ROOT}/docker/Dockerfile")).unwrap();
-    assert!(dockerfile.contains(&format!("FROM rust:{pinned}-")), "docker/Dockerfile builds with another toolchain than {pinned}");
+    assert!(
+        dockerfile.contains(&format!("FROM rust:{pinned}-")),
+        "docker/Dockerfile builds with another toolchain than {pinned}"
+    );
     // The targets the install script maps runners to are the ones released.
     let install = fs::read_to_string(format!("{ROOT}/scripts/action-install.sh")).unwrap();
     for target in release
@@ -578,7 +584,12 @@ fn container_image_final_stage_builds_with_buildah_and_lints_under_podman() {
             "{from} is not pinned by digest"
         );
     }
-    let distroless = stage.lines().next().unwrap().trim_start_matches("FROM ").to_string();
+    let distroless = stage
+        .lines()
+        .next()
+        .unwrap()
+        .trim_start_matches("FROM ")
+        .to_string();
     assert!(
         !stage.contains("\nRUN "),
         "the final stage needs no shell: {stage}"

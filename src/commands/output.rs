@@ -34,9 +34,48 @@ fn refused_kind(path: &Path) -> Option<&'static str> {
     Some("not a regular file")
 }
 
+/// A path that names one of this process's own streams rather than a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stream {
+    Stdout,
+    Stderr,
+    Null,
+}
+
+/// The stream `path` names: `/dev/stdout`, `/dev/fd/2`, `/proc/self/fd/1` (any path to the
+/// very file this process writes its standard output or error to), and `/dev/null`. CI scripts
+/// write `-o json=/dev/stdout`; replacing such a path by rename would replace `/dev/stdout`
+/// itself when memlint runs as root in a job's container, so the report goes to the stream.
+fn stream(path: &Path) -> Option<Stream> {
+    // `/proc/self/fd/1` of a pipe resolves to no path (`pipe:[…]`): not canonicalized, compared.
+    if std::fs::canonicalize(path).is_ok_and(|p| p == Path::new("/dev/null")) {
+        return Some(Stream::Null);
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let target = std::fs::metadata(path).ok()?;
+        let same = |fd: std::os::fd::BorrowedFd<'_>| {
+            rustix::fs::fstat(fd)
+                .is_ok_and(|st| st.st_dev as u64 == target.dev() && st.st_ino as u64 == target.ino())
+        };
+        use std::os::fd::AsFd;
+        if same(std::io::stdout().as_fd()) {
+            return Some(Stream::Stdout);
+        }
+        if same(std::io::stderr().as_fd()) {
+            return Some(Stream::Stderr);
+        }
+    }
+    None
+}
+
 /// Refuses a report path that holds a FIFO, a device, a socket or a folder; `given` is the
 /// option as given (`--output out.sarif`, `-o sarif=out.sarif`).
 pub(crate) fn check_destination(given: &str, path: &Path) -> Result<()> {
+    if stream(path).is_some() {
+        return Ok(());
+    }
     match refused_kind(path) {
         None => Ok(()),
         Some(kind) => Err(Error::BadArgument {
@@ -68,6 +107,18 @@ pub(crate) fn write_own_file(
         path: path.display().to_string(),
         source,
     };
+    match stream(path) {
+        Some(Stream::Stdout) => {
+            let mut out = std::io::stdout().lock();
+            return write(&mut out).and_then(|_| out.flush()).map_err(failed);
+        }
+        Some(Stream::Stderr) => {
+            let mut err = std::io::stderr().lock();
+            return write(&mut err).and_then(|_| err.flush()).map_err(failed);
+        }
+        Some(Stream::Null) => return write(&mut std::io::sink()).map_err(failed),
+        None => {}
+    }
     // Checked again here: the path may have changed since the run began.
     check_destination(&format!("the report path {}", path.display()), path)?;
     let folder = match path.parent() {

@@ -56,8 +56,10 @@ fn stream(path: &Path) -> Option<Stream> {
         use std::os::unix::fs::MetadataExt;
         let target = std::fs::metadata(path).ok()?;
         let same = |fd: std::os::fd::BorrowedFd<'_>| {
-            rustix::fs::fstat(fd)
-                .is_ok_and(|st| st.st_dev as u64 == target.dev() && st.st_ino as u64 == target.ino())
+            fd.try_clone_to_owned()
+                .map(std::fs::File::from)
+                .and_then(|f| f.metadata())
+                .is_ok_and(|m| m.dev() == target.dev() && m.ino() == target.ino())
         };
         use std::os::fd::AsFd;
         if same(std::io::stdout().as_fd()) {

@@ -17,40 +17,6 @@ fn dockerfile(name: &str) -> String {
     format!("{ROOT}/testdata/dockerfiles/{name}.Dockerfile")
 }
 
-/// Validates a SARIF file against the 2.1.0 schema and with the SARIF Multitool's GitHub rules.
-fn validate_sarif(path: &Path) {
-    require_tool("check-jsonschema");
-    let schema = format!("{ROOT}/testdata/sarif-schema-2.1.0.json");
-    run(Command::new("check-jsonschema")
-        .args(["--schemafile", &schema])
-        .arg(path));
-    let tool = String::from_utf8(run(&mut Command::new(format!("{ROOT}/scripts/sarif-multitool.sh"))).stdout)
-        .unwrap();
-    let result = path.with_extension("validation.sarif");
-    run(Command::new(tool.trim())
-        .args([
-            "validate",
-            "--rule-kind",
-            "Gh;Sarif",
-            "--log",
-            "ForceOverwrite",
-            "--output",
-        ])
-        .arg(&result)
-        .arg(path)
-        .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1"));
-    let v: Value = serde_json::from_slice(&fs::read(&result).unwrap()).unwrap();
-    let problems: Vec<String> = v["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|r| r["results"].as_array().cloned().unwrap_or_default())
-        .filter(|r| r["level"] == "error" || r["level"] == "warning")
-        .map(|r| format!("{} {}", r["ruleId"], r["message"]["text"]))
-        .collect();
-    assert!(problems.is_empty(), "{}: {problems:#?}", path.display());
-}
-
 /// How many rules `memlint rules --format json` lists.
 fn memlint_rule_count() -> usize {
     let out = memlint(&["rules", "--format", "json"]);

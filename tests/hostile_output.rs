@@ -19,7 +19,6 @@ use std::time::Duration;
 const MAX_RSS_KIB: u64 = 256 * 1024;
 /// Generous for a debug build on a shared machine; the point is that nothing grows without end.
 const WALL: Duration = Duration::from_secs(120);
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// The image every container of the fleets runs: Node with a heap flag, so that each container
 /// under a memory limit has a finding.
@@ -63,59 +62,6 @@ fn deployments(n: usize) -> String {
             )
         })
         .collect()
-}
-
-/// The SARIF Multitool's path, or `None` (with why) when it cannot be installed here.
-fn sarif_multitool() -> Option<String> {
-    let out = Command::new(format!("{ROOT}/scripts/sarif-multitool.sh")).output();
-    match out {
-        Ok(o) if o.status.success() => Some(String::from_utf8(o.stdout).unwrap().trim().to_string()),
-        Ok(o) => {
-            eprintln!(
-                "SKIPPED the SARIF Multitool check: scripts/sarif-multitool.sh could not install it (npm): {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
-            None
-        }
-        Err(e) => {
-            eprintln!("SKIPPED the SARIF Multitool check: scripts/sarif-multitool.sh cannot run: {e}");
-            None
-        }
-    }
-}
-
-/// Validates a SARIF file against the 2.1.0 schema and, when the Multitool can be installed,
-/// with its GitHub rules.
-fn validate_sarif(path: &Path) {
-    require_tool("check-jsonschema");
-    let schema = format!("{ROOT}/testdata/sarif-schema-2.1.0.json");
-    run(Command::new("check-jsonschema")
-        .args(["--schemafile", &schema])
-        .arg(path));
-    let Some(tool) = sarif_multitool() else { return };
-    let result = path.with_extension("validation.sarif");
-    run(Command::new(tool)
-        .args([
-            "validate",
-            "--rule-kind",
-            "Gh;Sarif",
-            "--log",
-            "ForceOverwrite",
-            "--output",
-        ])
-        .arg(&result)
-        .arg(path)
-        .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1"));
-    let v: Value = serde_json::from_slice(&fs::read(&result).unwrap()).unwrap();
-    let problems: Vec<String> = v["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|r| r["results"].as_array().cloned().unwrap_or_default())
-        .filter(|r| r["level"] == "error" || r["level"] == "warning")
-        .map(|r| format!("{} {}", r["ruleId"], r["message"]["text"]))
-        .collect();
-    assert!(problems.is_empty(), "{}: {problems:#?}", path.display());
 }
 
 #[test]

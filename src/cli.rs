@@ -59,6 +59,11 @@ pub struct MergeArgs {
     /// Write the report to this file instead of standard output
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+
+    /// Code scanning category of the SARIF run: the `--category` the shards were linted with
+    /// (default: `memlint/k8s`, as `lint --k8s`)
+    #[arg(long, value_name = "CATEGORY")]
+    pub category: Option<String>,
 }
 
 /// Formats of `merge`.

@@ -631,6 +631,22 @@ fn shards_cover_every_image_once_and_merge_gives_the_unsharded_report() {
         named.contains("app-0-0") && named.contains("app-0-1"),
         "{named:?}"
     );
+    assert_eq!(merged["runs"][0]["automationDetails"]["id"], "memlint/k8s/");
+    // The category the shards were linted with, given to the merge.
+    let out = memlint_in(
+        dir.path(),
+        &[
+            "merge",
+            "shard-1.json",
+            "--format",
+            "sarif",
+            "--fail-on",
+            "never",
+            "--category",
+            "fleet/prod",
+        ],
+    );
+    assert_eq!(json_of(&out)["runs"][0]["automationDetails"]["id"], "fleet/prod/");
     let results = merged["runs"][0]["results"].as_array().unwrap();
     let fingerprints: std::collections::BTreeSet<&str> = results
         .iter()

@@ -445,7 +445,8 @@ pub fn run(args: MergeArgs) -> Result<ExitCode> {
             w.write_all(b"\n}\n")
         }
         MergeFormat::Sarif => {
-            let mut s = sarif::SarifWriter::start(w, &sarif::automation_id(None, "memlint/k8s"))?;
+            let mut s =
+                sarif::SarifWriter::start(w, &sarif::automation_id(args.category.as_deref(), "memlint/k8s"))?;
             for p in placed.iter().filter(|p| p.linted) {
                 s.note_report(|| first_properties.clone().unwrap_or_default());
                 let bytes = spooled.read(p.chunk)?;

@@ -9,7 +9,7 @@
 use crate::finding::{Evidence, Finding, Suppression};
 use crate::locate::DockerfileContext;
 use crate::rules::{self, RuleResult};
-use crate::settings::{Date, Settings};
+use crate::settings::{Date, ScopedIgnore, Settings};
 
 /// What the judge weighs besides the findings.
 pub struct Policy<'a> {
@@ -22,6 +22,9 @@ pub struct Policy<'a> {
     pub image_names: &'a [&'a str],
     /// The day an ignore's `expires` is compared with.
     pub today: Date,
+    /// Ignores written beside what is linted (a workload's `memlint/ignore` annotation), each
+    /// scoped as a `[[ignores]]` entry is and placed at its line: SARIF's `inSource`.
+    pub in_source: &'a [ScopedIgnore],
 }
 
 /// The judge's decision on one image's findings.
@@ -53,10 +56,11 @@ pub fn judge(results: &[RuleResult], policy: &Policy, place: impl FnOnce(&mut [F
     }
     place(&mut all);
     let mut used = vec![false; policy.settings.scoped.len()];
+    let mut used_in_source = vec![false; policy.in_source.len()];
     let mut findings = Vec::new();
     let mut ignored = Vec::new();
     for mut f in all {
-        f.suppression = suppression(&mut f, policy, &mut used);
+        f.suppression = suppression(&mut f, policy, &mut used, &mut used_in_source);
         if f.suppression.is_some() {
             ignored.push(f);
         } else {
@@ -65,8 +69,13 @@ pub fn judge(results: &[RuleResult], policy: &Policy, place: impl FnOnce(&mut [F
     }
     let (mut findings, ignored) = (cap(findings), cap(ignored));
     let mut notes = Vec::new();
-    for (i, s) in policy.settings.scoped.iter().enumerate() {
-        if !used[i] {
+    let unused = policy
+        .in_source
+        .iter()
+        .zip(&used_in_source)
+        .chain(policy.settings.scoped.iter().zip(&used));
+    for (s, used) in unused {
+        if !used {
             notes.push(format!(
                 "the ignore of {} at {} matched no finding",
                 s.rule, s.origin
@@ -90,9 +99,14 @@ pub fn judge(results: &[RuleResult], policy: &Policy, place: impl FnOnce(&mut [F
 }
 
 /// The ignore that hides a finding, if any: a `# memlint ignore=` comment above its Dockerfile
-/// line, a rule ignored everywhere, or a scoped ignore that has not expired. An expired one
-/// stops hiding the finding and says so in its evidence.
-fn suppression(f: &mut Finding, policy: &Policy, used: &mut [bool]) -> Option<Suppression> {
+/// line, an ignore written on the workload, a rule ignored everywhere, or a scoped ignore that
+/// has not expired. An expired one stops hiding the finding and says so in its evidence.
+fn suppression(
+    f: &mut Finding,
+    policy: &Policy,
+    used: &mut [bool],
+    used_in_source: &mut [bool],
+) -> Option<Suppression> {
     if let (Some(df), Some(loc)) = (policy.dockerfile, f.location.as_ref()) {
         let inline = df
             .dockerfile
@@ -112,6 +126,10 @@ fn suppression(f: &mut Finding, policy: &Policy, used: &mut [bool]) -> Option<Su
             });
         }
     }
+    // The workload's own ignores before the config file's: they say why for this workload.
+    if let Some(s) = scoped(f, policy, policy.in_source, used_in_source, "inSource") {
+        return Some(s);
+    }
     if let Some((_, origin)) = policy.settings.ignore.iter().find(|(r, _)| r == f.rule) {
         return Some(Suppression {
             kind: "external",
@@ -119,7 +137,20 @@ fn suppression(f: &mut Finding, policy: &Policy, used: &mut [bool]) -> Option<Su
             origin: origin.clone(),
         });
     }
-    for (i, s) in policy.settings.scoped.iter().enumerate() {
+    scoped(f, policy, &policy.settings.scoped, used, "external")
+}
+
+/// The first of `ignores` that covers the finding and has not expired, as a suppression of
+/// `kind`; each that covers it is marked in `used`, and each expired one says so in its
+/// evidence.
+fn scoped(
+    f: &mut Finding,
+    policy: &Policy,
+    ignores: &[ScopedIgnore],
+    used: &mut [bool],
+    kind: &'static str,
+) -> Option<Suppression> {
+    for (i, s) in ignores.iter().enumerate() {
         if !s.covers(f.rule, policy.image_names, &f.evidence) {
             continue;
         }
@@ -133,7 +164,7 @@ fn suppression(f: &mut Finding, policy: &Policy, used: &mut [bool]) -> Option<Su
             }
             _ => {
                 return Some(Suppression {
-                    kind: "external",
+                    kind,
                     justification: s.reason.clone(),
                     origin: s.origin.clone(),
                 });
@@ -232,6 +263,7 @@ mod tests {
             artifact: "Dockerfile",
             image_names: names,
             today: today(),
+            in_source: &[],
         };
         judge(&results(findings), &policy, |_| {})
     }
@@ -260,6 +292,7 @@ mod tests {
             artifact: "Dockerfile",
             image_names: &[],
             today: today(),
+            in_source: &[],
         };
         let findings = vec![
             preload("/usr/lib/libjemalloc.so.2"),
@@ -409,6 +442,64 @@ mod tests {
     }
 
     #[test]
+    fn a_workload_ignore_hides_in_source_expires_and_notes_when_unused() {
+        let annotation = |rule: &str, expires: Option<Date>, line: u32| ScopedIgnore {
+            rule: rule.to_string(),
+            image: None,
+            path: None,
+            reason: "sized by the operator".to_string(),
+            expires,
+            origin: format!("deploy/app.yaml:{line}"),
+        };
+        // The config file ignores the same rule: the workload's own reason is the one given.
+        let s = settings(
+            "[[ignores]]\nrule = \"ld-preload-missing\"\nimage = \"*\"\nreason = \"fleet-wide\"\n",
+        );
+        let in_source = [
+            annotation("ld-preload-missing", Some("2026-03-01".parse().unwrap()), 7),
+            annotation("go-memlimit-missing", None, 8),
+            annotation("sharp-glibc-allocator", Some("2026-02-01".parse().unwrap()), 9),
+        ];
+        let policy = Policy {
+            settings: &s,
+            dockerfile: None,
+            artifact: "Dockerfile",
+            image_names: &["app:1"],
+            today: today(),
+            in_source: &in_source,
+        };
+        let findings = vec![
+            preload("/usr/lib/libjemalloc.so.2"),
+            rule("sharp-glibc-allocator").finding("s"),
+        ];
+        let v = judge(&results(findings), &policy, |_| {});
+        assert_eq!(
+            hidden(&v),
+            [(
+                "ld-preload-missing",
+                Suppression {
+                    kind: "inSource",
+                    justification: "sized by the operator".to_string(),
+                    origin: "deploy/app.yaml:7".to_string(),
+                }
+            )]
+        );
+        // Expired: the finding is back, and says which ignore expired.
+        assert_eq!(v.findings.len(), 1);
+        assert_eq!(
+            v.findings[0].evidence.last().map(|e| e.text()),
+            Some("the ignore at deploy/app.yaml:9 expired on 2026-02-01 and no longer hides this (sized by the operator)")
+        );
+        assert_eq!(
+            v.notes[..2],
+            [
+                "the ignore of go-memlimit-missing at deploy/app.yaml:8 matched no finding",
+                "the ignore of ld-preload-missing at .memlint.toml:1 matched no finding",
+            ]
+        );
+    }
+
+    #[test]
     fn an_inline_ignore_hides_the_finding_on_the_line_below_it() {
         let d = Dockerfile::parse(
             "FROM debian:12\n# memlint ignore=ld-preload-missing reason=\"arm64 only\"\nENV LD_PRELOAD=/usr/lib/libjemalloc.so.2\n# memlint ignore=node-semi-space\nCMD [\"node\"]\n",
@@ -421,6 +512,7 @@ mod tests {
             artifact: "Dockerfile",
             image_names: &[],
             today: today(),
+            in_source: &[],
         };
         let findings = vec![
             preload("/usr/lib/libjemalloc.so.2"),

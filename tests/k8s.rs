@@ -920,3 +920,264 @@ spec:
         "{text}"
     );
 }
+
+/// A fleet of one Node image run by several workloads, each with `--max-old-space-size=2048`
+/// under a 2Gi limit (heap-exceeds-limit), some carrying `memlint/ignore` annotations.
+fn annotated_fleet() -> String {
+    let node = |name: &str| {
+        format!(
+            "      - name: {name}\n        image: ghcr.io/example/node:1\n        env: [{{name: NODE_OPTIONS, value: \"--max-old-space-size=2048\"}}]\n        resources: {{limits: {{memory: 2Gi}}}}\n"
+        )
+    };
+    let deeper = |text: String| text.lines().map(|l| format!("    {l}\n")).collect::<String>();
+    format!(
+        r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  annotations:
+    memlint/ignore: "heap-exceeds-limit: the operator sizes the heap"
+spec:
+  template:
+    spec:
+      containers:
+{web}---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: plain
+spec:
+  template:
+    spec:
+      containers:
+{plain}---
+apiVersion: batch/v1
+kind: CronJob
+metadata:
+  name: nightly
+spec:
+  schedule: "0 3 * * *"
+  jobTemplate:
+    spec:
+      template:
+        metadata:
+          annotations:
+            memlint/ignore: |
+              go-memlimit-missing: not a Go program
+              heap-exceeds-limit@job: a batch, sized by hand
+            memlint/ignore-until: "2099-12-31"
+        spec:
+          containers:
+{job}---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: pair
+  annotations:
+    memlint/ignore: "heap-exceeds-limit@a: only a is tuned"
+spec:
+  template:
+    spec:
+      containers:
+{a}{b}---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: lapsed
+  annotations:
+    memlint/ignore: "heap-exceeds-limit: until the resize"
+    memlint/ignore-until: "2020-01-31"
+spec:
+  template:
+    spec:
+      containers:
+{lapsed}"#,
+        web = node("web"),
+        plain = node("plain"),
+        job = deeper(node("job")),
+        a = node("a"),
+        b = node("b"),
+        lapsed = node("lapsed"),
+    )
+}
+
+#[test]
+fn workload_annotations_ignore_a_rule_for_that_workload_alone() {
+    let node = build_image("node-old-space");
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = annotated_fleet();
+    std::fs::write(dir.path().join("fleet.yaml"), &yaml).unwrap();
+    let line_of = |needle: &str| yaml.lines().position(|l| l.contains(needle)).unwrap() + 1;
+    let stand_in = format!("ghcr.io/example/node:1={node}");
+    let v = lint_k8s(dir.path(), "fleet.yaml", &[&stand_in]);
+    let by_container = |name: &str| {
+        v["reports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["k8s"]["container"] == name)
+            .unwrap_or_else(|| panic!("{name}: {v:#}"))
+            .clone()
+    };
+    let heap = "heap-exceeds-limit".to_string();
+    let ignored = |r: &Value| -> Vec<(String, String, String, String)> {
+        r["ignored"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                let s = &f["suppression"];
+                (
+                    f["rule"].as_str().unwrap().to_string(),
+                    s["kind"].as_str().unwrap().to_string(),
+                    s["justification"].as_str().unwrap().to_string(),
+                    s["origin"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    // The Deployment's annotation hides its finding, with its reason and line.
+    let web = by_container("web");
+    assert!(!rules_of(&web).contains(&heap), "{web:#}");
+    assert_eq!(
+        ignored(&web),
+        [(
+            heap.clone(),
+            "inSource".to_string(),
+            "the operator sizes the heap".to_string(),
+            format!("fleet.yaml:{}", line_of("the operator sizes the heap"))
+        )]
+    );
+    assert_eq!(web["summary"]["ignored"], 1);
+    // Another workload with the same image keeps it.
+    let plain = by_container("plain");
+    assert!(rules_of(&plain).contains(&heap), "{plain:#}");
+    assert_eq!(plain["ignored"].as_array().unwrap().len(), 0);
+    // The CronJob's pod template: a block of two entries, each at its own line, not expired.
+    let job = by_container("job");
+    assert!(!rules_of(&job).contains(&heap), "{job:#}");
+    assert_eq!(
+        ignored(&job),
+        [(
+            heap.clone(),
+            "inSource".to_string(),
+            "a batch, sized by hand".to_string(),
+            format!("fleet.yaml:{}", line_of("heap-exceeds-limit@job"))
+        )]
+    );
+    // `@a` hides the finding on container a, not on b of the same workload.
+    assert!(!rules_of(&by_container("a")).contains(&heap));
+    assert_eq!(ignored(&by_container("a")).len(), 1);
+    assert!(rules_of(&by_container("b")).contains(&heap));
+    // Past its ignore-until the finding is back, saying the ignore expired.
+    let lapsed = by_container("lapsed");
+    let finding = lapsed["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "heap-exceeds-limit")
+        .unwrap_or_else(|| panic!("{lapsed:#}"));
+    let evidence = finding["evidence"].to_string();
+    assert!(
+        evidence.contains(&format!(
+            "the ignore at fleet.yaml:{} expired on 2020-01-31 and no longer hides this (until the resize)",
+            line_of("until the resize")
+        )),
+        "{evidence}"
+    );
+
+    // Text: the annotation that matched nothing is a note, as an unused config ignore is.
+    let out = memlint_in(
+        dir.path(),
+        &["lint", "--k8s", "fleet.yaml", "--image", &stand_in, "--fail-on", "never"],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "note: the ignore of go-memlimit-missing at fleet.yaml:{} matched no finding",
+            line_of("not a Go program")
+        )),
+        "{text}"
+    );
+
+    // SARIF: the suppression is in the source, at the annotation's line.
+    let out = memlint_in(
+        dir.path(),
+        &["lint", "--k8s", "fleet.yaml", "--image", &stand_in, "--format", "sarif", "--fail-on", "never"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let sarif: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let suppressed: Vec<(&str, u64)> = sarif["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["suppressions"].get(0))
+        .map(|s| {
+            let loc = &s["location"]["physicalLocation"];
+            assert_eq!(loc["artifactLocation"]["uri"], "fleet.yaml", "{s:#}");
+            (s["kind"].as_str().unwrap(), loc["region"]["startLine"].as_u64().unwrap())
+        })
+        .collect();
+    let at = |needle: &str| line_of(needle) as u64;
+    assert_eq!(
+        suppressed,
+        [
+            ("inSource", at("the operator sizes the heap")),
+            ("inSource", at("heap-exceeds-limit@job")),
+            ("inSource", at("only a is tuned")),
+        ]
+    );
+}
+
+#[test]
+fn malformed_workload_annotations_exit_2_naming_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let deployment = |annotations: &str| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n  annotations:\n{annotations}spec:\n  template:\n    spec:\n      containers:\n      - name: app\n        image: x\n"
+        )
+    };
+    let cases = [
+        (
+            "    memlint/ignore: \"heap-exceeds-limt: sized\"\n",
+            "there is no rule `heap-exceeds-limt`",
+            "did you mean `heap-exceeds-limit`",
+            6,
+        ),
+        (
+            "    memlint/ignore: |\n      go-memlimit-missing: not Go\n      heap-exceeds-limit\n",
+            "the ignore of heap-exceeds-limit has no reason",
+            "why it is fine here",
+            8,
+        ),
+        (
+            "    memlint/ignore: \"heap-exceeds-limit: sized\"\n    memlint/ignore-until: \"2026-02-30\"\n",
+            "is not a date",
+            "YYYY-MM-DD",
+            7,
+        ),
+        (
+            "    memlint/ignore: \"heap-exceeds-limit@sidecar: sized\"\n",
+            "names the container `sidecar`",
+            "its containers are: app",
+            6,
+        ),
+        (
+            "    memlint/ignore-until: \"2027-01-31\"\n",
+            "has no `memlint/ignore` beside it",
+            "remove it",
+            6,
+        ),
+    ];
+    for (annotations, says, help, line) in cases {
+        std::fs::write(dir.path().join("d.yaml"), deployment(annotations)).unwrap();
+        let out = memlint_in(dir.path(), &["lint", "--k8s", "d.yaml"]);
+        assert_eq!(out.status.code(), Some(2), "{annotations}");
+        let err = error_text(&out);
+        assert!(
+            err.contains(says) && err.contains(help) && err.contains(&format!("(line {line})")) && err.contains("d.yaml"),
+            "{annotations}: {err}"
+        );
+    }
+}

@@ -157,6 +157,7 @@ pub(crate) fn run(
         dockerfile: df_ctx,
         artifact: &args.sarif_artifact,
         today: settings::today(),
+        in_source: &[],
     };
     let mut formats: Vec<(LintFormat, bool)> = vec![(args.format, color && args.format == LintFormat::Text)];
     formats.extend(args.outputs.iter().map(|(f, _)| (*f, false)));
@@ -335,7 +336,12 @@ impl Plan<'_> {
             .get(&c.workload.file)
             .map(|m| m.artifact.as_str())
             .unwrap_or(self.ctx.artifact);
-        let r = LintReport::new(image, &f, rules::run(&f), self.ctx).in_container(
+        let in_source = workload_ignores(c, artifact);
+        let ctx = ReportContext {
+            in_source: &in_source,
+            ..*self.ctx
+        };
+        let r = LintReport::new(image, &f, rules::run(&f), &ctx).in_container(
             c,
             artifact,
             self.ctx.dockerfile.is_some(),
@@ -557,6 +563,24 @@ fn read_inputs(args: &LintArgs) -> Result<(Vec<Input>, BTreeMap<String, Manifest
         }
     }
     Ok((inputs, files))
+}
+
+/// The `memlint/ignore` entries of the container's workload that are about it, as the judge
+/// weighs them: every finding of the rule on this container, placed at the manifest line
+/// (`artifact` is the manifest's repository-relative path).
+fn workload_ignores(c: &Container, artifact: &str) -> Vec<settings::ScopedIgnore> {
+    c.ignores
+        .iter()
+        .filter(|i| i.applies_to(&c.workload.container))
+        .map(|i| settings::ScopedIgnore {
+            rule: i.rule.clone(),
+            image: None,
+            path: None,
+            reason: i.reason.clone(),
+            expires: i.expires,
+            origin: format!("{artifact}:{}", i.line),
+        })
+        .collect()
 }
 
 fn manifest_error(e: k8s::ManifestError) -> Error {

@@ -138,6 +138,7 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
         dockerfile: df_ctx.as_ref(),
         artifact: &args.sarif_artifact,
         today: settings::today(),
+        in_source: &[],
     };
     let reports: Vec<LintReport> = loaded
         .iter()

@@ -7,6 +7,7 @@
 //! serde-saphyr into a tree with lines ([`yaml`]), which the walk below holds to Kubernetes'
 //! types for the workload kinds only: a CRD of another shape never fails the run.
 
+pub mod annotations;
 pub mod quantity;
 pub mod yaml;
 
@@ -14,6 +15,7 @@ use quantity::Quantity;
 use serde::Serialize;
 use serde_saphyr::Spanned;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use yaml::{line_of, Node};
 
 /// The most a manifest file (or standard input) may hold: a whole cluster's rendering.
@@ -102,6 +104,10 @@ pub struct Container {
     /// each with why: a rule that would read them stays undecided.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unresolved_args: Vec<String>,
+    /// The `memlint/ignore` entries of its workload and pod template, shared by the workload's
+    /// containers; each says which of them it is about ([`annotations::WorkloadIgnore::applies_to`]).
+    #[serde(skip)]
+    pub ignores: Arc<[annotations::WorkloadIgnore]>,
 }
 
 /// A document memlint does not lint, for `-v`.
@@ -224,6 +230,7 @@ fn read_one(input: &Input, out: &mut Manifests) -> Result<(), Box<ManifestError>
     };
     let mut walk = Walk {
         file: &input.file,
+        text: &input.text,
         out,
         fail: &fail,
     };
@@ -269,6 +276,8 @@ type Fail<'a> = &'a dyn Fn(Option<u32>, String, String) -> Box<ManifestError>;
 
 struct Walk<'a> {
     file: &'a str,
+    /// The file's text, for the line of each entry of a `memlint/ignore` block.
+    text: &'a str,
     out: &'a mut Manifests,
     fail: Fail<'a>,
 }
@@ -419,8 +428,13 @@ impl Walk<'_> {
         };
         let mut at: &Spanned<Node> = doc;
         let mut path = String::new();
+        // The pod template (`spec.template`), whose own metadata may carry annotations.
+        let mut template: Option<&Node> = None;
         for key in pod_spec_path {
             let parent = self.map(at, if path.is_empty() { "the document" } else { &path })?;
+            if *key == "spec" && !path.is_empty() {
+                template = Some(parent);
+            }
             path = if path.is_empty() {
                 format!("`{key}`")
             } else {
@@ -450,6 +464,7 @@ impl Walk<'_> {
             init: false,
         };
         let volumes = self.volumes(pod)?;
+        let first = self.out.containers.len();
         for (key, init) in [("initContainers", true), ("containers", false)] {
             let Some(list) = pod.get(key) else { continue };
             for c in self.seq(list, &format!("`{key}`"))? {
@@ -458,7 +473,174 @@ impl Walk<'_> {
                 }
             }
         }
+        let mut ignores = match meta {
+            Some(m) => self.ignores(m, "`metadata`")?,
+            None => Vec::new(),
+        };
+        let template_meta = match template.and_then(|t| t.get("metadata")) {
+            Some(m) if m.value != Node::Null => Some(self.map(m, "the pod template's `metadata`")?),
+            _ => None,
+        };
+        if let Some(m) = template_meta {
+            ignores.extend(self.ignores(m, "the pod template's `metadata`")?);
+        }
+        let mine = &mut self.out.containers[first..];
+        // `RULE@container` for a container the workload does not have would hide nothing.
+        if let Some(stray) = ignores.iter().find(|i| {
+            i.container
+                .as_deref()
+                .is_some_and(|c| !mine.iter().any(|m| m.workload.container == c))
+        }) {
+            let mut names: Vec<&str> = mine.iter().map(|m| m.workload.container.as_str()).collect();
+            names.dedup();
+            return Err((self.fail)(
+                Some(stray.line),
+                format!(
+                    "the `{}` ignore of {} in {} names the container `{}`, which the {} `{}` does not have",
+                    annotations::IGNORE,
+                    stray.rule,
+                    self.file,
+                    stray.container.as_deref().unwrap_or_default(),
+                    base.kind,
+                    base.name
+                ),
+                if names.is_empty() {
+                    "the workload runs no container memlint lints; remove the entry".to_string()
+                } else {
+                    format!("its containers are: {}", names.join(", "))
+                },
+            ));
+        }
+        if !ignores.is_empty() {
+            let shared: Arc<[annotations::WorkloadIgnore]> = ignores.into();
+            for c in mine {
+                c.ignores = shared.clone();
+            }
+        }
         Ok(())
+    }
+
+    /// The `memlint/ignore` entries of a `metadata` map, each with its line and the
+    /// `memlint/ignore-until` beside it; a malformed one is an error at its line.
+    fn ignores(&self, meta: &Node, what: &str) -> Result<Vec<annotations::WorkloadIgnore>, Box<ManifestError>> {
+        let Some(node) = meta.get("annotations") else {
+            return Ok(Vec::new());
+        };
+        if node.value == Node::Null {
+            return Ok(Vec::new());
+        }
+        let map = self.map(node, &format!("`annotations` of {what}"))?;
+        let ignore = map.get(annotations::IGNORE);
+        let until = map.get(annotations::IGNORE_UNTIL);
+        let too_long = |n: &Spanned<Node>, key: &str| {
+            (self.fail)(
+                Some(line_of(n)),
+                format!(
+                    "the `{key}` annotation in {} holds more than {} KiB",
+                    self.file,
+                    annotations::MAX_ANNOTATION_BYTES >> 10
+                ),
+                "Kubernetes refuses more than 256 KiB of annotations on an object; fix the manifest".to_string(),
+            )
+        };
+        let expires = match until {
+            None => None,
+            Some(n) => {
+                let text = self.string(n, &format!("`{}`", annotations::IGNORE_UNTIL))?;
+                if text.len() > annotations::MAX_ANNOTATION_BYTES {
+                    return Err(too_long(n, annotations::IGNORE_UNTIL));
+                }
+                if ignore.is_none() {
+                    return Err((self.fail)(
+                        Some(line_of(n)),
+                        format!(
+                            "`{}` in {} has no `{}` beside it",
+                            annotations::IGNORE_UNTIL,
+                            self.file,
+                            annotations::IGNORE
+                        ),
+                        format!(
+                            "it dates the ignores of the `{}` annotation of the same metadata; add them, or remove it",
+                            annotations::IGNORE
+                        ),
+                    ));
+                }
+                Some(annotations::parse_until(&text).map_err(|why| {
+                    (self.fail)(
+                        Some(line_of(n)),
+                        format!(
+                            "`{}: {text}` in {} is not a date: {why}",
+                            annotations::IGNORE_UNTIL,
+                            self.file
+                        ),
+                        format!(
+                            "write it as YYYY-MM-DD, e.g. {}: \"2027-01-31\"",
+                            annotations::IGNORE_UNTIL
+                        ),
+                    )
+                })?)
+            }
+        };
+        let Some(node) = ignore else {
+            return Ok(Vec::new());
+        };
+        let value = self.string(node, &format!("`{}`", annotations::IGNORE))?;
+        if value.len() > annotations::MAX_ANNOTATION_BYTES {
+            return Err(too_long(node, annotations::IGNORE));
+        }
+        let lines = self.entry_lines(node, &value);
+        let at = |index: usize| lines.get(index).copied().unwrap_or_else(|| line_of(node));
+        let entries = annotations::parse_ignore(&value).map_err(|m| {
+            (self.fail)(
+                Some(at(m.index)),
+                format!("the `{}` annotation in {}: {}", annotations::IGNORE, self.file, m.message),
+                m.help,
+            )
+        })?;
+        Ok(entries
+            .into_iter()
+            .map(|e| annotations::WorkloadIgnore {
+                line: at(e.index),
+                rule: e.rule,
+                container: e.container,
+                reason: e.reason,
+                expires,
+            })
+            .collect())
+    }
+
+    /// The manifest line of each line of an annotation's value: a block scalar (`|`) puts each
+    /// on a line of its own, found in order below the key; a quoted or plain value (`"a: x\nb:
+    /// y"`) is on the key's line, as is any line not found.
+    fn entry_lines(&self, node: &Spanned<Node>, value: &str) -> Vec<u32> {
+        let start = line_of(node);
+        let source: Vec<&str> = self
+            .text
+            .lines()
+            .skip(start.saturating_sub(1) as usize)
+            .take(value.lines().count().saturating_add(2))
+            .collect();
+        let mut next = 0usize;
+        value
+            .lines()
+            .map(|l| {
+                let wanted = l.trim();
+                if wanted.is_empty() {
+                    return start;
+                }
+                match source[next.min(source.len())..]
+                    .iter()
+                    .position(|s| s.trim() == wanted)
+                {
+                    Some(i) => {
+                        let found = next + i;
+                        next = found + 1;
+                        start.saturating_add(u32::try_from(found).unwrap_or(u32::MAX))
+                    }
+                    None => start,
+                }
+            })
+            .collect()
     }
 
     fn volumes(&self, pod: &Node) -> Result<Vec<(String, Mount)>, Box<ManifestError>> {
@@ -749,6 +931,7 @@ impl Walk<'_> {
             mounts,
             working_dir,
             unresolved_args: unresolved,
+            ignores: Arc::from([]),
         }))
     }
 

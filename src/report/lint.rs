@@ -8,7 +8,7 @@ use crate::k8s::Container;
 use crate::locate::{self, DockerfileContext};
 use crate::report::inspect::InspectReport;
 use crate::rules::RuleResult;
-use crate::settings::{Date, Settings};
+use crate::settings::{Date, ScopedIgnore, Settings};
 use serde::Serialize;
 
 /// One image's report: what `inspect` shows, plus the findings.
@@ -36,6 +36,9 @@ pub struct ReportContext<'a> {
     /// Where findings point when there is no Dockerfile (`--sarif-artifact`).
     pub artifact: &'a str,
     pub today: Date,
+    /// The ignores the linted container's workload carries (`memlint/ignore`), as
+    /// [`Policy::in_source`] takes them.
+    pub in_source: &'a [ScopedIgnore],
 }
 
 impl<'a> LintReport<'a> {
@@ -55,6 +58,7 @@ impl<'a> LintReport<'a> {
             artifact: ctx.artifact,
             image_names: &names,
             today: ctx.today,
+            in_source: ctx.in_source,
         };
         let Verdict {
             findings,

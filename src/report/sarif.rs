@@ -411,8 +411,21 @@ fn result(f: &Finding, subject: &Subject) -> Value {
         "properties": subject.result_properties(),
     });
     if let Some(s) = &f.suppression {
-        v["suppressions"] =
-            json!([{ "kind": s.kind, "justification": s.justification, "status": "accepted" }]);
+        let mut suppression =
+            json!({ "kind": s.kind, "justification": s.justification, "status": "accepted" });
+        // An ignore written in the source (a Dockerfile comment, a workload's annotation) is
+        // at `path:line`: code scanning shows where.
+        if let Some((path, line)) = s.origin.rsplit_once(':').filter(|_| s.kind == "inSource") {
+            if let Ok(line) = line.parse::<u32>() {
+                suppression["location"] = json!({
+                    "physicalLocation": {
+                        "artifactLocation": { "uri": uri_path(path), "uriBaseId": "%SRCROOT%" },
+                        "region": { "startLine": line },
+                    }
+                });
+            }
+        }
+        v["suppressions"] = json!([suppression]);
     }
     v
 }

@@ -452,9 +452,8 @@ mod tests {
             origin: format!("deploy/app.yaml:{line}"),
         };
         // The config file ignores the same rule: the workload's own reason is the one given.
-        let s = settings(
-            "[[ignores]]\nrule = \"ld-preload-missing\"\nimage = \"*\"\nreason = \"fleet-wide\"\n",
-        );
+        let s =
+            settings("[[ignores]]\nrule = \"ld-preload-missing\"\nimage = \"*\"\nreason = \"fleet-wide\"\n");
         let in_source = [
             annotation("ld-preload-missing", Some("2026-03-01".parse().unwrap()), 7),
             annotation("go-memlimit-missing", None, 8),

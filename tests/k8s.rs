@@ -1089,7 +1089,15 @@ fn workload_annotations_ignore_a_rule_for_that_workload_alone() {
     // Text: the annotation that matched nothing is a note, as an unused config ignore is.
     let out = memlint_in(
         dir.path(),
-        &["lint", "--k8s", "fleet.yaml", "--image", &stand_in, "--fail-on", "never"],
+        &[
+            "lint",
+            "--k8s",
+            "fleet.yaml",
+            "--image",
+            &stand_in,
+            "--fail-on",
+            "never",
+        ],
     );
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
@@ -1104,9 +1112,24 @@ fn workload_annotations_ignore_a_rule_for_that_workload_alone() {
     // SARIF: the suppression is in the source, at the annotation's line.
     let out = memlint_in(
         dir.path(),
-        &["lint", "--k8s", "fleet.yaml", "--image", &stand_in, "--format", "sarif", "--fail-on", "never"],
+        &[
+            "lint",
+            "--k8s",
+            "fleet.yaml",
+            "--image",
+            &stand_in,
+            "--format",
+            "sarif",
+            "--fail-on",
+            "never",
+        ],
     );
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let sarif: Value = serde_json::from_slice(&out.stdout).unwrap();
     let suppressed: Vec<(&str, u64)> = sarif["runs"][0]["results"]
         .as_array()
@@ -1116,7 +1139,10 @@ fn workload_annotations_ignore_a_rule_for_that_workload_alone() {
         .map(|s| {
             let loc = &s["location"]["physicalLocation"];
             assert_eq!(loc["artifactLocation"]["uri"], "fleet.yaml", "{s:#}");
-            (s["kind"].as_str().unwrap(), loc["region"]["startLine"].as_u64().unwrap())
+            (
+                s["kind"].as_str().unwrap(),
+                loc["region"]["startLine"].as_u64().unwrap(),
+            )
         })
         .collect();
     let at = |needle: &str| line_of(needle) as u64;
@@ -1176,7 +1202,10 @@ fn malformed_workload_annotations_exit_2_naming_the_line() {
         assert_eq!(out.status.code(), Some(2), "{annotations}");
         let err = error_text(&out);
         assert!(
-            err.contains(says) && err.contains(help) && err.contains(&format!("(line {line})")) && err.contains("d.yaml"),
+            err.contains(says)
+                && err.contains(help)
+                && err.contains(&format!("(line {line})"))
+                && err.contains("d.yaml"),
             "{annotations}: {err}"
         );
     }

@@ -64,11 +64,7 @@ pub fn parse_ignore(value: &str) -> Result<Vec<Entry>, Malformed> {
         if text.is_empty() {
             continue;
         }
-        let fail = |message: String, help: String| Malformed {
-            index,
-            message,
-            help,
-        };
+        let fail = |message: String, help: String| Malformed { index, message, help };
         let (target, reason) = match text.split_once(':') {
             Some((t, r)) => (t.trim(), r.trim()),
             None => (text, ""),
@@ -134,14 +130,25 @@ mod tests {
                 reason: "the operator sets it".into()
             }]
         );
-        let e = parse_ignore("\nld-preload-missing@app: arm64 only: for now\n\n  node-semi-space : tuned \n").unwrap();
+        let e = parse_ignore("\nld-preload-missing@app: arm64 only: for now\n\n  node-semi-space : tuned \n")
+            .unwrap();
         assert_eq!(e.len(), 2);
         assert_eq!(
-            (e[0].index, e[0].rule.as_str(), e[0].container.as_deref(), e[0].reason.as_str()),
+            (
+                e[0].index,
+                e[0].rule.as_str(),
+                e[0].container.as_deref(),
+                e[0].reason.as_str()
+            ),
             (1, "ld-preload-missing", Some("app"), "arm64 only: for now")
         );
         assert_eq!(
-            (e[1].index, e[1].rule.as_str(), e[1].container.as_deref(), e[1].reason.as_str()),
+            (
+                e[1].index,
+                e[1].rule.as_str(),
+                e[1].container.as_deref(),
+                e[1].reason.as_str()
+            ),
             (3, "node-semi-space", None, "tuned")
         );
         let ignore = WorkloadIgnore {
@@ -162,11 +169,36 @@ mod tests {
     #[test]
     fn malformed_entries_say_which_line_and_what_to_do() {
         for (value, index, says, help) in [
-            ("ld-preload-mising: x", 0, "there is no rule `ld-preload-mising`", "did you mean `ld-preload-missing`"),
-            ("node-semi-space: ok\ngo-memlimit-missing", 1, "the ignore of go-memlimit-missing has no reason", "go-memlimit-missing: why"),
-            ("go-memlimit-missing:   ", 0, "has no reason", "why it is fine here"),
-            ("go-memlimit-missing@: x", 0, "names no container after `@`", "go-memlimit-missing@CONTAINER"),
-            ("no-such-thing-at-all@app: x", 0, "there is no rule `no-such-thing-at-all`", "memlint rules"),
+            (
+                "ld-preload-mising: x",
+                0,
+                "there is no rule `ld-preload-mising`",
+                "did you mean `ld-preload-missing`",
+            ),
+            (
+                "node-semi-space: ok\ngo-memlimit-missing",
+                1,
+                "the ignore of go-memlimit-missing has no reason",
+                "go-memlimit-missing: why",
+            ),
+            (
+                "go-memlimit-missing:   ",
+                0,
+                "has no reason",
+                "why it is fine here",
+            ),
+            (
+                "go-memlimit-missing@: x",
+                0,
+                "names no container after `@`",
+                "go-memlimit-missing@CONTAINER",
+            ),
+            (
+                "no-such-thing-at-all@app: x",
+                0,
+                "there is no rule `no-such-thing-at-all`",
+                "memlint rules",
+            ),
             ("\n  \n", 0, "lists no rule", "RULE: reason"),
         ] {
             let m = parse_ignore(value).unwrap_err();

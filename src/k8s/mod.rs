@@ -522,7 +522,11 @@ impl Walk<'_> {
 
     /// The `memlint/ignore` entries of a `metadata` map, each with its line and the
     /// `memlint/ignore-until` beside it; a malformed one is an error at its line.
-    fn ignores(&self, meta: &Node, what: &str) -> Result<Vec<annotations::WorkloadIgnore>, Box<ManifestError>> {
+    fn ignores(
+        &self,
+        meta: &Node,
+        what: &str,
+    ) -> Result<Vec<annotations::WorkloadIgnore>, Box<ManifestError>> {
         let Some(node) = meta.get("annotations") else {
             return Ok(Vec::new());
         };
@@ -540,7 +544,8 @@ impl Walk<'_> {
                     self.file,
                     annotations::MAX_ANNOTATION_BYTES >> 10
                 ),
-                "Kubernetes refuses more than 256 KiB of annotations on an object; fix the manifest".to_string(),
+                "Kubernetes refuses more than 256 KiB of annotations on an object; fix the manifest"
+                    .to_string(),
             )
         };
         let expires = match until {
@@ -593,7 +598,12 @@ impl Walk<'_> {
         let entries = annotations::parse_ignore(&value).map_err(|m| {
             (self.fail)(
                 Some(at(m.index)),
-                format!("the `{}` annotation in {}: {}", annotations::IGNORE, self.file, m.message),
+                format!(
+                    "the `{}` annotation in {}: {}",
+                    annotations::IGNORE,
+                    self.file,
+                    m.message
+                ),
                 m.help,
             )
         })?;

@@ -47,7 +47,10 @@ fn a_pin_of_today_keeps_every_finding() {
     let image = broken_image(dir.path());
     let (unpinned, code) = lint_json(dir.path(), &[&image]);
     assert_eq!(code, Some(1));
-    assert!(rule_ids(&unpinned).contains(&"ld-preload-missing".to_string()), "{unpinned}");
+    assert!(
+        rule_ids(&unpinned).contains(&"ld-preload-missing".to_string()),
+        "{unpinned}"
+    );
 
     let (pinned, code) = lint_json(dir.path(), &["--rules-version", "0.1.0", &image]);
     assert_eq!(code, Some(1));
@@ -58,6 +61,33 @@ fn a_pin_of_today_keeps_every_finding() {
     let (from_config, code) = lint_json(dir.path(), &[&image]);
     assert_eq!(code, Some(1));
     assert_eq!(rule_ids(&from_config), rule_ids(&unpinned));
+}
+
+/// A pin one release before today's rules (0.0.9) silences every rule, since each was added
+/// in 0.1.0; the flag wins over the file's key both ways.
+#[test]
+fn a_pin_before_a_rule_silences_it_and_the_flag_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = broken_image(dir.path());
+    let (before, code) = lint_json(dir.path(), &["--rules-version", "0.0.9", &image]);
+    assert_eq!(code, Some(0), "{before}");
+    assert!(rule_ids(&before).is_empty(), "{before}");
+
+    std::fs::write(dir.path().join(".memlint.toml"), "rules-version = \"0.0.9\"\n").unwrap();
+    let (from_config, code) = lint_json(dir.path(), &[&image]);
+    assert_eq!(code, Some(0));
+    assert!(rule_ids(&from_config).is_empty(), "{from_config}");
+    let (flag_wins, code) = lint_json(dir.path(), &["--rules-version", "0.1.0", &image]);
+    assert_eq!(code, Some(1));
+    assert!(
+        rule_ids(&flag_wins).contains(&"ld-preload-missing".to_string()),
+        "{flag_wins}"
+    );
+
+    std::fs::write(dir.path().join(".memlint.toml"), "rules-version = \"0.1.0\"\n").unwrap();
+    let (flag_wins, code) = lint_json(dir.path(), &["--rules-version", "0.0.9", &image]);
+    assert_eq!(code, Some(0));
+    assert!(rule_ids(&flag_wins).is_empty(), "{flag_wins}");
 }
 
 #[test]
@@ -80,23 +110,32 @@ fn bad_pins_exit_2() {
     let out = memlint_in(dir.path(), &["lint", &image]);
     assert_eq!(out.status.code(), Some(2));
     let err = error_text(&out);
-    assert!(err.contains("rules-version: `0.2` is not a memlint version"), "{err}");
+    assert!(
+        err.contains("rules-version: `0.2` is not a memlint version"),
+        "{err}"
+    );
     assert!(err.contains(".memlint.toml"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 
-    // The flag wins over the key: a good flag over a bad key still fails on the key (the file is
-    // checked whole), a bad flag over a good key fails on the flag.
+    // A bad flag over a good key fails on the flag.
     std::fs::write(dir.path().join(".memlint.toml"), "rules-version = \"0.1.0\"\n").unwrap();
     let out = memlint_in(dir.path(), &["lint", "--rules-version", "5.0.0", &image]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(error_text(&out).contains("--rules-version `5.0.0`"), "{}", error_text(&out));
+    assert!(
+        error_text(&out).contains("--rules-version `5.0.0`"),
+        "{}",
+        error_text(&out)
+    );
 }
 
 #[test]
 fn rules_since_today_lists_nothing_and_rules_show_their_releases() {
     let out = memlint(&["rules", "--since", "0.1.0"]);
     assert_eq!(out.status.code(), Some(0));
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "No rule was added or changed after 0.1.0.\n");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "No rule was added or changed after 0.1.0.\n"
+    );
     let out = memlint(&["rules", "--since", "0.1.0", "--format", "json"]);
     assert_eq!(out.status.code(), Some(0));
     let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -122,10 +161,20 @@ fn rules_since_today_lists_nothing_and_rules_show_their_releases() {
 fn sarif_rules_carry_their_releases() {
     let dir = tempfile::tempdir().unwrap();
     let image = broken_image(dir.path());
-    let out = memlint_in(dir.path(), &["lint", "--format", "sarif", "--rules-version", "0.1.0", &image]);
-    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = memlint_in(
+        dir.path(),
+        &["lint", "--format", "sarif", "--rules-version", "0.1.0", &image],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let sarif: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let rules = sarif["runs"][0]["tool"]["driver"]["rules"].as_array().expect("driver rules");
+    let rules = sarif["runs"][0]["tool"]["driver"]["rules"]
+        .as_array()
+        .expect("driver rules");
     assert!(!rules.is_empty());
     for rule in rules {
         assert_eq!(rule["properties"]["added"], "0.1.0", "{rule}");

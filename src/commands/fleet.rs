@@ -335,11 +335,13 @@ impl Plan<'_> {
             .get(&c.workload.file)
             .map(|m| m.artifact.as_str())
             .unwrap_or(self.ctx.artifact);
-        let r = LintReport::new(image, &f, rules::run(&f, self.ctx.settings.rules_version.as_ref()), self.ctx).in_container(
-            c,
-            artifact,
-            self.ctx.dockerfile.is_some(),
-        );
+        let r = LintReport::new(
+            image,
+            &f,
+            rules::run(&f, self.ctx.settings.rules_version.as_ref()),
+            self.ctx,
+        )
+        .in_container(c, artifact, self.ctx.dockerfile.is_some());
         let wants = |format: LintFormat| self.formats.iter().any(|(f, _)| *f == format);
         let json = if wants(LintFormat::Json) {
             let mut out = Vec::new();

@@ -142,7 +142,11 @@ pub fn history_of(doc: &str) -> Option<History> {
 /// `MAJOR.MINOR.PATCH`, three numbers and nothing else.
 pub fn release(text: &str) -> Option<Version> {
     let parts: Vec<&str> = text.split('.').collect();
-    if parts.len() != 3 || parts.iter().any(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit())) {
+    if parts.len() != 3
+        || parts
+            .iter()
+            .any(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()))
+    {
         return None;
     }
     let n = |p: &str| p.parse::<u64>().ok();
@@ -394,28 +398,46 @@ mod tests {
 
     #[test]
     fn a_pin_runs_the_rules_added_by_then() {
-        let old = dated("old-rule", "# old-rule\nDefault severity: note. x.\nAdded in 0.1.0.\n");
+        let old = dated(
+            "old-rule",
+            "# old-rule\nDefault severity: note. x.\nAdded in 0.1.0.\n",
+        );
         let changed = dated(
             "changed-rule",
             "# changed-rule\nDefault severity: note. x.\nAdded in 0.1.0; changed in 0.1.5, 0.2.0.\n",
         );
-        let new = dated("new-rule", "# new-rule\nDefault severity: note. x.\nAdded in 0.2.0.\n");
+        let new = dated(
+            "new-rule",
+            "# new-rule\nDefault severity: note. x.\nAdded in 0.2.0.\n",
+        );
         let list = [&old, &changed, &new];
         let ids = |rules: Vec<&Rule>| rules.iter().map(|r| r.id).collect::<Vec<_>>();
         let v = |s: &str| release(s).unwrap();
 
         // One release back silences the rule added after it and keeps those from before,
         // changed or not.
-        assert_eq!(ids(pinned(&list, Some(&v("0.1.0")))), ["old-rule", "changed-rule"]);
-        assert_eq!(ids(pinned(&list, Some(&v("0.1.9")))), ["old-rule", "changed-rule"]);
-        assert_eq!(ids(pinned(&list, Some(&v("0.2.0")))), ["old-rule", "changed-rule", "new-rule"]);
+        assert_eq!(
+            ids(pinned(&list, Some(&v("0.1.0")))),
+            ["old-rule", "changed-rule"]
+        );
+        assert_eq!(
+            ids(pinned(&list, Some(&v("0.1.9")))),
+            ["old-rule", "changed-rule"]
+        );
+        assert_eq!(
+            ids(pinned(&list, Some(&v("0.2.0")))),
+            ["old-rule", "changed-rule", "new-rule"]
+        );
         assert_eq!(ids(pinned(&list, None)), ["old-rule", "changed-rule", "new-rule"]);
 
         // What moving a pin would bring: rules added or changed after it.
         assert_eq!(ids(since(&list, &v("0.1.0"))), ["changed-rule", "new-rule"]);
         assert_eq!(ids(since(&list, &v("0.1.5"))), ["changed-rule", "new-rule"]);
         assert_eq!(ids(since(&list, &v("0.2.0"))), Vec::<&str>::new());
-        assert_eq!(ids(since(&list, &v("0.0.9"))), ["old-rule", "changed-rule", "new-rule"]);
+        assert_eq!(
+            ids(since(&list, &v("0.0.9"))),
+            ["old-rule", "changed-rule", "new-rule"]
+        );
     }
 
     #[test]
@@ -441,7 +463,10 @@ mod tests {
             assert_eq!(h(bad), None, "{bad}");
         }
         // A doc with no history line counts as this release's: a pin before it leaves it out.
-        let undated = dated("undated", "# undated\nDefault severity: note. x.\n\n## What it does\n");
+        let undated = dated(
+            "undated",
+            "# undated\nDefault severity: note. x.\n\n## What it does\n",
+        );
         assert_eq!(undated.history().added, this_release());
     }
 
@@ -450,9 +475,21 @@ mod tests {
         assert_eq!(this_release().to_string(), env!("CARGO_PKG_VERSION"));
         assert_eq!(pinned_release("0.1.0"), Ok(Version::new(0, 1, 0)));
         assert_eq!(pinned_release(&this_release().to_string()), Ok(this_release()));
-        for malformed in ["", "0.1", "0.1.0.0", "v0.1.0", "0.1.0-rc.1", " 0.1.0", "0.x.0", "latest"] {
+        for malformed in [
+            "",
+            "0.1",
+            "0.1.0.0",
+            "v0.1.0",
+            "0.1.0-rc.1",
+            " 0.1.0",
+            "0.x.0",
+            "latest",
+        ] {
             let e = pinned_release(malformed).unwrap_err();
-            assert!(e.contains("is not a memlint version: write MAJOR.MINOR.PATCH"), "{malformed}: {e}");
+            assert!(
+                e.contains("is not a memlint version: write MAJOR.MINOR.PATCH"),
+                "{malformed}: {e}"
+            );
         }
         let next = Version::new(this_release().major, this_release().minor + 1, 0);
         let e = pinned_release(&next.to_string()).unwrap_err();

@@ -207,6 +207,12 @@ pub struct LintArgs {
     #[arg(long, value_name = "RULE")]
     pub ignore: Vec<String>,
 
+    /// Run only the rules added in this memlint release or before, e.g. 0.1.0, so that an
+    /// upgrade adds no rule until the pin moves (wins over rules-version in .memlint.toml;
+    /// `memlint rules --since VERSION` lists what a move would bring)
+    #[arg(long, value_name = "VERSION")]
+    pub rules_version: Option<String>,
+
     /// No colours, even on a terminal (NO_COLOR does the same)
     #[arg(long)]
     pub no_color: bool,
@@ -359,6 +365,11 @@ pub struct RulesArgs {
     /// Output format
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+
+    /// Only the rules added, or changed in when they fire, after this memlint release (e.g.
+    /// 0.1.0): what moving a --rules-version pin from it would bring
+    #[arg(long, value_name = "VERSION")]
+    pub since: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]

@@ -33,6 +33,8 @@ struct RawConfig {
     #[serde(default)]
     images: Vec<String>,
     fail_on: Option<Spanned<String>>,
+    /// Run only the rules added in this memlint release or before (`rules-version = "0.1.0"`).
+    rules_version: Option<Spanned<String>>,
     /// Reader limits: `max_path_len = 8192`, `max_layer_bytes = "128G"`.
     #[serde(default)]
     limits: BTreeMap<String, Spanned<toml::Value>>,
@@ -129,6 +131,9 @@ pub struct Settings {
     pub scoped: Vec<ScopedIgnore>,
     pub images: Vec<String>,
     pub fail_on: Option<FailOn>,
+    /// `rules-version`, or `--rules-version` which wins over it: only the rules added in that
+    /// release or before run.
+    pub rules_version: Option<crate::version::Version>,
     /// `[limits]`: each limit's name and value as text (`max_layer_bytes`, `128G`), already
     /// checked; applied under `MEMLINT_LIMITS` and `--limit`.
     pub limits: Vec<(String, String)>,
@@ -166,7 +171,7 @@ impl Settings {
         let raw: RawConfig = toml::from_str(text).map_err(|e| {
             err(
                 e.message().to_string(),
-                "keys are ignore, severity, ignores, images, fail-on and limits; see the README".to_string(),
+                "keys are ignore, severity, ignores, images, fail-on, rules-version and limits; see the README".to_string(),
                 e.span(),
             )
         })?;
@@ -274,6 +279,16 @@ impl Settings {
                 ));
             };
             s.fail_on = Some(fail_on);
+        }
+        if let Some(v) = &raw.rules_version {
+            s.rules_version = Some(rules::pinned_release(v.get_ref()).map_err(|why| {
+                err(
+                    format!("rules-version: {why}"),
+                    "`memlint rules --since VERSION` lists the rules added or changed after a version"
+                        .to_string(),
+                    Some(v.span()),
+                )
+            })?);
         }
         s.limits = checked_limits(&raw.limits, text, name)?;
         Ok(s)
@@ -511,12 +526,26 @@ reason = "build-time tool, not the service"
             ("[[ignores]]\nrule = \"node-semi-space\"\nimage = \"x\"\nreason = \"r\"\nexpires = \"soon\"\n", "YYYY-MM-DD"),
             ("[severity]\nnode-semi-space = \"fatal\"\n", "not error, warning or note"),
             ("fail-on = \"sometimes\"\n", "not error, warning, note or never"),
+            ("rules-version = \"0.1\"\n", "is not a memlint version"),
+            ("rules-version = \"v0.1.0\"\n", "is not a memlint version"),
+            ("rules-version = \"999.0.0\"\n", "newer than this memlint"),
             ("unknown-key = 1\n", "keys are"),
             ("ignore = [", "keys are"),
         ] {
             let e = Settings::parse(text, ".memlint.toml").unwrap_err();
             assert!(format!("{} {}", e.message, e.help).contains(needle), "{text}: {} / {}", e.message, e.help);
         }
+    }
+
+    #[test]
+    fn rules_version_pins_a_release_up_to_this_one() {
+        let s = Settings::parse("rules-version = \"0.1.0\"\n", ".memlint.toml").unwrap();
+        assert_eq!(s.rules_version, Some(crate::version::Version::new(0, 1, 0)));
+        assert_eq!(Settings::parse("", ".memlint.toml").unwrap().rules_version, None);
+        let text = "rules-version = \"1000.0.0\"\n";
+        let e = Settings::parse(text, ".memlint.toml").unwrap_err();
+        let span = e.span.expect("the error points at the value");
+        assert_eq!(&text[span.offset()..span.offset() + span.len()], "\"1000.0.0\"");
     }
 
     #[test]

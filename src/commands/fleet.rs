@@ -341,11 +341,13 @@ impl Plan<'_> {
             in_source: &in_source,
             ..*self.ctx
         };
-        let r = LintReport::new(image, &f, rules::run(&f), &ctx).in_container(
-            c,
-            artifact,
-            self.ctx.dockerfile.is_some(),
-        );
+        let r = LintReport::new(
+            image,
+            &f,
+            rules::run(&f, self.ctx.settings.rules_version.as_ref()),
+            &ctx,
+        )
+        .in_container(c, artifact, self.ctx.dockerfile.is_some());
         let wants = |format: LintFormat| self.formats.iter().any(|(f, _)| *f == format);
         let json = if wants(LintFormat::Json) {
             let mut out = Vec::new();

@@ -124,6 +124,8 @@ fn run_hook(a: HookRunArgs) -> Result<ExitCode> {
         output: None,
         platform: None,
         ignore: Vec::new(),
+        // rules-version in .memlint.toml pins the hook's rules as it pins lint's.
+        rules_version: None,
         no_color: false,
         quiet: false,
         verbose: false,

@@ -34,6 +34,12 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
         }
         settings.ignore.push((id.clone(), "--ignore".to_string()));
     }
+    if let Some(text) = &args.rules_version {
+        settings.rules_version = Some(rules::pinned_release(text).map_err(|why| Error::BadArgument {
+            what: format!("--rules-version `{}`", crate::untrusted::line(text)),
+            help: why,
+        })?);
+    }
     if !sarif::valid_artifact_uri(&args.sarif_artifact) {
         return Err(Error::BadArgument {
             what: format!("--sarif-artifact `{}`", args.sarif_artifact),
@@ -142,7 +148,7 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
     };
     let reports: Vec<LintReport> = loaded
         .iter()
-        .map(|(image, f)| LintReport::new(image, f, rules::run(f), &ctx))
+        .map(|(image, f)| LintReport::new(image, f, rules::run(f, settings.rules_version.as_ref()), &ctx))
         .collect();
     let text_options = TextOptions {
         color,

@@ -348,6 +348,7 @@ fn driver() -> Value {
     let rules: Vec<Value> = ALL
         .iter()
         .map(|r| {
+            let history = r.history();
             json!({
                 "id": r.id,
                 "name": pascal(r.id),
@@ -356,7 +357,14 @@ fn driver() -> Value {
                 "help": { "text": r.doc, "markdown": r.doc },
                 "helpUri": format!("{INFORMATION_URI}/blob/main/rules/{}.md", r.id),
                 "defaultConfiguration": { "level": level(r.severity) },
-                "properties": { "tags": r.tags, "precision": "high" },
+                "properties": {
+                    "tags": r.tags,
+                    "precision": "high",
+                    // The releases that added the rule and changed when it fires, for
+                    // `--rules-version` pins.
+                    "added": history.added.to_string(),
+                    "changed": history.changed.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                },
             })
         })
         .collect();

@@ -12,6 +12,7 @@ mod preload;
 
 use crate::facts::Facts;
 use crate::finding::{Anchor, Finding, Severity};
+use crate::version::Version;
 
 /// What a rule concluded about one image.
 #[derive(Debug, Default)]
@@ -84,6 +85,120 @@ impl Rule {
     pub fn finding(&self, message: impl Into<String>) -> Finding {
         Finding::new(self.id, self.severity, message, self.anchor)
     }
+
+    /// When the rule arrived and when its firing conditions changed, from its doc's third
+    /// line. `docs_follow_the_layout` checks that every doc has one; a doc without it would be
+    /// dated this release, so a run pinned to an earlier one leaves the rule out rather than
+    /// turning a pinned pipeline red.
+    pub fn history(&self) -> History {
+        history_of(self.doc).unwrap_or_else(|| History {
+            added: this_release(),
+            changed: Vec::new(),
+        })
+    }
+}
+
+/// A rule's versions: the memlint release that added it and each one that changed when it
+/// fires, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct History {
+    pub added: Version,
+    pub changed: Vec<Version>,
+}
+
+impl History {
+    /// Whether the rule was added or changed after `version`.
+    pub fn moved_since(&self, version: &Version) -> bool {
+        self.added > *version || self.changed.iter().any(|c| c > version)
+    }
+}
+
+/// The history line of a rule's doc (its third line): `Added in 0.1.0.` or
+/// `Added in 0.1.0; changed in 0.2.0, 0.3.1.`, versions as [`release`] reads them, each
+/// change after the one before it.
+pub fn history_of(doc: &str) -> Option<History> {
+    let line = doc.lines().nth(2)?;
+    let versions = line.strip_prefix("Added in ")?.strip_suffix('.')?;
+    let (added, changed) = match versions.split_once("; changed in ") {
+        Some((added, changed)) => (added, Some(changed)),
+        None => (versions, None),
+    };
+    let added = release(added)?;
+    let changed = match changed {
+        None => Vec::new(),
+        Some(list) => list.split(", ").map(release).collect::<Option<Vec<_>>>()?,
+    };
+    let mut previous = &added;
+    for c in &changed {
+        if c <= previous {
+            return None;
+        }
+        previous = c;
+    }
+    Some(History { added, changed })
+}
+
+/// A memlint release as `--rules-version`, `rules-version` and the rule docs write it:
+/// `MAJOR.MINOR.PATCH`, three numbers and nothing else.
+pub fn release(text: &str) -> Option<Version> {
+    let parts: Vec<&str> = text.split('.').collect();
+    if parts.len() != 3
+        || parts
+            .iter()
+            .any(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return None;
+    }
+    let n = |p: &str| p.parse::<u64>().ok();
+    Some(Version::new(n(parts[0])?, n(parts[1])?, n(parts[2])?))
+}
+
+/// This binary's release (Cargo.toml's version, without a prerelease tag).
+pub fn this_release() -> Version {
+    // Cargo only builds a crate whose version is semver, so the parse does not fail; were it
+    // to, 0.0.0 refuses every pin rather than running rules a pin left out.
+    Version::parse(env!("CARGO_PKG_VERSION"))
+        .map(|v| v.core())
+        .unwrap_or_else(|| Version::new(0, 0, 0))
+}
+
+/// Reads a pinned rules version (`--rules-version`, `rules-version`, `rules --since`): a
+/// release no newer than this binary. The error says what is wrong with it, for the caller's
+/// diagnostic.
+pub fn pinned_release(text: &str) -> Result<Version, String> {
+    let Some(version) = release(text) else {
+        return Err(format!(
+            "`{}` is not a memlint version: write MAJOR.MINOR.PATCH, e.g. {}",
+            crate::untrusted::line(text),
+            this_release()
+        ));
+    };
+    let this = this_release();
+    if version > this {
+        return Err(format!(
+            "{version} is newer than this memlint ({this}): it does not know the rules of {version}; upgrade memlint or pin {this} or earlier"
+        ));
+    }
+    Ok(version)
+}
+
+/// The rules a run pinned to `pin` runs: those added in that release or before (a rule whose
+/// firing conditions changed later still runs, as it is now). Every rule without a pin.
+pub fn pinned<'r>(rules: &[&'r Rule], pin: Option<&Version>) -> Vec<&'r Rule> {
+    rules
+        .iter()
+        .copied()
+        .filter(|r| pin.is_none_or(|v| r.history().added <= *v))
+        .collect()
+}
+
+/// The rules added, or changed in when they fire, after `version` (`memlint rules --since`).
+pub fn since<'r>(rules: &[&'r Rule], version: &Version) -> Vec<&'r Rule> {
+    rules
+        .iter()
+        .copied()
+        .filter(|r| r.history().moved_since(version))
+        .collect()
 }
 
 /// Declares each rule's module (the file `src/rules/<module>.rs`, which defines `RULE`) and
@@ -151,10 +266,11 @@ pub struct RuleResult {
     pub outcome: Outcome,
 }
 
-/// Runs every rule.
-pub fn run(facts: &Facts) -> Vec<RuleResult> {
-    ALL.iter()
-        .map(|&rule| RuleResult {
+/// Runs every rule, or with a pin (`--rules-version`) the rules added in it or before.
+pub fn run(facts: &Facts, pin: Option<&Version>) -> Vec<RuleResult> {
+    pinned(ALL, pin)
+        .into_iter()
+        .map(|rule| RuleResult {
             rule,
             outcome: (rule.check)(facts),
         })
@@ -191,6 +307,19 @@ mod tests {
                 second.starts_with(&format!("Default severity: {}.", r.severity)),
                 "{}: second line must state the default severity, got {second:?}",
                 r.id
+            );
+            let third = r.doc.lines().nth(2).unwrap_or("");
+            let history = history_of(r.doc).unwrap_or_else(|| {
+                panic!(
+                    "{}: third line must be its history, `Added in X.Y.Z.` or `Added in X.Y.Z; changed in A.B.C, D.E.F.`, got {third:?}",
+                    r.id
+                )
+            });
+            assert!(
+                history.added <= this_release() && history.changed.iter().all(|c| *c <= this_release()),
+                "{}: its history names a release after this one ({})",
+                r.id,
+                this_release()
             );
             // Each section once, as a heading line of its own, in the order every doc has.
             let headings: Vec<&str> = r.doc.lines().filter(|l| l.starts_with("## ")).collect();
@@ -251,6 +380,165 @@ mod tests {
             assert_eq!(n, 1, "the README lists {} {n} times", r.id);
         }
         assert_eq!(rows.len(), ALL.len());
+    }
+
+    /// A rule dated as the doc says, checking nothing: the registry's functions over a made-up
+    /// rule list, with one rule added after today's release.
+    fn dated(id: &'static str, doc: &'static str) -> Rule {
+        Rule {
+            id,
+            severity: Severity::Note,
+            title: "a made-up rule",
+            doc,
+            tags: &[],
+            check: |_| Outcome::none(),
+            anchor: Anchor::From,
+        }
+    }
+
+    #[test]
+    fn a_pin_runs_the_rules_added_by_then() {
+        let old = dated(
+            "old-rule",
+            "# old-rule\nDefault severity: note. x.\nAdded in 0.1.0.\n",
+        );
+        let changed = dated(
+            "changed-rule",
+            "# changed-rule\nDefault severity: note. x.\nAdded in 0.1.0; changed in 0.1.5, 0.2.0.\n",
+        );
+        let new = dated(
+            "new-rule",
+            "# new-rule\nDefault severity: note. x.\nAdded in 0.2.0.\n",
+        );
+        let list = [&old, &changed, &new];
+        let ids = |rules: Vec<&Rule>| rules.iter().map(|r| r.id).collect::<Vec<_>>();
+        let v = |s: &str| release(s).unwrap();
+
+        // One release back silences the rule added after it and keeps those from before,
+        // changed or not.
+        assert_eq!(
+            ids(pinned(&list, Some(&v("0.1.0")))),
+            ["old-rule", "changed-rule"]
+        );
+        assert_eq!(
+            ids(pinned(&list, Some(&v("0.1.9")))),
+            ["old-rule", "changed-rule"]
+        );
+        assert_eq!(
+            ids(pinned(&list, Some(&v("0.2.0")))),
+            ["old-rule", "changed-rule", "new-rule"]
+        );
+        assert_eq!(ids(pinned(&list, None)), ["old-rule", "changed-rule", "new-rule"]);
+
+        // What moving a pin would bring: rules added or changed after it.
+        assert_eq!(ids(since(&list, &v("0.1.0"))), ["changed-rule", "new-rule"]);
+        assert_eq!(ids(since(&list, &v("0.1.5"))), ["changed-rule", "new-rule"]);
+        assert_eq!(ids(since(&list, &v("0.2.0"))), Vec::<&str>::new());
+        assert_eq!(
+            ids(since(&list, &v("0.0.9"))),
+            ["old-rule", "changed-rule", "new-rule"]
+        );
+    }
+
+    #[test]
+    fn histories_read_from_the_doc() {
+        let h = |line: &str| history_of(&format!("# r\nDefault severity: note. x.\n{line}\n"));
+        assert_eq!(
+            h("Added in 0.1.0; changed in 0.2.0, 0.10.1."),
+            Some(History {
+                added: Version::new(0, 1, 0),
+                changed: vec![Version::new(0, 2, 0), Version::new(0, 10, 1)],
+            })
+        );
+        assert_eq!(h("Added in 1.2.3.").map(|h| h.added), Some(Version::new(1, 2, 3)));
+        for bad in [
+            "Added in 0.1.0",
+            "Added in 0.1.",
+            "Added in v0.1.0.",
+            "Added in 0.1.0; changed in .",
+            "Added in 0.2.0; changed in 0.1.0.",
+            "Added in 0.1.0; changed in 0.3.0, 0.2.0.",
+            "",
+        ] {
+            assert_eq!(h(bad), None, "{bad}");
+        }
+        // A doc with no history line counts as this release's: a pin before it leaves it out.
+        let undated = dated(
+            "undated",
+            "# undated\nDefault severity: note. x.\n\n## What it does\n",
+        );
+        assert_eq!(undated.history().added, this_release());
+    }
+
+    #[test]
+    fn pins_are_releases_up_to_this_one() {
+        assert_eq!(this_release().to_string(), env!("CARGO_PKG_VERSION"));
+        assert_eq!(pinned_release("0.1.0"), Ok(Version::new(0, 1, 0)));
+        assert_eq!(pinned_release(&this_release().to_string()), Ok(this_release()));
+        for malformed in [
+            "",
+            "0.1",
+            "0.1.0.0",
+            "v0.1.0",
+            "0.1.0-rc.1",
+            " 0.1.0",
+            "0.x.0",
+            "latest",
+        ] {
+            let e = pinned_release(malformed).unwrap_err();
+            assert!(
+                e.contains("is not a memlint version: write MAJOR.MINOR.PATCH"),
+                "{malformed}: {e}"
+            );
+        }
+        let next = Version::new(this_release().major, this_release().minor + 1, 0);
+        let e = pinned_release(&next.to_string()).unwrap_err();
+        assert!(e.contains("newer than this memlint"), "{e}");
+        // Control characters in the given text are not echoed raw.
+        assert!(!pinned_release("0.1\u{1b}[31m").unwrap_err().contains('\u{1b}'));
+    }
+
+    /// The release notes name each rule under the release that added it (`### Added`) and
+    /// under each one that changed when it fires (`### Changed`).
+    #[test]
+    fn changelog_lists_each_rule_under_its_releases() {
+        const CHANGELOG: &str = include_str!("../../CHANGELOG.md");
+        // The text of `### {kind}` in `## [{version}]`, up to the next heading of either level.
+        let part = |version: &Version, kind: &str| -> String {
+            let release = format!("## [{version}]");
+            let mut in_release = false;
+            let mut in_part = false;
+            let mut text = String::new();
+            for line in CHANGELOG.lines() {
+                if line.starts_with("## ") {
+                    in_release = line == release || line.starts_with(&format!("{release} "));
+                    in_part = false;
+                } else if line.starts_with("### ") {
+                    in_part = in_release && line == format!("### {kind}");
+                } else if in_part {
+                    text.push_str(line);
+                    text.push('\n');
+                }
+            }
+            text
+        };
+        for r in ALL {
+            let history = r.history();
+            let id = format!("`{}`", r.id);
+            assert!(
+                part(&history.added, "Added").contains(&id),
+                "CHANGELOG.md: {} is not under ## [{}] / ### Added",
+                r.id,
+                history.added
+            );
+            for changed in &history.changed {
+                assert!(
+                    part(changed, "Changed").contains(&id),
+                    "CHANGELOG.md: {} is not under ## [{changed}] / ### Changed",
+                    r.id
+                );
+            }
+        }
     }
 
     #[test]

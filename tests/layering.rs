@@ -66,7 +66,10 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("rules", &["arch", "facts", "finding", "k8s", "units", "version"]),
     // Policy and placement: settings, findings placed on Dockerfile and manifest lines, and the
     // judge (severity overrides, ignores, the cap) between the rules and the report.
-    ("settings", &["error", "finding", "rules", "tree", "user_file"]),
+    (
+        "settings",
+        &["error", "finding", "rules", "tree", "user_file", "version"],
+    ),
     ("locate", &["dockerfile", "finding", "image", "k8s"]),
     ("judge", &["finding", "locate", "rules", "settings"]),
     // Reporting: output formats.

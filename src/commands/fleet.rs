@@ -70,6 +70,7 @@ pub(crate) fn run(
 ) -> Result<ExitCode> {
     let (inputs, files) = read_inputs(args)?;
     let manifests = k8s::read(&inputs).map_err(|e| manifest_error(*e))?;
+    unknown_ignored_rules(&manifests, &inputs).map_err(|e| manifest_error(*e))?;
     drop(inputs);
     for w in &manifests.warnings {
         super::eprint_line(&format!("memlint: warning: {}", line(w)));
@@ -583,6 +584,44 @@ fn workload_ignores(c: &Container, artifact: &str) -> Vec<settings::ScopedIgnore
             origin: format!("{artifact}:{}", i.line),
         })
         .collect()
+}
+
+/// A `memlint/ignore` entry that names a rule memlint does not have: a mistake at its line (an
+/// ignore that silently covers nothing is worse than an error). Checked here, not by the
+/// `k8s` reader, which knows no rules.
+fn unknown_ignored_rules(
+    manifests: &k8s::Manifests,
+    inputs: &[Input],
+) -> Result<(), Box<k8s::ManifestError>> {
+    for c in &manifests.containers {
+        for ig in c.ignores.iter() {
+            if rules::find(&ig.rule).is_some() {
+                continue;
+            }
+            let help = match rules::nearest(&ig.rule) {
+                Some(n) => format!("did you mean `{n}`? `memlint rules` lists every rule"),
+                None => "`memlint rules` lists every rule".to_string(),
+            };
+            let file = &c.workload.file;
+            return Err(Box::new(k8s::ManifestError {
+                file: file.clone(),
+                text: inputs
+                    .iter()
+                    .find(|i| &i.file == file)
+                    .map(|i| i.text.clone())
+                    .unwrap_or_default(),
+                line: Some(ig.line),
+                column: None,
+                message: format!(
+                    "the `{}` annotation in {file}: there is no rule `{}`",
+                    k8s::annotations::IGNORE,
+                    ig.rule
+                ),
+                help,
+            }));
+        }
+    }
+    Ok(())
 }
 
 fn manifest_error(e: k8s::ManifestError) -> Error {

@@ -955,6 +955,91 @@ fn truncated_zstd_layer_and_garbage_blob() {
     expect_error(&inspect(&r, &[]), &["diff_id", "does not match"]);
 }
 
+/// Issue 35: a gzip layer's CRC-32 is skipped only where the blob's digest is checked. A byte
+/// flipped in the deflate data or in the trailer's CRC is an error naming the layer either way:
+/// the digest catches it in an OCI layout, the CRC in a `docker save` archive (whose layers
+/// the manifest gives no digest), read in place or streamed on standard input.
+#[test]
+fn damaged_gzip_layers_with_and_without_a_checked_digest() {
+    let dir = tempfile::tempdir().unwrap();
+    let tar = Tar::default()
+        .file(b"etc/os-release", b"ID=debian\n")
+        .file(
+            b"app/data",
+            &(0..60_000u32)
+                .flat_map(|i| (i % 241).to_le_bytes())
+                .collect::<Vec<_>>(),
+        )
+        .finish();
+    let diff_id = format!("sha256:{}", sha256(&tar));
+    let clean = gzip(&tar);
+    let deflate_byte = clean.len() / 2;
+    let crc_byte = clean.len() - 8;
+    let flipped = |at: usize| {
+        let mut b = clean.clone();
+        b[at] ^= 0x55;
+        b
+    };
+
+    // Digest-checked: the layout's descriptor has the digest of the clean blob.
+    for (name, at) in [("deflate", deflate_byte), ("crc", crc_byte)] {
+        let layout = dir.path().join(format!("oci-{name}"));
+        let r = oci_image(&layout, &base(), &[gz(tar.clone())]);
+        let path = layout.join("blobs/sha256").join(sha256(&clean));
+        fs::write(&path, flipped(at)).unwrap();
+        expect_error(&inspect(&r, &[]), &["layer 1"]);
+    }
+
+    // Not digest-checked: a `docker save` archive names its layers `<id>/layer.tar`.
+    let archive = |name: &str, layer: &[u8]| -> PathBuf {
+        let config = serde_json::to_vec(&json!({
+            "architecture": "amd64",
+            "os": "linux",
+            "config": {},
+            "rootfs": {"type": "layers", "diff_ids": [diff_id]},
+        }))
+        .unwrap();
+        let mut t = tar::Builder::new(Vec::new());
+        append(&mut t, "config.json", &config);
+        append(&mut t, "0123abcd/layer.tar", layer);
+        append(
+            &mut t,
+            "manifest.json",
+            &serde_json::to_vec(&json!([{
+                "Config": "config.json",
+                "RepoTags": ["app:1"],
+                "Layers": ["0123abcd/layer.tar"]
+            }]))
+            .unwrap(),
+        );
+        let path = dir.path().join(format!("{name}.tar"));
+        fs::write(&path, t.into_inner().unwrap()).unwrap();
+        path
+    };
+    let streamed = |path: &Path| {
+        run_jailed(
+            &["inspect", "--format", "json", "docker-archive:-"],
+            &[],
+            Some(path),
+            Duration::from_secs(60),
+        )
+    };
+    // The clean archive reads, both ways: the checks below are about the flipped byte.
+    let ok = archive("clean", &clean);
+    for run in [
+        inspect(&format!("docker-archive:{}", ok.display()), &[]),
+        streamed(&ok),
+    ] {
+        assert_eq!(run.code(), Some(0), "{}", run.err());
+    }
+    for (name, at, needle) in [("deflate", deflate_byte, "layer"), ("crc", crc_byte, "CRC-32")] {
+        let path = archive(name, &flipped(at));
+        let in_place = inspect(&format!("docker-archive:{}", path.display()), &[]);
+        expect_error(&in_place, &["0123abcd/layer.tar", needle]);
+        expect_error(&streamed(&path), &["0123abcd/layer.tar", needle]);
+    }
+}
+
 /// The manifest of the only image in an OCI layout written by [`oci_image`].
 fn manifest_path(layout: &Path) -> PathBuf {
     let idx: Value = serde_json::from_slice(&fs::read(layout.join("index.json")).unwrap()).unwrap();

@@ -11,8 +11,8 @@ use crate::digest::Digest;
 use crate::error::{Error, Result};
 use crate::image::{Image, ImageSource, Layer};
 use crate::platform::Platform;
-use crate::tree::build::{build, BuildError, BuildErrorKind, LayerInput, Lookup, OpenBlob};
-use crate::tree::layer::LayerError;
+use crate::tree::build::{build, Blob, BuildError, BuildErrorKind, LayerInput, Lookup, OpenBlob};
+use crate::tree::layer::{GzipCrc, LayerError};
 use crate::tree::merge::MergeError;
 use crate::tree::{Compression, Interests, LayerDiff};
 use oci_spec::image::ImageConfiguration;
@@ -80,7 +80,15 @@ pub(crate) fn read_layers(
             streamed[i] = true;
             continue;
         }
-        let blob = open_blob(&store, plan, i, &progress);
+        let blob = Blob {
+            open: open_blob(&store, plan, i, &progress),
+            // `check_layer` compares a blob with its sha256 digest: the CRC adds nothing then.
+            crc: if plan.digest.as_ref().is_some_and(Digest::is_sha256) {
+                GzipCrc::SkipDigestChecked
+            } else {
+                GzipCrc::Check
+            },
+        };
         let lookup = match cached_key(options.cache.as_ref(), plan) {
             Some((cache, key)) => {
                 let hit = CacheHit {

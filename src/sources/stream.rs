@@ -5,7 +5,9 @@
 use super::store::{member_name, StreamStore};
 use super::{limit_error, limit_in_io, Options};
 use crate::error::{Error, Result};
-use crate::tree::layer::{describe_start, read_layer_in, stored_size, tar_reason, Guard, LayerError};
+use crate::tree::layer::{
+    describe_start, read_layer_in, stored_size, tar_reason, Guard, GzipCrc, LayerError,
+};
 use crate::tree::{Budget, Compression};
 use std::collections::HashMap;
 use std::io::{self, Read};
@@ -143,6 +145,8 @@ pub fn read(input: impl Read, label: &str, options: &Options) -> Result<StreamSt
                 &options.interests,
                 limits,
                 &budget,
+                // Read before the manifest that would give its digest: nothing else checks it.
+                GzipCrc::Check,
             )
             .map_err(|e| match e {
                 LayerError::Limit {

@@ -3,7 +3,7 @@
 //! layers' entries at once.
 
 use super::interest::Interests;
-use super::layer::{read_layer_in, Budget, LayerDiff, LayerError};
+use super::layer::{read_layer_in, Budget, GzipCrc, LayerDiff, LayerError};
 use super::limits::Limits;
 use super::FileTree;
 use std::collections::BTreeMap;
@@ -17,15 +17,22 @@ pub type OpenBlob = Box<dyn Fn() -> std::io::Result<Box<dyn Read + Send>> + Send
 /// Looks a layer up where it may have been read before (the layer cache); `None` to read it.
 pub type Lookup = Box<dyn FnOnce() -> Option<LayerDiff> + Send>;
 
+/// A layer's blob to stream: how to open it, and whether a gzip blob's CRC-32 is computed
+/// (skipped where the caller's check compares the blob with its digest).
+pub struct Blob {
+    pub open: OpenBlob,
+    pub crc: GzipCrc,
+}
+
 /// One layer to read: either a blob to stream, or one already read while its archive streamed.
 pub enum LayerInput {
-    Blob(OpenBlob),
+    Blob(Blob),
     Read(Box<LayerDiff>),
     /// A layer that may be known already: the lookup runs on a worker, like a read would, and
     /// the blob is only opened when it finds nothing usable.
     Cached {
         lookup: Lookup,
-        blob: OpenBlob,
+        blob: Blob,
     },
 }
 
@@ -95,11 +102,12 @@ where
                     }
                 }
                 let input = slots[i].lock().unwrap_or_else(|e| e.into_inner()).take();
-                let read_blob = |open: OpenBlob| {
-                    open()
+                let read_blob = |blob: Blob| {
+                    (blob.open)()
                         .map_err(|e| BuildErrorKind::Read(LayerError::Io(e)))
                         .and_then(|r| {
-                            read_layer_in(r, interests, limits, budget).map_err(BuildErrorKind::Read)
+                            read_layer_in(r, interests, limits, budget, blob.crc)
+                                .map_err(BuildErrorKind::Read)
                         })
                 };
                 let result = match input {

@@ -7,6 +7,8 @@
 
 use super::entries::Entries;
 pub use super::entry::{EntryKind, LayerEntry};
+pub use super::gzip::GzipCrc;
+use super::gzip::GzipReader;
 use super::interest::{Interests, SCRIPT_CAP};
 use super::limits::{Limits, RATIO_GRACE};
 use crate::digest::{Digest, HashingReader};
@@ -388,19 +390,21 @@ impl<R: Read> Read for Unpacked<'_, R> {
     }
 }
 
-/// Reads a whole layer blob, with a budget of its own.
+/// Reads a whole layer blob, with a budget of its own, checking a gzip stream's CRC-32.
 pub fn read_layer(blob: impl Read, interests: &Interests, limits: &Limits) -> Result<LayerDiff, LayerError> {
-    read_layer_in(blob, interests, limits, &Budget::new())
+    read_layer_in(blob, interests, limits, &Budget::new(), GzipCrc::Check)
 }
 
-/// Reads a whole layer blob, taking image-wide resources from `budget`.
+/// Reads a whole layer blob, taking image-wide resources from `budget`. `crc` says whether a
+/// gzip blob's CRC-32 is computed: skip it only when the caller checks the blob's digest.
 pub fn read_layer_in(
     blob: impl Read,
     interests: &Interests,
     limits: &Limits,
     budget: &Budget,
+    crc: GzipCrc,
 ) -> Result<LayerDiff, LayerError> {
-    read_layer_inner(blob, interests, limits, budget).map_err(LayerError::lift)
+    read_layer_inner(blob, interests, limits, budget, crc).map_err(LayerError::lift)
 }
 
 fn read_layer_inner(
@@ -408,6 +412,7 @@ fn read_layer_inner(
     interests: &Interests,
     limits: &Limits,
     budget: &Budget,
+    crc: GzipCrc,
 ) -> Result<LayerDiff, LayerError> {
     // The blob digest is taken on a thread of its own, fed copies of the stored bytes as they
     // are read: the thread that unpacks does not hash them too. Its channel is bounded like the
@@ -429,7 +434,7 @@ fn read_layer_inner(
             back: back_rx,
             count: 0,
         };
-        let read = read_layer_unhashed(outer, interests, limits, budget);
+        let read = read_layer_unhashed(outer, interests, limits, budget, crc);
         let digest = match hasher.join() {
             Ok(d) => Digest::from_sha256(d.into()),
             Err(panic) => std::panic::resume_unwind(panic),
@@ -478,6 +483,7 @@ fn read_layer_unhashed<B: Read>(
     interests: &Interests,
     limits: &Limits,
     budget: &Budget,
+    crc: GzipCrc,
 ) -> Result<LayerDiff, LayerError> {
     let stored = Cell::new(0u64);
     let mut outer = Counting {
@@ -490,7 +496,7 @@ fn read_layer_unhashed<B: Read>(
     let raw = BufReader::with_capacity(BUF, io::Cursor::new(head).chain(outer));
     let (entries, inner, raw) = match compression {
         Compression::Gzip => {
-            let dec = Unpacked::new(flate2::bufread::MultiGzDecoder::new(raw), &stored, limits);
+            let dec = Unpacked::new(GzipReader::new(raw, crc), &stored, limits);
             let (entries, diff, n, dec) = pipelined(dec, interests, limits, budget)?;
             (entries, (diff, n), dec.inner.into_inner())
         }
@@ -1154,9 +1160,9 @@ mod tests {
             ..Limits::default()
         };
         let budget = Budget::new();
-        read_layer_in(&tar[..], &interests, &total, &budget).unwrap();
+        read_layer_in(&tar[..], &interests, &total, &budget, GzipCrc::Check).unwrap();
         assert_eq!(budget.kept(), 10_000);
-        let err = read_layer_in(&tar[..], &interests, &total, &budget).unwrap_err();
+        let err = read_layer_in(&tar[..], &interests, &total, &budget, GzipCrc::Check).unwrap_err();
         assert_eq!(err.limit_name(), Some("max_kept_bytes_total"));
         let tight = Limits {
             max_metadata_bytes: 100,

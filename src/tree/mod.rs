@@ -13,6 +13,7 @@
 pub mod build;
 pub mod entries;
 pub mod entry;
+pub mod gzip;
 pub mod interest;
 pub mod layer;
 pub mod limits;

@@ -8,7 +8,9 @@
 # (copies of a real node_modules tree, where memory follows paths), built by bench/images.py.
 #
 #   bench/run.sh            # RUNS=3 by default
+#   bench/run.sh fleet      # the fleet benchmark of issue #35 (bench/fleet.sh)
 set -euo pipefail
+[ "${1:-}" = fleet ] && exec "$(dirname "${BASH_SOURCE[0]}")/fleet.sh"
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 RUNS=${RUNS:-3}

@@ -774,3 +774,78 @@ fn a_shared_parent_folder_like_an_empty_dir_works() {
         }
     }
 }
+
+/// Issue 35: the images of a fleet share their base layers, and `lint --k8s --parallel` reads
+/// several at once. A base layer that two images need at the same moment is read once: the
+/// second waits for the first's cache entry rather than reading the blob too (`-v` says how
+/// many layers each image read and how many the cache served).
+#[test]
+fn a_fleet_reads_a_shared_base_layer_once() {
+    let dir = tempfile::tempdir().unwrap();
+    // A base big enough that its read is still going when the other image asks for it.
+    let noise: Vec<u8> = (0..24u32 << 20)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let base = || {
+        LayerSpec::new(Comp::Gzip)
+            .file("etc/os-release", b"ID=debian\nVERSION_ID=\"12\"\n")
+            .file("usr/share/base.bin", &noise)
+    };
+    let mut images = Vec::new();
+    for app in ["a", "b"] {
+        let spec = ImageSpec::new("amd64")
+            .layer(base())
+            .layer(LayerSpec::new(Comp::Gzip).file(&format!("app/{app}"), app.as_bytes()));
+        let root = dir.path().join(app);
+        write_oci_dir(&root, &spec, "latest");
+        images.push(format!(
+            "registry.local/{app}:1=oci-dir:{}:latest",
+            root.display()
+        ));
+    }
+    let manifests = dir.path().join("k8s");
+    fs::create_dir(&manifests).unwrap();
+    for app in ["a", "b"] {
+        fs::write(
+            manifests.join(format!("{app}.yaml")),
+            format!(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {app}\nspec:\n  template:\n    spec:\n      containers:\n        - name: app\n          image: registry.local/{app}:1\n"
+            ),
+        )
+        .unwrap();
+    }
+    let cache = dir.path().join("cache");
+    let out = run(
+        &cache,
+        &[
+            "lint",
+            "-v",
+            "--fail-on",
+            "never",
+            "--parallel",
+            "2",
+            "--k8s",
+            manifests.to_str().unwrap(),
+            "--image",
+            &images[0],
+            "--image",
+            &images[1],
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // "…: 2 layers: R read, C from the layer cache (…)", once per image.
+    let counts: Vec<(u32, u32)> = stderr
+        .lines()
+        .filter_map(|l| {
+            let rest = l.split(" layers: ").nth(1)?;
+            let (read, rest) = rest.split_once(" read, ")?;
+            let (cached, _) = rest.split_once(" from the layer cache")?;
+            Some((read.parse().ok()?, cached.parse().ok()?))
+        })
+        .collect();
+    assert_eq!(counts.len(), 2, "{stderr}");
+    let read: u32 = counts.iter().map(|c| c.0).sum();
+    let cached: u32 = counts.iter().map(|c| c.1).sum();
+    assert_eq!((read, cached), (3, 1), "the shared base is read once: {stderr}");
+}

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use memlint::tree::layer::read_layer;
+use memlint::tree::layer::{read_layer_in, Budget, GzipCrc};
 use memlint::tree::{FileTree, Limits};
 
 fuzz_target!(|data: &[u8]| {
@@ -17,7 +17,13 @@ fuzz_target!(|data: &[u8]| {
         ..Limits::default()
     };
     let interests = memlint::facts::interests();
-    let Ok(diff) = read_layer(data, &interests, &limits) else {
+    // Both gzip paths: with the CRC-32, and without it as a digest-checked blob is read.
+    let crc = if data.len() % 2 == 0 {
+        GzipCrc::Check
+    } else {
+        GzipCrc::SkipDigestChecked
+    };
+    let Ok(diff) = read_layer_in(data, &interests, &limits, &Budget::new(), crc) else {
         return;
     };
     let mut tree = FileTree::with_limits(&limits).keeping(interests);

@@ -46,12 +46,14 @@ pub use wire::FORMAT;
 use crate::digest::Digest;
 use crate::tree::{Interests, LayerDiff, Limits};
 use crate::warnings::Warnings;
+use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::SystemTime;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 use wire::Rejected;
 
 /// The bound of the cache folder when none is given.
@@ -74,7 +76,35 @@ pub struct LayerCache {
     writes_off: AtomicBool,
     /// Something was written since the last eviction pass.
     wrote: AtomicBool,
+    /// Layers a worker of this process is reading now: another image of the run that needs
+    /// one waits for that read's entry rather than reading the same blob at the same time
+    /// (the images of a fleet share their base layers).
+    reading: Mutex<HashSet<Digest>>,
+    /// Signalled when a layer leaves `reading`.
+    read_ended: Condvar,
 }
+
+/// The right and duty to read a layer that no other worker of this process is reading; its
+/// end (drop, after the entry was written or the read failed) wakes those waiting for it.
+pub struct ReadClaim {
+    /// The cache and layer it was registered for; `None` for a read that gave up waiting for
+    /// another (whose claim still owns the layer).
+    registered: Option<(Arc<LayerCache>, Digest)>,
+}
+
+impl Drop for ReadClaim {
+    fn drop(&mut self) {
+        if let Some((cache, key)) = self.registered.take() {
+            let mut reading = cache.reading.lock().unwrap_or_else(|e| e.into_inner());
+            reading.remove(&key);
+            cache.read_ended.notify_all();
+        }
+    }
+}
+
+/// How long a worker waits for another's read of the same layer before reading it itself: a
+/// read that takes longer is one of a blob far larger than a base layer, or a stuck one.
+const READ_WAIT: Duration = Duration::from_secs(300);
 
 impl LayerCache {
     /// The folder users expect, from the values of `XDG_CACHE_HOME` and `HOME`:
@@ -103,7 +133,35 @@ impl LayerCache {
             reads_off: AtomicBool::new(false),
             writes_off: AtomicBool::new(false),
             wrote: AtomicBool::new(false),
+            reading: Mutex::new(HashSet::new()),
+            read_ended: Condvar::new(),
         }
+    }
+
+    /// Claims the read of the layer `key`: `Some` when no other worker of this process reads
+    /// it (the caller reads it, and stores its entry before dropping the claim); `None` once
+    /// another worker's read of it ended, so the caller should look the entry up again. A wait
+    /// longer than [`READ_WAIT`] gives up and claims the read alongside.
+    pub fn claim_read(self: &Arc<Self>, key: &Digest) -> Option<ReadClaim> {
+        let mut reading = self.reading.lock().unwrap_or_else(|e| e.into_inner());
+        if reading.insert(key.clone()) {
+            return Some(ReadClaim {
+                registered: Some((self.clone(), key.clone())),
+            });
+        }
+        let deadline = Instant::now() + READ_WAIT;
+        while reading.contains(key) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Some(ReadClaim { registered: None });
+            }
+            reading = self
+                .read_ended
+                .wait_timeout(reading, left)
+                .map(|(g, _)| g)
+                .unwrap_or_else(|e| e.into_inner().0);
+        }
+        None
     }
 
     pub fn dir(&self) -> &Path {

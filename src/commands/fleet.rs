@@ -811,6 +811,14 @@ fn lint_images(
                 let mut failed = Vec::new();
                 let status = match read {
                     Ok(image) => {
+                        // As `lint -v` of one image: how many layers were read, how many the
+                        // cache served (shared base layers are read once per run).
+                        if plan.text_options.verbose {
+                            if let Some(summary) = image.cache_summary(opts.cache.as_deref().map(|c| c.dir()))
+                            {
+                                super::eprint_line(&line(&summary));
+                            }
+                        }
                         // One search budget for the image, and its entrypoint followed once
                         // per distinct command and env.
                         let shared = facts::PerImage::default();

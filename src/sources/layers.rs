@@ -6,7 +6,7 @@
 
 use super::progress::Progress;
 use super::{limit_error, Options, Store};
-use crate::cache::LayerCache;
+use crate::cache::{LayerCache, ReadClaim};
 use crate::digest::Digest;
 use crate::error::{Error, Result};
 use crate::image::{Image, ImageSource, Layer};
@@ -17,7 +17,7 @@ use crate::tree::merge::MergeError;
 use crate::tree::{Compression, Interests, LayerDiff};
 use oci_spec::image::ImageConfiguration;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// The manifest chosen for an image and what it needs to be read.
 pub(crate) struct Chosen {
@@ -64,6 +64,7 @@ pub(crate) fn read_layers(
     });
     let count = chosen.layers.len();
     let hits: Hits = Arc::new((0..count).map(|_| AtomicBool::new(false)).collect());
+    let claims: Claims = Arc::new((0..count).map(|_| Mutex::new(None)).collect());
     let progress = Arc::new(Progress::new(options.progress, count));
     // Layers a streamed archive read before the config was known, with `options.interests`.
     let mut streamed = vec![false; count];
@@ -89,11 +90,14 @@ pub(crate) fn read_layers(
                 GzipCrc::Check
             },
         };
+        let mut cached = false;
         let lookup = match cached_key(options.cache.as_ref(), plan) {
             Some((cache, key)) => {
+                cached = cache.contains(&key);
                 let hit = CacheHit {
                     index: i,
                     hits: hits.clone(),
+                    claims: claims.clone(),
                 };
                 Some(cache_lookup(
                     cache, key, plan, &store, &interests, options, hit, local,
@@ -102,7 +106,7 @@ pub(crate) fn read_layers(
             None => None,
         };
         // A cached layer needs no blob (a local store may not have exported it).
-        if lookup.is_none() && store.size(&plan.member).is_none() {
+        if !cached && store.size(&plan.member).is_none() {
             if is_foreign(plan) {
                 return Err(foreign_layer(plan, i, &location));
             }
@@ -120,6 +124,9 @@ pub(crate) fn read_layers(
     let plans = &chosen.layers;
     let check = |i: usize, diff: &LayerDiff| -> Result<()> {
         let hit = hits[i].load(Ordering::SeqCst);
+        // The claim on the layer's read ends with this check, once its entry is written (or
+        // the layer refused): images waiting for the same layer then find the entry.
+        let _claim = claims[i].lock().unwrap_or_else(|e| e.into_inner()).take();
         check_layer(&plans[i], i, diff, hit, &location)?;
         if let (Some(cache), false) = (options.cache.as_ref(), hit) {
             if plans[i].diff_id.as_ref().is_some_and(Digest::is_sha256) {
@@ -198,13 +205,18 @@ fn open_blob(store: &Arc<dyn Store>, plan: &LayerPlan, index: usize, progress: &
 fn cached_key(cache: Option<&Arc<LayerCache>>, plan: &LayerPlan) -> Option<(Arc<LayerCache>, Digest)> {
     let cache = cache?;
     let key = plan.diff_id.clone().filter(Digest::is_sha256)?;
-    cache.contains(&key).then(|| (cache.clone(), key))
+    Some((cache.clone(), key))
 }
 
-/// Marks one layer as served by the layer cache.
+/// Each layer's claim on its read ([`LayerCache::claim_read`]), held from a lookup that found
+/// nothing until the layer's check has written its entry.
+type Claims = Arc<Vec<Mutex<Option<ReadClaim>>>>;
+
+/// Marks one layer as served by the layer cache, or keeps its read's claim.
 struct CacheHit {
     index: usize,
     hits: Hits,
+    claims: Claims,
 }
 
 /// Looks a layer up in the layer cache on a worker, completing the entry with what this image
@@ -233,7 +245,23 @@ fn cache_lookup(
         plan.size,
     );
     Box::new(move || {
-        let mut diff = cache.load(&key, &interests, &limits)?;
+        // Another image of this run may be reading the layer now: wait for its entry rather
+        // than read the blob a second time.
+        let mut diff = loop {
+            // `contains` first: a look-up of an absent entry says nothing, even in a folder
+            // that cannot be read (which `contains` leaves to the write's one warning).
+            if let Some(diff) = cache
+                .contains(&key)
+                .then(|| cache.load(&key, &interests, &limits))
+                .flatten()
+            {
+                break diff;
+            }
+            if let Some(claim) = cache.claim_read(&key) {
+                *hit.claims[hit.index].lock().unwrap_or_else(|e| e.into_inner()) = Some(claim);
+                return None;
+            }
+        };
         // A manifest that gives the digest and names the compression says what the blob is
         // (and its size): the blob is never opened, so a layout whose blobs were removed
         // still reads from the cache. Otherwise (a `docker save` member, which has neither)

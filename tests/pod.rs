@@ -76,7 +76,8 @@ fn placed_on(recipe: &str, manifest_name: &str, rule: &str, line: u64, what: &st
     assert_eq!(f[0]["location"]["line"], line, "{rule} JSON: {:#}", f[0]);
     assert_eq!(f[0]["location"]["instruction"], what, "{rule} JSON: {:#}", f[0]);
     let text = String::from_utf8_lossy(&lint_k8s(recipe, &path, "text").stdout).into_owned();
-    let at = format!("{}:{line}: {what}", path.display());
+    // Text names the manifest as the report does: relative to the repository.
+    let at = format!("testdata/k8s/{manifest_name}:{line}: {what}");
     assert!(text.contains(&at), "{rule} text: no `{at}` in {text}");
     let sarif = json_of(&lint_k8s(recipe, &path, "sarif"));
     let results = sarif["runs"][0]["results"].as_array().unwrap();

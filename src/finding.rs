@@ -146,6 +146,13 @@ pub enum Anchor {
     /// With `--k8s`: the container's `image:` line in the manifest (the target stage's `FROM`
     /// in a Dockerfile).
     Container,
+    /// With `--k8s`: the pod's `volumes` entry of the container's mount at this index of
+    /// `facts.container.mounts` (else the mount's line; the target stage's `FROM` in a
+    /// Dockerfile).
+    Volume(usize),
+    /// With `--k8s`: the container's `volumeMounts` entry at this index of
+    /// `facts.container.mounts` (the target stage's `FROM` in a Dockerfile).
+    Mount(usize),
 }
 
 /// One problem found in an image. JSON keys are a contract with users' scripts.

@@ -61,7 +61,9 @@ impl<'a> DockerfileContext<'a> {
                     && words.iter().any(|w| i.args.contains(w))
             }),
             Anchor::Command => self.last(|i| i.keyword == "CMD" || i.keyword == "ENTRYPOINT"),
-            Anchor::From | Anchor::MemoryLimit | Anchor::Container => None,
+            Anchor::From | Anchor::MemoryLimit | Anchor::Container | Anchor::Volume(_) | Anchor::Mount(_) => {
+                None
+            }
         };
         found.or_else(|| self.from())
     }
@@ -102,6 +104,14 @@ pub fn in_manifest(findings: &mut [Finding], c: &Container, manifest_path: &str,
                 .map(|l| (l.line, format!("limits.memory: {}", l.value.text)))
                 .or(Some(image_line.clone())),
             Anchor::Container => Some(image_line.clone()),
+            Anchor::Volume(i) => c.mounts.get(i).map(|m| match m.volume_line {
+                Some(line) => (line, format!("volume: {}", m.volume)),
+                None => (m.mount_line, format!("volumeMount: {}", m.path)),
+            }),
+            Anchor::Mount(i) => c
+                .mounts
+                .get(i)
+                .map(|m| (m.mount_line, format!("volumeMount: {}", m.path))),
             Anchor::Env(keys) => keys
                 .iter()
                 .find_map(|k| c.env.iter().rev().find(|e| e.name == *k))
@@ -255,6 +265,44 @@ CMD [\"node\", \"/app/server.js\"]
         }])
         .unwrap();
         m.containers[0].clone()
+    }
+
+    #[test]
+    fn volume_findings_land_on_the_volume_or_the_mount() {
+        let c = container(
+            "    volumeMounts:
+    - name: cache
+      mountPath: /cache
+    - name: claim
+      mountPath: /data
+  volumes:
+  - name: cache
+    emptyDir: {medium: Memory}
+",
+        );
+        let mut findings = [
+            Finding::new("r", crate::finding::Severity::Note, "", Anchor::Volume(0)),
+            Finding::new("r", crate::finding::Severity::Note, "", Anchor::Mount(0)),
+            Finding::new("r", crate::finding::Severity::Note, "", Anchor::Volume(1)),
+        ];
+        in_manifest(&mut findings, &c, "m.yaml", false);
+        let at: Vec<_> = findings
+            .iter()
+            .map(|f| {
+                f.location
+                    .clone()
+                    .map(|l| (l.line, l.instruction.unwrap_or_default()))
+            })
+            .collect();
+        assert_eq!(
+            at,
+            [
+                Some((13, "volume: cache".to_string())),
+                Some((8, "volumeMount: /cache".to_string())),
+                // No `volumes` entry (a claim template): the mount's line.
+                Some((10, "volumeMount: /data".to_string())),
+            ]
+        );
     }
 
     #[test]

@@ -345,6 +345,55 @@ const TABLE: &[(&str, &str, &str, &str, &str)] = &[
         "warning",
         "maximumDiskCacheSize",
     ),
+    (
+        "dev-shm-too-small",
+        "postgres-15+k8s/postgres-statefulset.yaml",
+        "postgres-15+k8s/postgres-statefulset-dshm.yaml",
+        "warning",
+        "sizeLimit: 1Gi",
+    ),
+    (
+        "dev-shm-too-small",
+        "python-torch",
+        "glibc",
+        "note",
+        "docker run --shm-size=1g",
+    ),
+    (
+        "dev-shm-too-small",
+        "chromium-selenium+k8s/java-limit.yaml",
+        "chromium-selenium-findmnt+k8s/java-limit.yaml",
+        "warning",
+        "sizeLimit: 2Gi",
+    ),
+    (
+        "emptydir-memory-unbounded",
+        "glibc+k8s/cache-emptydir.yaml",
+        "glibc+k8s/cache-emptydir-sized.yaml",
+        "warning",
+        "sizeLimit: 256Mi",
+    ),
+    (
+        "heap-auto-without-limit",
+        "java17-ram-percentage+k8s/java-no-limit.yaml",
+        "java17-ram-percentage+k8s/java-limit.yaml",
+        "note",
+        "memory: 1Gi",
+    ),
+    (
+        "es-memory-lock-k8s",
+        "elasticsearch-memory-lock+k8s/es-statefulset.yaml",
+        "elasticsearch-memory-lock+k8s/es-statefulset-unlocked.yaml",
+        "warning",
+        "value: \"false\"",
+    ),
+    (
+        "postgres-huge-pages",
+        "postgres-15+k8s/postgres-statefulset.yaml",
+        "postgres-15-mmap+k8s/postgres-statefulset.yaml",
+        "note",
+        "huge_pages=off",
+    ),
 ];
 
 /// The JSON report of a TABLE recipe: the image's, or with `+k8s/FILE.yaml` the report of the

@@ -88,8 +88,21 @@ pub struct MemoryVolume {
 pub struct DevShm {
     /// Its size in bytes; `null` when a memory volume with no `sizeLimit` is mounted there.
     pub bytes: Option<u64>,
-    /// `the container runtime's default` or `emptyDir VOLUME (medium: Memory)`.
+    /// `the container runtime's default`, `emptyDir VOLUME (medium: Memory)`, `volume
+    /// VOLUME (not memory-backed)` or `the node's /dev/shm (hostIPC: true)`.
     pub source: String,
+    /// The same, for programs: `runtime_default`, `memory_volume`, `volume` or `host_ipc`.
+    pub from: &'static str,
+    /// The manifest line of the volume mounted there, when one is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mount_line: Option<u32>,
+}
+
+impl DevShm {
+    /// Whether `/dev/shm` is the 64 MiB the container runtime gives when nothing is mounted.
+    pub fn is_runtime_default(&self) -> bool {
+        self.from == "runtime_default"
+    }
 }
 
 /// How a setting sizes what it commits.
@@ -239,14 +252,37 @@ pub fn derive(
                 .collect()
         })
         .unwrap_or_default();
-    let dev_shm = match volumes.iter().find(|v| v.path.trim_end_matches('/') == DEV_SHM) {
-        Some(v) => DevShm {
-            bytes: v.size_limit,
-            source: format!("emptyDir {} (medium: Memory)", v.volume),
+    let at_dev_shm = container.and_then(|c| {
+        c.mounts
+            .iter()
+            .rev()
+            .find(|m| m.path.trim_end_matches('/') == DEV_SHM)
+    });
+    let dev_shm = match at_dev_shm {
+        // hostIPC shares the node's IPC namespace, and the runtime mounts the node's /dev/shm.
+        _ if container.is_some_and(|c| c.host_ipc) => DevShm {
+            bytes: None,
+            source: "the node's /dev/shm (hostIPC: true)".into(),
+            from: "host_ipc",
+            mount_line: None,
+        },
+        Some(m) if m.memory_backed => DevShm {
+            bytes: m.size_limit.as_ref().map(|q| q.value),
+            source: format!("emptyDir {} (medium: Memory)", m.volume),
+            from: "memory_volume",
+            mount_line: Some(m.mount_line),
+        },
+        Some(m) => DevShm {
+            bytes: None,
+            source: format!("volume {} (not memory-backed)", m.volume),
+            from: "volume",
+            mount_line: Some(m.mount_line),
         },
         None => DevShm {
             bytes: Some(DEV_SHM_DEFAULT),
             source: "the container runtime's default".into(),
+            from: "runtime_default",
+            mount_line: None,
         },
     };
     let l = limit.bytes();

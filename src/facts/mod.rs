@@ -3,8 +3,10 @@
 //! entrypoint, runtimes and packages. Pure: no I/O, no tar, no network. Rules read only these.
 
 pub mod allocator;
+pub mod chrome;
 pub mod container;
 pub mod dotnet;
+pub mod elasticsearch;
 pub mod entrypoint;
 pub mod env;
 pub mod go;
@@ -17,6 +19,7 @@ pub mod next;
 pub mod node;
 pub mod os;
 pub mod platform;
+pub mod postgres;
 pub mod preload;
 pub mod python;
 pub mod ruby;
@@ -61,6 +64,9 @@ const DECLARED: &[(&str, Declaration)] = &[
     ("ruby", ruby::interests),
     ("python", python::interests),
     ("go", go::interests),
+    ("postgres", postgres::interests),
+    ("chrome", chrome::interests),
+    ("elasticsearch", elasticsearch::interests),
 ];
 
 /// Every file content and ELF fact the facts read, whatever the config says. The layer reader
@@ -85,6 +91,7 @@ pub fn interests_for(config: &ImageConfiguration) -> Interests {
         .union(java::interests_for(config))
         .union(ruby::interests_for(config))
         .union(python::interests_for(config))
+        .union(postgres::interests_for(config))
 }
 
 /// Everything memlint knows about an image. JSON keys are a contract with users' scripts.
@@ -112,6 +119,16 @@ pub struct Facts {
     pub ruby: Option<ruby::RubyFacts>,
     pub python: Option<python::PythonFacts>,
     pub go: go::GoFacts,
+    /// A PostgreSQL server and its shared-memory settings. Absent when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub postgres: Option<postgres::PostgresFacts>,
+    /// Chrome or Chromium and what starts it. Absent when there is no browser.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chrome: Option<chrome::ChromeFacts>,
+    /// Elasticsearch or OpenSearch: `bootstrap.memory_lock` and whether the heap is set.
+    /// Absent when there is neither.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub search_engine: Option<elasticsearch::SearchEngine>,
     /// The container's memory budget: the limit and request (undecided without `--k8s`), the
     /// memory-backed volumes, `/dev/shm`, and what each runtime's settings commit.
     pub memory: memory::MemoryBudget,
@@ -264,6 +281,9 @@ pub fn derive_for(image: &Image, in_container: Option<&crate::k8s::Container>, s
     let ruby = ruby::derive(&loader, &env, &os, &entrypoint);
     let python = python::derive(tree, &env, &os, &entrypoint);
     let go = go::derive(tree, &env, &entrypoint);
+    let postgres = postgres::derive(tree, &env, &entrypoint);
+    let chrome = chrome::derive(tree, &env, &entrypoint, python.as_ref());
+    let search_engine = elasticsearch::derive(tree, &env);
     let memory = memory::derive(&env, in_container, java.as_ref(), node.as_ref(), &go, &dotnet);
     let loader = loader.facts();
     Facts {
@@ -283,6 +303,9 @@ pub fn derive_for(image: &Image, in_container: Option<&crate::k8s::Container>, s
         ruby,
         python,
         go,
+        postgres,
+        chrome,
+        search_engine,
         memory,
         container: in_container.cloned(),
     }

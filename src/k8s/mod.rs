@@ -79,6 +79,26 @@ pub struct Mount {
     pub disk_empty_dir: bool,
     /// The `emptyDir`'s `sizeLimit`.
     pub size_limit: Option<Quantity>,
+    /// `readOnly: true`: the container cannot write to it.
+    pub read_only: bool,
+    /// `subPath` (or `subPathExpr`, as written): only that folder of the volume is mounted.
+    pub sub_path: Option<String>,
+    /// The line of the pod's `volumes` entry; `null` when the pod declares no such volume (a
+    /// StatefulSet's `volumeClaimTemplates` entry, a typo).
+    pub volume_line: Option<u32>,
+    /// The line of the container's `volumeMounts` entry.
+    pub mount_line: u32,
+}
+
+/// A `hugepages-<size>` resource of the container (`hugepages-2Mi: 1Gi`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct HugePages {
+    /// The page size as the resource names it (`2Mi`, `1Gi`).
+    pub page_size: String,
+    /// `limits` or `requests`.
+    pub of: &'static str,
+    pub quantity: Quantity,
+    pub line: u32,
 }
 
 /// A container as the manifest declares it.
@@ -98,7 +118,13 @@ pub struct Container {
     pub limits_memory: Option<Lined<Quantity>>,
     pub requests_memory: Option<Lined<Quantity>>,
     pub limits_ephemeral_storage: Option<Lined<Quantity>>,
+    /// `resources.limits` and `resources.requests` of `hugepages-*`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hugepages: Vec<HugePages>,
     pub mounts: Vec<Mount>,
+    /// The pod's `hostIPC: true`: the container shares the node's IPC namespace and its
+    /// `/dev/shm`.
+    pub host_ipc: bool,
     pub working_dir: Option<String>,
     /// Words of `command`/`args` whose `$(VAR)` the manifest cannot resolve (left as written),
     /// each with why: a rule that would read them stays undecided.
@@ -464,6 +490,14 @@ impl Walk<'_> {
             init: false,
         };
         let volumes = self.volumes(pod)?;
+        let host_ipc = match pod.get("hostIPC") {
+            None => false,
+            Some(n) => match &n.value {
+                Node::Bool(b) => *b,
+                Node::Null => false,
+                _ => return Err(self.wrong_type(n, "`hostIPC`", "true or false")),
+            },
+        };
         let first = self.out.containers.len();
         for (key, init) in [("initContainers", true), ("containers", false)] {
             let Some(list) = pod.get(key) else { continue };
@@ -485,6 +519,9 @@ impl Walk<'_> {
             ignores.extend(self.ignores(m, "the pod template's `metadata`")?);
         }
         let mine = &mut self.out.containers[first..];
+        for c in mine.iter_mut() {
+            c.host_ipc = host_ipc;
+        }
         // `RULE@container` for a container the workload does not have would hide nothing.
         if let Some(stray) = ignores.iter().find(|i| {
             i.container
@@ -669,6 +706,10 @@ impl Walk<'_> {
                 memory_backed: false,
                 disk_empty_dir: false,
                 size_limit: None,
+                read_only: false,
+                sub_path: None,
+                volume_line: Some(line_of(v)),
+                mount_line: 0,
             };
             if let Some(ed) = m.get("emptyDir") {
                 let ed_map = match &ed.value {
@@ -765,6 +806,7 @@ impl Walk<'_> {
         };
         let working_dir = self.opt_string(c, "workingDir", "`workingDir`")?;
         let (mut limits_memory, mut requests_memory, mut limits_ephemeral_storage) = (None, None, None);
+        let mut hugepages = Vec::new();
         if let Some(res) = c.get("resources").filter(|r| r.value != Node::Null) {
             let res = self.map(res, "`resources`")?;
             for (key, slot) in [("limits", 0), ("requests", 1)] {
@@ -790,6 +832,20 @@ impl Walk<'_> {
                         limits_memory = Some(q);
                     } else {
                         requests_memory = Some(q);
+                    }
+                }
+                if let Node::Map(entries) = table {
+                    for (name, q) in entries {
+                        let Some(page_size) = name.value.strip_prefix("hugepages-") else {
+                            continue;
+                        };
+                        let q = self.quantity(q, &format!("`resources.{key}.{}`", name.value))?;
+                        hugepages.push(HugePages {
+                            page_size: page_size.to_string(),
+                            of: if slot == 0 { "limits" } else { "requests" },
+                            quantity: q.value,
+                            line: q.line,
+                        });
                     }
                 }
                 if slot == 0 {
@@ -913,6 +969,8 @@ impl Walk<'_> {
                 let volume = self
                     .opt_string(mm, "name", "a volume mount's `name`")?
                     .unwrap_or_default();
+                // A name the pod's `volumes` do not declare (a StatefulSet's
+                // `volumeClaimTemplates`, which become PersistentVolumeClaims) is no memory.
                 let mut mount = volumes
                     .iter()
                     .find(|(n, _)| *n == volume)
@@ -923,8 +981,27 @@ impl Walk<'_> {
                         memory_backed: false,
                         disk_empty_dir: false,
                         size_limit: None,
+                        read_only: false,
+                        sub_path: None,
+                        volume_line: None,
+                        mount_line: 0,
                     });
                 mount.path = path;
+                mount.mount_line = line_of(m);
+                mount.read_only = match mm.get("readOnly") {
+                    None => false,
+                    Some(n) => match &n.value {
+                        Node::Bool(b) => *b,
+                        Node::Null => false,
+                        _ => return Err(self.wrong_type(n, "`readOnly`", "true or false")),
+                    },
+                };
+                mount.sub_path = match self.opt_string(mm, "subPath", "`subPath`")? {
+                    Some(p) if !p.is_empty() => Some(p),
+                    _ => self
+                        .opt_string(mm, "subPathExpr", "`subPathExpr`")?
+                        .filter(|p| !p.is_empty()),
+                };
                 mounts.push(mount);
             }
         }
@@ -938,7 +1015,9 @@ impl Walk<'_> {
             limits_memory,
             requests_memory,
             limits_ephemeral_storage,
+            hugepages,
             mounts,
+            host_ipc: false,
             working_dir,
             unresolved_args: unresolved,
             ignores: Arc::from([]),
@@ -1224,6 +1303,66 @@ spec:
         assert_eq!(app.mounts[0].size_limit.as_ref().unwrap().value, 256 << 20);
         assert_eq!(m.skipped.len(), 1);
         assert_eq!(m.skipped[0].kind, "Service");
+    }
+
+    #[test]
+    fn mounts_with_their_lines_host_ipc_hugepages_and_claim_templates() {
+        let m = read_text(
+            "kind: StatefulSet
+metadata: {name: db}
+spec:
+  template:
+    spec:
+      hostIPC: true
+      containers:
+      - name: pg
+        image: postgres:15
+        resources:
+          limits: {memory: 2Gi, hugepages-2Mi: 512Mi}
+          requests: {hugepages-2Mi: 512Mi}
+        volumeMounts:
+        - name: data
+          mountPath: /var/lib/postgresql/data
+        - name: dshm
+          mountPath: /dev/shm
+          readOnly: true
+          subPath: shm
+      volumes:
+      - name: dshm
+        emptyDir: {medium: Memory, sizeLimit: 1Gi}
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec: {resources: {requests: {storage: 1Gi}}}
+",
+        )
+        .unwrap();
+        let c = &m.containers[0];
+        assert!(c.host_ipc);
+        let pages: Vec<_> = c
+            .hugepages
+            .iter()
+            .map(|h| (h.page_size.as_str(), h.of, h.quantity.value, h.line))
+            .collect();
+        assert_eq!(
+            pages,
+            [
+                ("2Mi", "limits", 512 << 20, 11),
+                ("2Mi", "requests", 512 << 20, 12)
+            ]
+        );
+        let data = &c.mounts[0];
+        assert!(!data.memory_backed && !data.disk_empty_dir, "{data:?}");
+        assert_eq!(
+            (data.volume_line, data.mount_line, data.read_only),
+            (None, 14, false)
+        );
+        let shm = &c.mounts[1];
+        assert!(shm.memory_backed && shm.read_only);
+        assert_eq!(shm.sub_path.as_deref(), Some("shm"));
+        assert_eq!((shm.volume_line, shm.mount_line), (Some(21), 16));
+        let e = read_text("kind: Pod\nspec:\n  hostIPC: yes please\n  containers: [{name: c, image: x}]\n")
+            .unwrap_err();
+        assert_eq!(e.line, Some(3));
     }
 
     #[test]

@@ -213,12 +213,16 @@ macro_rules! registry {
 }
 
 registry! {
+    dev_shm_too_small,
     dotnet_gc_env_decimal,
     dotnet_glibc_allocator,
     dotnet_server_gc_container,
+    emptydir_memory_unbounded,
+    es_memory_lock_k8s,
     go_cgo_glibc_allocator,
     go_memlimit_missing,
     gomemlimit_malformed,
+    heap_auto_without_limit,
     heap_exceeds_limit,
     jemalloc_not_preloaded,
     jvm_flag_incompatible,
@@ -233,6 +237,7 @@ registry! {
     node_cgroup_v2_unaware,
     node_semi_space,
     npgsql_gssapi_missing,
+    postgres_huge_pages,
     python_glibc_allocator,
     ruby_glibc_allocator,
     sharp_glibc_allocator,

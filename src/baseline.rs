@@ -18,7 +18,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
 
 /// The most a baseline file may hold: it is read into memory whole.
-pub const MAX_BASELINE_BYTES: u64 = 64 << 20;
+pub const MAX_BASELINE_BYTES: u64 = 16 << 20;
 
 /// The version of the file's layout, written as `memlint_baseline`.
 pub const FORMAT_VERSION: u32 = 1;

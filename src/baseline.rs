@@ -29,10 +29,7 @@ pub const FORMAT_VERSION: u32 = 1;
 pub enum Subject {
     /// With `--k8s`: the workload and container that run the image (not the manifest file,
     /// not the image the container runs).
-    Container {
-        workload: WorkloadId,
-        container: String,
-    },
+    Container { workload: WorkloadId, container: String },
     /// Without `--k8s`: the image's repository, without registry, tag or digest, and its
     /// platform (the findings of each platform of a multi-platform image are their own).
     Image { image: String, platform: String },
@@ -74,10 +71,7 @@ impl Subject {
     /// holds where it matters (a manifest's name cannot).
     fn key(&self) -> String {
         match self {
-            Subject::Container {
-                workload,
-                container,
-            } => format!(
+            Subject::Container { workload, container } => format!(
                 "k8s\0{}\0{}\0{}\0{container}\0",
                 workload.namespace, workload.kind, workload.name
             ),
@@ -88,10 +82,7 @@ impl Subject {
     /// `Deployment shop/api, container app` or `acme/api (linux/amd64)`, for people.
     pub fn describe(&self) -> String {
         match self {
-            Subject::Container {
-                workload,
-                container,
-            } => format!(
+            Subject::Container { workload, container } => format!(
                 "{} {}/{}, container {container}",
                 workload.kind, workload.namespace, workload.name
             ),
@@ -241,8 +232,12 @@ mod date_text {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Date, D::Error> {
         let text = String::deserialize(d)?;
-        text.parse::<Date>()
-            .map_err(|e| serde::de::Error::custom(format!("`{}` is not a date (YYYY-MM-DD): {e}", crate::untrusted::line(&text))))
+        text.parse::<Date>().map_err(|e| {
+            serde::de::Error::custom(format!(
+                "`{}` is not a date (YYYY-MM-DD): {e}",
+                crate::untrusted::line(&text)
+            ))
+        })
     }
 }
 
@@ -279,11 +274,11 @@ impl Baseline {
                 span,
             }))
         })?;
-        Baseline::parse(&text, &shown).map_err(|e| Error::Baseline(Box::new(e)))
+        Baseline::parse(&text, &shown).map_err(Error::Baseline)
     }
 
     /// A baseline from its text; `path` names it in diagnostics.
-    pub fn parse(text: &str, path: &str) -> Result<Baseline, BaselineError> {
+    pub fn parse(text: &str, path: &str) -> Result<Baseline, Box<BaselineError>> {
         let at = |line: usize, column: usize, message: String, help: &str| {
             let start: usize = text
                 .split_inclusive('\n')
@@ -298,12 +293,12 @@ impl Baseline {
                 .map_or(len, |(b, _)| b);
             let span = (line > 0).then(|| start + col..start + len);
             let (src, span) = SourceWindow::around(path.to_string(), text, span);
-            BaselineError {
+            Box::new(BaselineError {
                 message,
                 help: help.to_string(),
                 src,
                 span,
-            }
+            })
         };
         let file: File = serde_json::from_str(text).map_err(|e| {
             at(
@@ -334,7 +329,9 @@ impl Baseline {
         let mut by_fingerprint = HashMap::with_capacity(file.entries.len());
         for (i, e) in file.entries.iter().enumerate() {
             let well_formed = e.fingerprint.len() == 32
-                && e.fingerprint.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase());
+                && e.fingerprint
+                    .bytes()
+                    .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase());
             if !well_formed {
                 let needle = format!("\"{}\"", e.fingerprint);
                 let line = text
@@ -430,7 +427,8 @@ mod tests {
     fn finding(rule: &'static str, message: &str, paths: &[&str]) -> Finding {
         let mut f = Finding::new(rule, Severity::Error, message, Anchor::From);
         for p in paths {
-            f.evidence.push(Evidence::naming(format!("{message} at {p}"), [*p]));
+            f.evidence
+                .push(Evidence::naming(format!("{message} at {p}"), [*p]));
         }
         f
     }
@@ -448,18 +446,27 @@ mod tests {
             all[0].fingerprint.clone()
         };
         let a = print(
-            finding("ld-preload-missing", "LD_PRELOAD names /usr/lib/libjemalloc.so.2, which is missing", &["/usr/lib/libjemalloc.so.2"]),
+            finding(
+                "ld-preload-missing",
+                "LD_PRELOAD names /usr/lib/libjemalloc.so.2, which is missing",
+                &["/usr/lib/libjemalloc.so.2"],
+            ),
             &s,
         );
         assert_eq!(a.len(), 32);
         // Another message and evidence wording, the same paths: the same finding.
         let reworded = print(
-            finding("ld-preload-missing", "the preload /usr/lib/libjemalloc.so.2 resolves to nothing", &["/usr/lib/libjemalloc.so.2"]),
+            finding(
+                "ld-preload-missing",
+                "the preload /usr/lib/libjemalloc.so.2 resolves to nothing",
+                &["/usr/lib/libjemalloc.so.2"],
+            ),
             &s,
         );
         assert_eq!(a, reworded);
         // Placement and severity do not count either.
-        let mut placed = finding("ld-preload-missing", "x", &["/usr/lib/libjemalloc.so.2"]).severity(Severity::Note);
+        let mut placed =
+            finding("ld-preload-missing", "x", &["/usr/lib/libjemalloc.so.2"]).severity(Severity::Note);
         placed.location = Some(crate::finding::Location {
             path: "deploy/moved.yaml".to_string(),
             line: 99,
@@ -469,10 +476,22 @@ mod tests {
         assert_eq!(a, print(placed, &s));
         // Another path, rule, workload or container: another finding.
         let others = [
-            print(finding("ld-preload-missing", "x", &["/usr/lib64/libjemalloc.so.2"]), &s),
-            print(finding("ld-preload-incompatible", "x", &["/usr/lib/libjemalloc.so.2"]), &s),
-            print(finding("ld-preload-missing", "x", &["/usr/lib/libjemalloc.so.2"]), &deployment("web", "app")),
-            print(finding("ld-preload-missing", "x", &["/usr/lib/libjemalloc.so.2"]), &deployment("api", "sidecar")),
+            print(
+                finding("ld-preload-missing", "x", &["/usr/lib64/libjemalloc.so.2"]),
+                &s,
+            ),
+            print(
+                finding("ld-preload-incompatible", "x", &["/usr/lib/libjemalloc.so.2"]),
+                &s,
+            ),
+            print(
+                finding("ld-preload-missing", "x", &["/usr/lib/libjemalloc.so.2"]),
+                &deployment("web", "app"),
+            ),
+            print(
+                finding("ld-preload-missing", "x", &["/usr/lib/libjemalloc.so.2"]),
+                &deployment("api", "sidecar"),
+            ),
             print(
                 finding("ld-preload-missing", "x", &["/usr/lib/libjemalloc.so.2"]),
                 &Subject::container("StatefulSet", Some("shop"), "api", "app"),
@@ -502,7 +521,10 @@ mod tests {
             finding("go-memlimit-missing", "reworded", &[]),
         ];
         assign(&mut reworded, &s);
-        assert!(all.iter().zip(&reworded).all(|(a, b)| a.fingerprint == b.fingerprint));
+        assert!(all
+            .iter()
+            .zip(&reworded)
+            .all(|(a, b)| a.fingerprint == b.fingerprint));
     }
 
     #[test]
@@ -545,7 +567,10 @@ mod tests {
         let mut later = [fs[0].clone(), finding("node-semi-space", "n", &[])];
         assign(&mut later, &s);
         let again = render(
-            later.iter().map(|f| Entry::of(f, &s, day("2026-06-01"))).collect(),
+            later
+                .iter()
+                .map(|f| Entry::of(f, &s, day("2026-06-01")))
+                .collect(),
             Some(&b),
             |_| false,
         );
@@ -566,7 +591,11 @@ mod tests {
 
     #[test]
     fn malformed_baselines_point_at_their_line() {
-        let e = Baseline::parse("{\n  \"memlint_baseline\": 1,\n  \"entries\": [ 3 ]\n}\n", "b.json").unwrap_err();
+        let e = Baseline::parse(
+            "{\n  \"memlint_baseline\": 1,\n  \"entries\": [ 3 ]\n}\n",
+            "b.json",
+        )
+        .unwrap_err();
         assert!(e.message.contains("line 3"), "{}", e.message);
         assert!(e.span.is_some());
         let e = Baseline::parse("{\"memlint_baseline\": 2, \"entries\": []}", "b.json").unwrap_err();

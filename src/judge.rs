@@ -573,7 +573,9 @@ mod tests {
 
     #[test]
     fn the_baseline_sets_apart_what_it_holds_after_ignores() {
-        let s = settings("[[ignores]]\nrule = \"ld-preload-missing\"\npath = \"/usr/lib\"\nreason = \"arm64 only\"\n");
+        let s = settings(
+            "[[ignores]]\nrule = \"ld-preload-missing\"\npath = \"/usr/lib\"\nreason = \"arm64 only\"\n",
+        );
         let all = || {
             vec![
                 preload("/usr/lib/libjemalloc.so.2"),
@@ -605,11 +607,19 @@ mod tests {
         assert_eq!(v.ignored_fingerprints.len(), 1);
         let rules_of = |l: &[Finding]| l.iter().map(|f| f.rule).collect::<Vec<_>>();
         assert_eq!(rules_of(&v.findings), ["node-semi-space"]);
-        assert_eq!(rules_of(&v.baselined), ["ld-preload-missing", "sharp-glibc-allocator"]);
+        assert_eq!(
+            rules_of(&v.baselined),
+            ["ld-preload-missing", "sharp-glibc-allocator"]
+        );
         let why = v.baselined[0].suppression.clone().unwrap();
         assert_eq!(why.kind, "external");
         assert_eq!(why.origin, "memlint-baseline.json");
-        assert!(why.justification.starts_with("accepted in the baseline memlint-baseline.json (first seen 2026-03-01)"), "{}", why.justification);
+        assert!(
+            why.justification
+                .starts_with("accepted in the baseline memlint-baseline.json (first seen 2026-03-01)"),
+            "{}",
+            why.justification
+        );
         // What --write-baseline would write: every finding no ignore hides, new or baselined.
         assert_eq!(v.seen.len(), 3);
     }

@@ -114,7 +114,10 @@ fn rebuilt_with_a_layer_below(base: &str, out: &Path) -> String {
     let (bytes, media_type, diff_id) = extra.blob();
     let layer = w.blob(&bytes, media_type);
     manifest["layers"].as_array_mut().unwrap().insert(0, layer);
-    config["rootfs"]["diff_ids"].as_array_mut().unwrap().insert(0, json!(diff_id));
+    config["rootfs"]["diff_ids"]
+        .as_array_mut()
+        .unwrap()
+        .insert(0, json!(diff_id));
     config["history"]
         .as_array_mut()
         .unwrap()
@@ -181,13 +184,13 @@ fn a_fleet_adopts_a_baseline_and_fails_only_on_new_findings() {
         &["--fail-on", "never", "--write-baseline", "memlint-baseline.json"],
     );
     assert_eq!(code, Some(0), "{stderr}");
-    assert!(stderr.contains("wrote the baseline memlint-baseline.json"), "{stderr}");
+    assert!(
+        stderr.contains("wrote the baseline memlint-baseline.json"),
+        "{stderr}"
+    );
     let written = entries(&d.join("memlint-baseline.json"));
     assert_eq!(written.len() as u64, total);
-    let api = written
-        .iter()
-        .find(|e| e["workload"]["name"] == "api")
-        .unwrap();
+    let api = written.iter().find(|e| e["workload"]["name"] == "api").unwrap();
     assert_eq!(api["rule"], "ld-preload-missing");
     assert_eq!(api["severity"], "error");
     assert_eq!(
@@ -231,7 +234,10 @@ fn a_fleet_adopts_a_baseline_and_fails_only_on_new_findings() {
         "{stderr}"
     );
     // SARIF: the same fingerprints as the run before the baseline, each result suppressed.
-    assert_eq!(sarif_prints(&d.join("before.sarif")), sarif_prints(&d.join("same.sarif")));
+    assert_eq!(
+        sarif_prints(&d.join("before.sarif")),
+        sarif_prints(&d.join("same.sarif"))
+    );
     let sarif: Value = serde_json::from_slice(&fs::read(d.join("same.sarif")).unwrap()).unwrap();
     for r in sarif["runs"][0]["results"].as_array().unwrap() {
         let s = &r["suppressions"][0];
@@ -249,14 +255,24 @@ fn a_fleet_adopts_a_baseline_and_fails_only_on_new_findings() {
     let out = memlint_in(
         d,
         &[
-            "lint", "--k8s", "deploy", "--image", &format!("registry.local/api:1={}", img.api),
-            "--image", &format!("registry.local/pay:1={}", img.pay), "--baseline", "memlint-baseline.json",
+            "lint",
+            "--k8s",
+            "deploy",
+            "--image",
+            &format!("registry.local/api:1={}", img.api),
+            "--image",
+            &format!("registry.local/pay:1={}", img.pay),
+            "--baseline",
+            "memlint-baseline.json",
         ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains("error[ld-preload-missing]"), "{text}");
-    assert!(text.contains("0 errors, 0 warnings, 0 notes, 1 baselined"), "{text}");
+    assert!(
+        text.contains("0 errors, 0 warnings, 0 notes, 1 baselined"),
+        "{text}"
+    );
 
     // Rebuilt with a new tag and another layer order, the manifest moved to another file with
     // its lines shifted: nothing new, the same fingerprints.
@@ -295,11 +311,18 @@ fn a_fleet_adopts_a_baseline_and_fails_only_on_new_findings() {
         "the layer that brought the library moved: {}",
         api_report["baselined"][0]
     );
-    assert_eq!(sarif_prints(&d.join("before.sarif")), sarif_prints(&d.join("moved.sarif")));
+    assert_eq!(
+        sarif_prints(&d.join("before.sarif")),
+        sarif_prints(&d.join("moved.sarif"))
+    );
 
     // A broken container added: exactly that finding is new, and fails the run.
     fs::copy(WORKER, d.join("deploy/worker.yaml")).unwrap();
-    let with_worker = [moved[0], moved[1], ("registry.local/worker:1", img.worker.as_str())];
+    let with_worker = [
+        moved[0],
+        moved[1],
+        ("registry.local/worker:1", img.worker.as_str()),
+    ];
     let (code, broken, stderr) = lint(d, &with_worker, &["--baseline", "memlint-baseline.json"]);
     assert_eq!(code, Some(1), "{stderr}");
     assert_eq!(
@@ -310,11 +333,19 @@ fn a_fleet_adopts_a_baseline_and_fails_only_on_new_findings() {
     let out = memlint_in(
         d,
         &[
-            "lint", "--k8s", "deploy", "--baseline", "memlint-baseline.json",
-            "--image", &format!("registry.local/api:2={api2}"),
-            "--image", &format!("registry.local/pay:1={}", img.pay),
-            "--image", &format!("registry.local/worker:1={}", img.worker),
-            "--format", "github",
+            "lint",
+            "--k8s",
+            "deploy",
+            "--baseline",
+            "memlint-baseline.json",
+            "--image",
+            &format!("registry.local/api:2={api2}"),
+            "--image",
+            &format!("registry.local/pay:1={}", img.pay),
+            "--image",
+            &format!("registry.local/worker:1={}", img.worker),
+            "--format",
+            "github",
         ],
     );
     assert_eq!(out.status.code(), Some(1));
@@ -339,8 +370,15 @@ fn a_fleet_adopts_a_baseline_and_fails_only_on_new_findings() {
     );
     assert_eq!(summed(&fixed, "fixed"), 1);
     assert!(stderr.contains("1 fixed (no longer found)"), "{stderr}");
-    assert!(stderr.contains("fixed ld-preload-missing on Deployment shop/api, container app"), "{stderr}");
-    assert_eq!(entries(&d.join("memlint-baseline.json")).len() as u64, total, "not pruned unless asked");
+    assert!(
+        stderr.contains("fixed ld-preload-missing on Deployment shop/api, container app"),
+        "{stderr}"
+    );
+    assert_eq!(
+        entries(&d.join("memlint-baseline.json")).len() as u64,
+        total,
+        "not pruned unless asked"
+    );
     let (code, _, stderr) = lint(
         d,
         &moved,
@@ -370,9 +408,17 @@ fn shards_merged_against_a_baseline_fail_only_on_new_findings() {
     let out = memlint_in(
         d,
         &[
-            "lint", "--k8s", "deploy/fleet.yaml", "--fail-on", "never", "--write-baseline", "b.json",
-            "--image", &format!("registry.local/api:1={}", img.api),
-            "--image", &format!("registry.local/pay:1={}", img.pay),
+            "lint",
+            "--k8s",
+            "deploy/fleet.yaml",
+            "--fail-on",
+            "never",
+            "--write-baseline",
+            "b.json",
+            "--image",
+            &format!("registry.local/api:1={}", img.api),
+            "--image",
+            &format!("registry.local/pay:1={}", img.pay),
         ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
@@ -431,7 +477,10 @@ fn an_image_without_k8s_is_known_by_its_repository() {
     let api = build_image("demo");
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let out = memlint_in(d, &["lint", "--fail-on", "never", "--write-baseline", "b.json", &api]);
+    let out = memlint_in(
+        d,
+        &["lint", "--fail-on", "never", "--write-baseline", "b.json", &api],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let written = entries(&d.join("b.json"));
     assert_eq!(written.len(), 1);
@@ -449,7 +498,14 @@ fn an_image_without_k8s_is_known_by_its_repository() {
     let first_day = written[0]["first_seen"].clone();
     let out = memlint_in(
         d,
-        &["lint", "--baseline", "b.json", "--write-baseline", "b.json", &rebuilt],
+        &[
+            "lint",
+            "--baseline",
+            "b.json",
+            "--write-baseline",
+            "b.json",
+            &rebuilt,
+        ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     assert_eq!(entries(&d.join("b.json"))[0]["first_seen"], first_day);
@@ -463,7 +519,10 @@ fn a_missing_or_malformed_baseline_exits_2_and_says_where() {
     let out = memlint_in(d, &["lint", "--baseline", "missing.json", image]);
     assert_eq!(out.status.code(), Some(2));
     let e = stderr_of(&out);
-    assert!(e.contains("memlint::baseline") && e.contains("missing.json"), "{e}");
+    assert!(
+        e.contains("memlint::baseline") && e.contains("missing.json"),
+        "{e}"
+    );
     fs::write(
         d.join("bad.json"),
         "{\n  \"memlint_baseline\": 1,\n  \"entries\": [\n    {\"rule\": \"x\"}\n  ]\n}\n",

@@ -72,7 +72,10 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     ("locate", &["dockerfile", "finding", "image", "k8s"]),
     // The baseline: fingerprints, and the accepted findings' file.
-    ("baseline", &["digest", "error", "finding", "untrusted", "user_file"]),
+    (
+        "baseline",
+        &["digest", "error", "finding", "untrusted", "user_file"],
+    ),
     ("judge", &["baseline", "finding", "locate", "rules", "settings"]),
     // Reporting: output formats.
     (

@@ -41,8 +41,11 @@ impl Tally {
     /// Adds one report's findings.
     pub fn add(&mut self, subject: &Subject, seen: &[Entry], ignored: &[String], baselined: usize) {
         self.linted.insert(subject.clone());
-        self.occurring
-            .extend(seen.iter().map(|e| e.fingerprint.clone()).chain(ignored.iter().cloned()));
+        self.occurring.extend(
+            seen.iter()
+                .map(|e| e.fingerprint.clone())
+                .chain(ignored.iter().cloned()),
+        );
         self.seen.extend_from_slice(seen);
         self.baselined += baselined;
     }

@@ -313,7 +313,12 @@ struct Rendered {
     baseline: Option<BaselineTally>,
 }
 
-type BaselineTally = (crate::baseline::Subject, Vec<crate::baseline::Entry>, Vec<String>, usize);
+type BaselineTally = (
+    crate::baseline::Subject,
+    Vec<crate::baseline::Entry>,
+    Vec<String>,
+    usize,
+);
 
 /// Elements of a JSON array (SARIF results, Code Quality issues) spooled together: the run
 /// caps them one by one.

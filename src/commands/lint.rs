@@ -177,7 +177,11 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
     if let Some(b) = &baseline {
         let fixed = b.fixed(&tally.linted, &rules_run, &tally.occurring);
         for r in &mut reports {
-            r.fixed = fixed.iter().filter(|e| e.subject == r.subject).map(|e| (*e).clone()).collect();
+            r.fixed = fixed
+                .iter()
+                .filter(|e| e.subject == r.subject)
+                .map(|e| (*e).clone())
+                .collect();
         }
     }
     let text_options = TextOptions {
@@ -212,7 +216,13 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
     };
     super::emit_formats(args.output.as_deref(), args.format, &args.outputs, color, render)?;
     let worst = reports.iter().filter_map(LintReport::worst).max();
-    super::baseline::finish(&baseline_options, baseline.as_ref(), tally, &rules_run, args.quiet)?;
+    super::baseline::finish(
+        &baseline_options,
+        baseline.as_ref(),
+        tally,
+        &rules_run,
+        args.quiet,
+    )?;
 
     if failed {
         return Ok(ExitCode::from(2));

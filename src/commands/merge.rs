@@ -288,7 +288,10 @@ impl Merge {
                 }
             }
             let before = summary.get("baselined").and_then(Value::as_u64).unwrap_or(0);
-            summary.insert("baselined".to_string(), serde_json::json!(before + held.len() as u64));
+            summary.insert(
+                "baselined".to_string(),
+                serde_json::json!(before + held.len() as u64),
+            );
         }
         let mut baselined = match r.get_mut("baselined").map(Value::take) {
             Some(Value::Array(all)) => all,
@@ -319,7 +322,10 @@ impl Merge {
             }
             o.insert("findings".to_string(), Value::Array(new));
             o.insert("baselined".to_string(), Value::Array(baselined));
-            o.insert("fixed".to_string(), serde_json::to_value(&fixed).unwrap_or_default());
+            o.insert(
+                "fixed".to_string(),
+                serde_json::to_value(&fixed).unwrap_or_default(),
+            );
         }
     }
 }

@@ -543,6 +543,13 @@ fn a_missing_or_malformed_baseline_exits_2_and_says_where() {
     assert_eq!(out.status.code(), Some(2));
     let e = stderr_of(&out);
     assert!(!e.contains('\x1b') && !e.contains('\x07'), "{e:?}");
+    // A file past the bound is refused before it is read into memory.
+    let big = fs::File::create(d.join("big.json")).unwrap();
+    big.set_len(17 << 20).unwrap();
+    let out = memlint_in(d, &["lint", "--baseline", "big.json", image]);
+    assert_eq!(out.status.code(), Some(2));
+    let e = stderr_of(&out);
+    assert!(e.contains("larger than 16 MiB"), "{e}");
     // --prune-baseline needs --baseline; merge refuses a bad baseline too.
     let out = memlint_in(d, &["lint", "--prune-baseline", image]);
     assert_eq!(out.status.code(), Some(2));

@@ -60,6 +60,15 @@ pub struct MergeArgs {
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 
+    /// Count and fail on only the merged findings not in this baseline file (as `lint
+    /// --baseline`); what a shard already baselined stays baselined
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+
+    /// Rewrite the --baseline file without its entries that no longer occur
+    #[arg(long, requires = "baseline")]
+    pub prune_baseline: bool,
+
     /// Code scanning category of the SARIF run: the `--category` the shards were linted with
     /// (default: `memlint/k8s`, as `lint --k8s`)
     #[arg(long, value_name = "CATEGORY")]
@@ -212,6 +221,20 @@ pub struct LintArgs {
     /// `memlint rules --since VERSION` lists what a move would bring)
     #[arg(long, value_name = "VERSION")]
     pub rules_version: Option<String>,
+
+    /// Report, count and fail on only the findings not in this baseline file (written by
+    /// --write-baseline); its entries that no longer occur are reported as fixed
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+
+    /// Write this run's findings (those no ignore hides) to FILE as a baseline; with
+    /// --baseline, each keeps the day it was first seen
+    #[arg(long, value_name = "FILE")]
+    pub write_baseline: Option<PathBuf>,
+
+    /// Rewrite the --baseline file without its entries that no longer occur
+    #[arg(long, requires = "baseline")]
+    pub prune_baseline: bool,
 
     /// No colours, even on a terminal (NO_COLOR does the same)
     #[arg(long)]

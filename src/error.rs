@@ -246,6 +246,10 @@ pub enum Error {
     #[diagnostic(transparent)]
     Manifest(Box<ManifestError>),
 
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Baseline(Box<BaselineError>),
+
     #[error("{what} is not valid")]
     #[diagnostic(code(memlint::argument), help("{help}"))]
     BadArgument { what: String, help: String },
@@ -335,6 +339,19 @@ impl Error {
 #[error("{message}")]
 #[diagnostic(code(memlint::manifest), help("{help}"))]
 pub struct ManifestError {
+    pub message: String,
+    pub help: String,
+    #[source_code]
+    pub src: SourceWindow,
+    #[label("here")]
+    pub span: Option<SourceSpan>,
+}
+
+/// Why a baseline file cannot be used.
+#[derive(Debug, thiserror::Error, Diagnostic)]
+#[error("{message}")]
+#[diagnostic(code(memlint::baseline), help("{help}"))]
+pub struct BaselineError {
     pub message: String,
     pub help: String,
     #[source_code]

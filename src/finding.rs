@@ -5,7 +5,9 @@ use serde::{Serialize, Serializer};
 use std::fmt;
 
 /// How bad a finding is. Ordered: a note is below a warning, a warning below an error.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, clap::ValueEnum)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize, clap::ValueEnum,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Note,
@@ -169,9 +171,13 @@ pub struct Finding {
     /// The Dockerfile line the finding belongs to, when one is known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub location: Option<Location>,
-    /// Why the finding is hidden, when an ignore covers it.
+    /// Why the finding is hidden, when an ignore covers it (or a baseline holds it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub suppression: Option<Suppression>,
+    /// What tells this finding from every other across runs ([`crate::baseline`]'s
+    /// fingerprint); given by the judge, empty until then.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub fingerprint: String,
     /// Where in a Dockerfile it belongs.
     #[serde(skip)]
     pub anchor: Anchor,
@@ -195,8 +201,8 @@ pub struct Location {
 /// An ignore that hides a finding.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Suppression {
-    /// `inSource` for a Dockerfile comment, `external` for the config or the command line
-    /// (SARIF's suppression kinds).
+    /// `inSource` for a Dockerfile comment or a workload's annotation, `external` for the
+    /// config, the command line or a baseline (SARIF's suppression kinds).
     pub kind: &'static str,
     pub justification: String,
     /// Where the ignore is written.
@@ -220,6 +226,7 @@ impl Finding {
             fix: String::new(),
             location: None,
             suppression: None,
+            fingerprint: String::new(),
             anchor,
             omitted: 0,
         }

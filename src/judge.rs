@@ -6,6 +6,7 @@
 //! line). Where a finding sits is [`crate::locate`]'s to decide; the judge calls it back at the
 //! one point of its order where placement belongs, since inline ignores read the placed line.
 
+use crate::baseline::{self, Baseline, Entry, Subject};
 use crate::finding::{Evidence, Finding, Suppression};
 use crate::locate::DockerfileContext;
 use crate::rules::{self, RuleResult};
@@ -25,6 +26,10 @@ pub struct Policy<'a> {
     /// Ignores written beside what is linted (a workload's `memlint/ignore` annotation), each
     /// scoped as a `[[ignores]]` entry is and placed at its line: SARIF's `inSource`.
     pub in_source: &'a [ScopedIgnore],
+    /// What the findings were found in, as their fingerprints name it.
+    pub subject: &'a Subject,
+    /// The accepted findings (`--baseline`): those it holds are set apart, after ignores.
+    pub baseline: Option<&'a Baseline>,
 }
 
 /// The judge's decision on one image's findings.
@@ -34,6 +39,15 @@ pub struct Verdict {
     pub findings: Vec<Finding>,
     /// Findings an ignore hides, each with its suppression, capped per rule.
     pub ignored: Vec<Finding>,
+    /// Findings the baseline holds (no ignore hides them), capped per rule, in the order of
+    /// `findings`.
+    pub baselined: Vec<Finding>,
+    /// Every finding no ignore hides, new or baselined, before the cap: what
+    /// `--write-baseline` writes.
+    pub seen: Vec<Entry>,
+    /// The fingerprints of the findings an ignore hides, before the cap: they still occur, so
+    /// their baseline entries are not fixed.
+    pub ignored_fingerprints: Vec<String>,
     /// Things the reader should know about the run itself.
     pub notes: Vec<String>,
     /// Whether the last note says that findings point at the nominal `artifact:1` (no
@@ -43,7 +57,7 @@ pub struct Verdict {
 
 /// Judges the rules' findings. In this order, which the reports' snapshots depend on: severity
 /// overrides, then `place` (provenance and Dockerfile lines, see [`crate::locate`]), then
-/// ignores, then the cap, then the notes, then the sort.
+/// fingerprints, then ignores, then the baseline, then the cap, then the notes, then the sort.
 pub fn judge(results: &[RuleResult], policy: &Policy, place: impl FnOnce(&mut [Finding])) -> Verdict {
     let mut all: Vec<Finding> = results
         .iter()
@@ -55,6 +69,8 @@ pub fn judge(results: &[RuleResult], policy: &Policy, place: impl FnOnce(&mut [F
         }
     }
     place(&mut all);
+    // Before ignores: a finding's fingerprint is the same whether an ignore hides it or not.
+    baseline::assign(&mut all, policy.subject);
     let mut used = vec![false; policy.settings.scoped.len()];
     let mut used_in_source = vec![false; policy.in_source.len()];
     let mut findings = Vec::new();
@@ -67,7 +83,26 @@ pub fn judge(results: &[RuleResult], policy: &Policy, place: impl FnOnce(&mut [F
             findings.push(f);
         }
     }
-    let (mut findings, ignored) = (cap(findings), cap(ignored));
+    let ignored_fingerprints = ignored.iter().map(|f| f.fingerprint.clone()).collect();
+    let (findings, baselined) = match policy.baseline {
+        Some(b) => set_apart(findings, b),
+        None => (findings, Vec::new()),
+    };
+    let seen = findings
+        .iter()
+        .chain(&baselined)
+        .map(|f| Entry::of(f, policy.subject, policy.today))
+        .collect();
+    let refingerprinted = |mut list: Vec<Finding>| {
+        // The finding that counts the rest stands for many: its own fingerprint.
+        for f in list.iter_mut().filter(|f| f.omitted > 0) {
+            f.fingerprint = baseline::fingerprint(f.rule, policy.subject, &[], true, 0);
+        }
+        list
+    };
+    let mut findings = refingerprinted(cap(findings));
+    let ignored = refingerprinted(cap(ignored));
+    let mut baselined = refingerprinted(cap(baselined));
     let mut notes = Vec::new();
     let unused = policy
         .in_source
@@ -90,12 +125,40 @@ pub fn judge(results: &[RuleResult], policy: &Policy, place: impl FnOnce(&mut [F
         ));
     }
     findings.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.rule.cmp(b.rule)));
+    baselined.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.rule.cmp(b.rule)));
     Verdict {
         findings,
         ignored,
+        baselined,
+        seen,
+        ignored_fingerprints,
         notes,
         nominal_note,
     }
+}
+
+/// The findings the baseline does not hold, and those it does, each with a suppression that
+/// names the baseline (SARIF's `external`: the acceptance is written outside the source).
+fn set_apart(findings: Vec<Finding>, b: &Baseline) -> (Vec<Finding>, Vec<Finding>) {
+    let mut new = Vec::new();
+    let mut held = Vec::new();
+    for mut f in findings {
+        match b.get(&f.fingerprint) {
+            Some(e) => {
+                f.suppression = Some(Suppression {
+                    kind: "external",
+                    justification: format!(
+                        "accepted in the baseline {} (first seen {})",
+                        b.path, e.first_seen
+                    ),
+                    origin: b.path.clone(),
+                });
+                held.push(f);
+            }
+            None => new.push(f),
+        }
+    }
+    (new, held)
 }
 
 /// The ignore that hides a finding, if any: a `# memlint ignore=` comment above its Dockerfile
@@ -251,6 +314,10 @@ mod tests {
         Settings::parse(toml, ".memlint.toml").unwrap()
     }
 
+    fn subject() -> Subject {
+        Subject::image("registry:registry.example/app:1.2", None, "linux/amd64")
+    }
+
     fn today() -> Date {
         "2026-03-01".parse().unwrap()
     }
@@ -264,6 +331,8 @@ mod tests {
             image_names: names,
             today: today(),
             in_source: &[],
+            subject: &subject(),
+            baseline: None,
         };
         judge(&results(findings), &policy, |_| {})
     }
@@ -293,6 +362,8 @@ mod tests {
             image_names: &[],
             today: today(),
             in_source: &[],
+            subject: &subject(),
+            baseline: None,
         };
         let findings = vec![
             preload("/usr/lib/libjemalloc.so.2"),
@@ -466,6 +537,8 @@ mod tests {
             image_names: &["app:1"],
             today: today(),
             in_source: &in_source,
+            subject: &subject(),
+            baseline: None,
         };
         let findings = vec![
             preload("/usr/lib/libjemalloc.so.2"),
@@ -499,6 +572,59 @@ mod tests {
     }
 
     #[test]
+    fn the_baseline_sets_apart_what_it_holds_after_ignores() {
+        let s = settings(
+            "[[ignores]]\nrule = \"ld-preload-missing\"\npath = \"/usr/lib\"\nreason = \"arm64 only\"\n",
+        );
+        let all = || {
+            vec![
+                preload("/usr/lib/libjemalloc.so.2"),
+                preload("/opt/libjemalloc.so.2"),
+                rule("sharp-glibc-allocator").finding("s"),
+            ]
+        };
+        // The baseline of a run that saw every finding (no ignores then).
+        let before = judged(all(), &Settings::default(), &[]);
+        let text = crate::baseline::render(before.seen.clone(), None, |_| false);
+        let b = Baseline::parse(std::str::from_utf8(&text).unwrap(), "memlint-baseline.json").unwrap();
+        assert_eq!(b.entries.len(), 3);
+        // Now with the ignore, and a new finding.
+        let policy = Policy {
+            settings: &s,
+            dockerfile: None,
+            artifact: "Dockerfile",
+            image_names: &[],
+            today: today(),
+            in_source: &[],
+            subject: &subject(),
+            baseline: Some(&b),
+        };
+        let mut findings = all();
+        findings.push(rule("node-semi-space").finding("n"));
+        let v = judge(&results(findings), &policy, |_| {});
+        // Ignores first: the ignored finding is ignored, not baselined.
+        assert_eq!(v.ignored.len(), 1);
+        assert_eq!(v.ignored_fingerprints.len(), 1);
+        let rules_of = |l: &[Finding]| l.iter().map(|f| f.rule).collect::<Vec<_>>();
+        assert_eq!(rules_of(&v.findings), ["node-semi-space"]);
+        assert_eq!(
+            rules_of(&v.baselined),
+            ["ld-preload-missing", "sharp-glibc-allocator"]
+        );
+        let why = v.baselined[0].suppression.clone().unwrap();
+        assert_eq!(why.kind, "external");
+        assert_eq!(why.origin, "memlint-baseline.json");
+        assert!(
+            why.justification
+                .starts_with("accepted in the baseline memlint-baseline.json (first seen 2026-03-01)"),
+            "{}",
+            why.justification
+        );
+        // What --write-baseline would write: every finding no ignore hides, new or baselined.
+        assert_eq!(v.seen.len(), 3);
+    }
+
+    #[test]
     fn an_inline_ignore_hides_the_finding_on_the_line_below_it() {
         let d = Dockerfile::parse(
             "FROM debian:12\n# memlint ignore=ld-preload-missing reason=\"arm64 only\"\nENV LD_PRELOAD=/usr/lib/libjemalloc.so.2\n# memlint ignore=node-semi-space\nCMD [\"node\"]\n",
@@ -512,6 +638,8 @@ mod tests {
             image_names: &[],
             today: today(),
             in_source: &[],
+            subject: &subject(),
+            baseline: None,
         };
         let findings = vec![
             preload("/usr/lib/libjemalloc.so.2"),

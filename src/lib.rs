@@ -7,6 +7,7 @@
 //! which.
 
 pub mod arch;
+pub mod baseline;
 pub mod cache;
 pub mod cli;
 pub mod commands;

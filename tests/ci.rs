@@ -116,7 +116,7 @@ fn sarif_is_valid_and_findings_land_on_their_lines() {
             .ends_with("/linux-amd64/"));
         for r in run["results"].as_array().unwrap() {
             assert!(
-                r["partialFingerprints"]["memlintFinding/v1"]
+                r["partialFingerprints"]["memlintFinding/v2"]
                     .as_str()
                     .unwrap()
                     .len()

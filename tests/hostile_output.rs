@@ -111,7 +111,7 @@ fn a_thousand_container_fleet_is_one_sarif_run_under_5_mb_that_github_accepts() 
     );
     let mut prints: Vec<&str> = results
         .iter()
-        .map(|r| r["partialFingerprints"]["memlintFinding/v1"].as_str().unwrap())
+        .map(|r| r["partialFingerprints"]["memlintFinding/v2"].as_str().unwrap())
         .collect();
     prints.sort_unstable();
     prints.dedup();

@@ -650,7 +650,7 @@ fn shards_cover_every_image_once_and_merge_gives_the_unsharded_report() {
     let results = merged["runs"][0]["results"].as_array().unwrap();
     let fingerprints: std::collections::BTreeSet<&str> = results
         .iter()
-        .map(|r| r["partialFingerprints"]["memlintFinding/v1"].as_str().unwrap())
+        .map(|r| r["partialFingerprints"]["memlintFinding/v2"].as_str().unwrap())
         .collect();
     assert_eq!(fingerprints.len(), results.len());
 }

@@ -71,11 +71,17 @@ const LAYERS: &[(&str, &[&str])] = &[
         &["error", "finding", "rules", "tree", "user_file", "version"],
     ),
     ("locate", &["dockerfile", "finding", "image", "k8s"]),
-    ("judge", &["finding", "locate", "rules", "settings"]),
+    // The baseline: fingerprints, and the accepted findings' file.
+    (
+        "baseline",
+        &["digest", "error", "finding", "untrusted", "user_file"],
+    ),
+    ("judge", &["baseline", "finding", "locate", "rules", "settings"]),
     // Reporting: output formats.
     (
         "report",
         &[
+            "baseline",
             "digest",
             "elf",
             "facts",
@@ -97,6 +103,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "commands",
         &[
+            "baseline",
             "arch",
             "cache",
             "cli",

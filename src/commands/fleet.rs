@@ -67,6 +67,7 @@ pub(crate) fn run(
     fail_on: FailOn,
     mut options: sources::Options,
     color: bool,
+    (baseline_options, baseline): (&super::baseline::Options, Option<&crate::baseline::Baseline>),
 ) -> Result<ExitCode> {
     let (inputs, files) = read_inputs(args)?;
     let manifests = k8s::read(&inputs).map_err(|e| manifest_error(*e))?;
@@ -159,7 +160,10 @@ pub(crate) fn run(
         artifact: &args.sarif_artifact,
         today: settings::today(),
         in_source: &[],
+        baseline,
+        workload: None,
     };
+    let rules_run = super::baseline::rules_run(settings.rules_version.as_ref());
     let mut formats: Vec<(LintFormat, bool)> = vec![(args.format, color && args.format == LintFormat::Text)];
     formats.extend(args.outputs.iter().map(|(f, _)| (*f, false)));
     let plan = Plan {
@@ -177,6 +181,8 @@ pub(crate) fn run(
         fail_on,
         image_lines: !args.quiet,
         single_properties: Mutex::new(None),
+        rules_run: &rules_run,
+        keep_seen: baseline.is_some() || baseline_options.write.is_some(),
     };
     let spool = Mutex::new(Spool::new().map_err(|e| Error::Output {
         path: "a temporary file (TMPDIR) for the rendered reports".to_string(),
@@ -244,6 +250,14 @@ pub(crate) fn run(
         }
     };
     super::emit_formats(args.output.as_deref(), args.format, &args.outputs, color, render)?;
+    let worst = rendered.iter().filter_map(|r| r.worst).max();
+    let mut tally = super::baseline::Tally::default();
+    for r in rendered {
+        if let Some((subject, seen, ignored, baselined)) = r.baseline {
+            tally.add(&subject, &seen, &ignored, baselined);
+        }
+    }
+    super::baseline::finish(baseline_options, baseline, tally, &rules_run, args.quiet)?;
     if !unread.is_empty() {
         let mut failed: Vec<&str> = unread.iter().map(|u| u.failure.source.as_str()).collect();
         failed.sort_unstable();
@@ -255,10 +269,7 @@ pub(crate) fn run(
         )));
         return Ok(ExitCode::from(2));
     }
-    Ok(super::exit_for(
-        fail_on,
-        rendered.iter().filter_map(|r| r.worst).max(),
-    ))
+    Ok(super::exit_for(fail_on, worst))
 }
 
 /// What every image's worker needs to lint and render its containers.
@@ -275,6 +286,10 @@ struct Plan<'a> {
     image_lines: bool,
     /// The SARIF run's properties should the fleet have one container (its image).
     single_properties: Mutex<Option<serde_json::Value>>,
+    /// The rules the run runs: only their baseline entries can be fixed.
+    rules_run: &'a std::collections::HashSet<&'static str>,
+    /// Each container's findings are kept for the baseline (`--baseline`, `--write-baseline`).
+    keep_seen: bool,
 }
 
 /// One container's report, rendered in every format asked for while its image was in memory
@@ -293,7 +308,17 @@ struct Rendered {
     junit: Option<(Chunk, usize, usize)>,
     worst: Option<crate::finding::Severity>,
     counts: [usize; 3],
+    /// For the baseline: the container's subject, its findings no ignore hides (before the
+    /// cap), the fingerprints of those an ignore hides, and how many the baseline holds.
+    baseline: Option<BaselineTally>,
 }
+
+type BaselineTally = (
+    crate::baseline::Subject,
+    Vec<crate::baseline::Entry>,
+    Vec<String>,
+    usize,
+);
 
 /// Elements of a JSON array (SARIF results, Code Quality issues) spooled together: the run
 /// caps them one by one.
@@ -340,15 +365,24 @@ impl Plan<'_> {
         let in_source = workload_ignores(c, artifact);
         let ctx = ReportContext {
             in_source: &in_source,
+            workload: Some(&c.workload),
             ..*self.ctx
         };
-        let r = LintReport::new(
+        let mut r = LintReport::new(
             image,
             &f,
             rules::run(&f, self.ctx.settings.rules_version.as_ref()),
             &ctx,
         )
         .in_container(c, artifact, self.ctx.dockerfile.is_some());
+        // A container is one subject: its fixed entries are known once it is linted.
+        r.fixed = super::baseline::fixed_of(
+            self.ctx.baseline,
+            &r.subject,
+            &r.seen,
+            &r.ignored_fingerprints,
+            self.rules_run,
+        );
         let wants = |format: LintFormat| self.formats.iter().any(|(f, _)| *f == format);
         let json = if wants(LintFormat::Json) {
             let mut out = Vec::new();
@@ -391,10 +425,10 @@ impl Plan<'_> {
                     *p = Some(sarif::run_properties(&r));
                 }
             }
-            let subject = sarif::Subject::of(&r, self.several);
+            let subject = sarif::Subject::of(&r);
             Some(joined(sarif::rendered_results(
                 &subject,
-                r.findings.iter().chain(r.ignored.iter()),
+                r.findings.iter().chain(&r.ignored).chain(&r.baselined),
             )?)?)
         } else {
             None
@@ -440,6 +474,14 @@ impl Plan<'_> {
                 None => None,
             },
             worst: r.worst(),
+            baseline: self.keep_seen.then(|| {
+                (
+                    r.subject.clone(),
+                    std::mem::take(&mut r.seen),
+                    std::mem::take(&mut r.ignored_fingerprints),
+                    r.baselined_count(),
+                )
+            }),
             counts: [
                 r.count(Severity::Error),
                 r.count(Severity::Warning),

@@ -126,6 +126,10 @@ fn run_hook(a: HookRunArgs) -> Result<ExitCode> {
         ignore: Vec::new(),
         // rules-version in .memlint.toml pins the hook's rules as it pins lint's.
         rules_version: None,
+        // The pre-push hook gates on every finding: a baseline is CI's to apply.
+        baseline: None,
+        write_baseline: None,
+        prune_baseline: false,
         no_color: false,
         quiet: false,
         verbose: false,

@@ -48,6 +48,13 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
     }
     // A FIFO or folder at a report path is refused before any image is read.
     super::check_outputs(args.output.as_deref(), &args.outputs)?;
+    let baseline_options = super::baseline::Options {
+        baseline: args.baseline.as_deref(),
+        write: args.write_baseline.as_deref(),
+        prune: args.prune_baseline,
+    };
+    // A missing or malformed baseline stops the run before any image is read.
+    let baseline = super::baseline::start(&baseline_options)?;
     let dockerfile = read_dockerfile(args.dockerfile.as_deref())?;
     let df_path = dockerfile.as_ref().map(|(p, _)| p.clone()).unwrap_or_default();
     let df_ctx = match &dockerfile {
@@ -100,7 +107,15 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
         && std::io::stdout().is_terminal();
     if !args.k8s.is_empty() {
-        return super::fleet::run(&args, &settings, df_ctx.as_ref(), fail_on, options, color);
+        return super::fleet::run(
+            &args,
+            &settings,
+            df_ctx.as_ref(),
+            fail_on,
+            options,
+            color,
+            (&baseline_options, baseline.as_ref()),
+        );
     }
 
     // Read every image first; one that cannot be read is reported and the others go on.
@@ -145,11 +160,30 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
         artifact: &args.sarif_artifact,
         today: settings::today(),
         in_source: &[],
+        baseline: baseline.as_ref(),
+        workload: None,
     };
-    let reports: Vec<LintReport> = loaded
+    let mut reports: Vec<LintReport> = loaded
         .iter()
         .map(|(image, f)| LintReport::new(image, f, rules::run(f, settings.rules_version.as_ref()), &ctx))
         .collect();
+    let rules_run = super::baseline::rules_run(settings.rules_version.as_ref());
+    let mut tally = super::baseline::Tally::default();
+    for r in &reports {
+        tally.add(&r.subject, &r.seen, &r.ignored_fingerprints, r.baselined_count());
+    }
+    // Fixed over the whole run: a finding of one platform's report is not fixed because the
+    // other platform's report lacks it (each platform is its own subject anyway).
+    if let Some(b) = &baseline {
+        let fixed = b.fixed(&tally.linted, &rules_run, &tally.occurring);
+        for r in &mut reports {
+            r.fixed = fixed
+                .iter()
+                .filter(|e| e.subject == r.subject)
+                .map(|e| (*e).clone())
+                .collect();
+        }
+    }
     let text_options = TextOptions {
         color,
         quiet: args.quiet,
@@ -181,11 +215,18 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
         }
     };
     super::emit_formats(args.output.as_deref(), args.format, &args.outputs, color, render)?;
+    let worst = reports.iter().filter_map(LintReport::worst).max();
+    super::baseline::finish(
+        &baseline_options,
+        baseline.as_ref(),
+        tally,
+        &rules_run,
+        args.quiet,
+    )?;
 
     if failed {
         return Ok(ExitCode::from(2));
     }
-    let worst = reports.iter().filter_map(LintReport::worst).max();
     Ok(super::exit_for(fail_on, worst))
 }
 

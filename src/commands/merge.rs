@@ -135,6 +135,11 @@ struct Merge {
     unread: bool,
     /// SARIF: the run's properties, should the merge hold one report.
     first_properties: Option<Value>,
+    /// `--baseline`: the accepted findings, and the rules whose entries can be fixed.
+    baseline: Option<crate::baseline::Baseline>,
+    rules_run: std::collections::HashSet<&'static str>,
+    /// What the reports found, for the baseline's fixed entries.
+    tally: super::baseline::Tally,
 }
 
 impl Merge {
@@ -162,6 +167,12 @@ impl Merge {
             }
         };
         self.unread |= r.get("error").is_some();
+        let mut r = r;
+        if let Some(b) = self.baseline.take() {
+            self.judge_against(&mut r, &b);
+            self.baseline = Some(b);
+        }
+        let r = r;
         let worst = r["findings"]
             .as_array()
             .into_iter()
@@ -194,7 +205,7 @@ impl Merge {
                                 .filter_map(crate::report::json::finding_of_json)
                                 .collect()
                         };
-                        let findings = [parse("findings"), parse("ignored")].concat();
+                        let findings = [parse("findings"), parse("ignored"), parse("baselined")].concat();
                         for result in sarif::rendered_results(&subject, findings.iter())? {
                             results.push(u32::try_from(result.len()).map_err(std::io::Error::other)?);
                             bytes.extend_from_slice(&result);
@@ -229,6 +240,93 @@ impl Merge {
             linted: r.get("findings").is_some(),
         });
         Ok(())
+    }
+}
+
+impl Merge {
+    /// Sets apart the findings of a linted container's report that the baseline holds (into
+    /// its `baselined`, with a suppression naming the baseline, as `lint --baseline` does),
+    /// counts them in its `summary`, lists its entries that no longer occur under `fixed`, and
+    /// tallies what the report found.
+    fn judge_against(&mut self, r: &mut Value, b: &crate::baseline::Baseline) {
+        if r.get("error").is_some() || !r["k8s"].is_object() {
+            return;
+        }
+        let k = &r["k8s"];
+        let text = |key: &str| k[key].as_str().unwrap_or("").to_string();
+        let subject = crate::baseline::Subject::container(
+            &text("kind"),
+            k["namespace"].as_str(),
+            &text("name"),
+            &text("container"),
+        );
+        let findings = match r.get_mut("findings").map(Value::take) {
+            Some(Value::Array(all)) => all,
+            _ => Vec::new(),
+        };
+        let mut new = Vec::new();
+        let mut held = Vec::new();
+        for mut f in findings {
+            let entry = f["fingerprint"].as_str().and_then(|p| b.get(p));
+            match entry {
+                Some(e) => {
+                    f["suppression"] = serde_json::json!({
+                        "kind": "external",
+                        "justification": format!("accepted in the baseline {} (first seen {})", b.path, e.first_seen),
+                        "origin": b.path,
+                    });
+                    held.push(f);
+                }
+                None => new.push(f),
+            }
+        }
+        if let Some(summary) = r.get_mut("summary").and_then(Value::as_object_mut) {
+            for f in &held {
+                let key = format!("{}s", f["severity"].as_str().unwrap_or("note"));
+                if let Some(n) = summary.get_mut(&key) {
+                    *n = serde_json::json!(n.as_u64().unwrap_or(0).saturating_sub(1));
+                }
+            }
+            let before = summary.get("baselined").and_then(Value::as_u64).unwrap_or(0);
+            summary.insert(
+                "baselined".to_string(),
+                serde_json::json!(before + held.len() as u64),
+            );
+        }
+        let mut baselined = match r.get_mut("baselined").map(Value::take) {
+            Some(Value::Array(all)) => all,
+            _ => Vec::new(),
+        };
+        baselined.extend(held);
+        let prints = |list: &[Value]| -> Vec<String> {
+            list.iter()
+                .filter_map(|f| f["fingerprint"].as_str().map(str::to_string))
+                .collect()
+        };
+        let occurring: Vec<String> = [prints(&new), prints(&baselined)].concat();
+        let ignored = r["ignored"].as_array().map(|l| prints(l)).unwrap_or_default();
+        let all: Vec<String> = occurring.into_iter().chain(ignored).collect();
+        let linted = std::collections::HashSet::from([subject.clone()]);
+        let seen: std::collections::HashSet<String> = all.iter().cloned().collect();
+        let fixed: Vec<crate::baseline::Entry> = b
+            .fixed(&linted, &self.rules_run, &seen)
+            .into_iter()
+            .cloned()
+            .collect();
+        self.tally.linted.insert(subject);
+        self.tally.occurring.extend(all);
+        self.tally.baselined += baselined.len();
+        if let Some(o) = r.as_object_mut() {
+            if let Some(summary) = o.get_mut("summary").and_then(Value::as_object_mut) {
+                summary.insert("fixed".to_string(), serde_json::json!(fixed.len()));
+            }
+            o.insert("findings".to_string(), Value::Array(new));
+            o.insert("baselined".to_string(), Value::Array(baselined));
+            o.insert(
+                "fixed".to_string(),
+                serde_json::to_value(&fixed).unwrap_or_default(),
+            );
+        }
     }
 }
 
@@ -319,11 +417,21 @@ pub fn run(args: MergeArgs) -> Result<ExitCode> {
     if let Some(p) = &args.output {
         super::output::check_destination(&format!("--output {}", p.display()), p)?;
     }
+    let baseline_options = super::baseline::Options {
+        baseline: args.baseline.as_deref(),
+        write: None,
+        prune: args.prune_baseline,
+    };
+    let baseline = super::baseline::start(&baseline_options)?;
     let spool = Spool::new().map_err(|e| Error::Output {
         path: "a temporary file (TMPDIR) for the merged reports".to_string(),
         source: e,
     })?;
     let merge = RefCell::new(Merge {
+        baseline,
+        // The shards' pin is not in their JSON: every rule's entries may be fixed.
+        rules_run: super::baseline::rules_run(None),
+        tally: Default::default(),
         format: args.format,
         fail_on: args.fail_on,
         spool,
@@ -412,6 +520,9 @@ pub fn run(args: MergeArgs) -> Result<ExitCode> {
         worst,
         unread,
         first_properties,
+        baseline,
+        rules_run,
+        tally,
         ..
     } = merge.into_inner();
     // Manifest order, as `lint --k8s` writes it: file, then line; reports of one place in the
@@ -482,6 +593,7 @@ pub fn run(args: MergeArgs) -> Result<ExitCode> {
         }
         MergeFormat::Junit => write_junit(w, &placed, &spooled),
     })?;
+    super::baseline::finish(&baseline_options, baseline.as_ref(), tally, &rules_run, false)?;
     if unread {
         return Ok(ExitCode::from(2));
     }

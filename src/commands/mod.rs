@@ -1,5 +1,6 @@
 //! One file per subcommand.
 
+mod baseline;
 mod completions;
 mod explain;
 mod fleet;

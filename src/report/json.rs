@@ -22,6 +22,7 @@ pub fn finding_of_json(f: &Value) -> Option<Finding> {
     }
     finding.fix = f["fix"].as_str().unwrap_or("").to_string();
     finding.location = serde_json::from_value(f["location"].clone()).ok();
+    finding.fingerprint = f["fingerprint"].as_str().unwrap_or("").to_string();
     finding.suppression = f["suppression"].as_object().map(|s| crate::finding::Suppression {
         kind: if s.get("kind").and_then(Value::as_str) == Some("inSource") {
             "inSource"

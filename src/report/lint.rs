@@ -1,5 +1,6 @@
 //! The result of linting one image, shared by every output format.
 
+use crate::baseline::{Baseline, Entry, Subject};
 use crate::facts::Facts;
 use crate::finding::{Finding, Severity};
 use crate::image::Image;
@@ -20,6 +21,17 @@ pub struct LintReport<'a> {
     pub findings: Vec<Finding>,
     /// Findings an ignore hides, each with its suppression.
     pub ignored: Vec<Finding>,
+    /// Findings the baseline holds (`--baseline`), each with a suppression that names it.
+    pub baselined: Vec<Finding>,
+    /// What the findings were found in, as their fingerprints name it.
+    pub subject: Subject,
+    /// Every finding no ignore hides, before the cap, as a baseline entry of today.
+    pub seen: Vec<Entry>,
+    /// The fingerprints of the findings an ignore hides.
+    pub ignored_fingerprints: Vec<String>,
+    /// The baseline's entries of this report's subject that no longer occur; the command sets
+    /// them once it knows every finding of the run.
+    pub fixed: Vec<Entry>,
     /// Things the reader should know about the run itself (ignores that matched nothing,
     /// findings placed on a nominal line).
     pub notes: Vec<String>,
@@ -39,6 +51,11 @@ pub struct ReportContext<'a> {
     /// The ignores the linted container's workload carries (`memlint/ignore`), as
     /// [`Policy::in_source`] takes them.
     pub in_source: &'a [ScopedIgnore],
+    /// The accepted findings (`--baseline`).
+    pub baseline: Option<&'a Baseline>,
+    /// With `--k8s`: the workload of the container the image is linted as, which names its
+    /// findings' fingerprints in place of the image.
+    pub workload: Option<&'a crate::k8s::Workload>,
 }
 
 impl<'a> LintReport<'a> {
@@ -52,7 +69,17 @@ impl<'a> LintReport<'a> {
             .into_iter()
             .flatten()
             .collect();
+        let subject = match ctx.workload {
+            Some(w) => Subject::container(&w.kind, w.namespace.as_deref(), &w.name, &w.container),
+            None => Subject::image(
+                &image.reference,
+                image.name.as_deref(),
+                &image.platform.to_string(),
+            ),
+        };
         let policy = Policy {
+            subject: &subject,
+            baseline: ctx.baseline,
             settings: ctx.settings,
             dockerfile: ctx.dockerfile,
             artifact: ctx.artifact,
@@ -63,6 +90,9 @@ impl<'a> LintReport<'a> {
         let Verdict {
             findings,
             ignored,
+            baselined,
+            seen,
+            ignored_fingerprints,
             notes,
             nominal_note,
         } = judge::judge(&results, &policy, |all| {
@@ -75,6 +105,11 @@ impl<'a> LintReport<'a> {
             results,
             findings,
             ignored,
+            baselined,
+            subject,
+            seen,
+            ignored_fingerprints,
+            fixed: Vec::new(),
             notes,
             k8s: None,
             nominal_note,
@@ -88,6 +123,7 @@ impl<'a> LintReport<'a> {
     pub fn in_container(mut self, c: &'a Container, manifest_path: &str, dockerfile_given: bool) -> Self {
         locate::in_manifest(&mut self.findings, c, manifest_path, dockerfile_given);
         locate::in_manifest(&mut self.ignored, c, manifest_path, dockerfile_given);
+        locate::in_manifest(&mut self.baselined, c, manifest_path, dockerfile_given);
         if std::mem::take(&mut self.nominal_note) {
             self.notes.pop();
         }
@@ -109,6 +145,11 @@ impl<'a> LintReport<'a> {
         self.ignored.iter().map(Finding::count).sum()
     }
 
+    /// Findings the baseline holds, those past the cap included.
+    pub fn baselined_count(&self) -> usize {
+        self.baselined.iter().map(Finding::count).sum()
+    }
+
     /// The most severe finding, if any.
     pub fn worst(&self) -> Option<Severity> {
         self.findings.iter().map(|f| f.severity).max()
@@ -122,6 +163,9 @@ impl<'a> LintReport<'a> {
             inspect: InspectReport<'b>,
             findings: &'b [Finding],
             ignored: &'b [Finding],
+            baselined: &'b [Finding],
+            /// Baseline entries of this report's subject that no longer occur.
+            fixed: &'b [Entry],
             summary: Summary,
         }
         #[derive(Serialize)]
@@ -130,6 +174,8 @@ impl<'a> LintReport<'a> {
             warnings: usize,
             notes: usize,
             ignored: usize,
+            baselined: usize,
+            fixed: usize,
         }
         #[derive(Serialize)]
         struct WithK8s<'b> {
@@ -141,11 +187,15 @@ impl<'a> LintReport<'a> {
             inspect: InspectReport::new(self.image, self.facts),
             findings: &self.findings,
             ignored: &self.ignored,
+            baselined: &self.baselined,
+            fixed: &self.fixed,
             summary: Summary {
                 errors: self.count(Severity::Error),
                 warnings: self.count(Severity::Warning),
                 notes: self.count(Severity::Note),
                 ignored: self.ignored_count(),
+                baselined: self.baselined_count(),
+                fixed: self.fixed.len(),
             },
         };
         match self.k8s {

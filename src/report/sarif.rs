@@ -7,11 +7,14 @@
 
 use super::lint::LintReport;
 use super::{write_json_at, JsonArray};
-use crate::digest::Digest;
 use crate::finding::{Finding, Severity};
 use crate::rules::{Rule, ALL};
 use serde_json::{json, Value};
 use std::io::{self, Write};
+
+/// The key of memlint's fingerprint in `partialFingerprints` (`memlintFinding/v1`, made of the
+/// message, was dropped in 0.2.0: alerts re-key once).
+pub const FINGERPRINT_KEY: &str = "memlintFinding/v2";
 
 /// GitHub code scanning keeps at most this many results per run.
 pub const MAX_RESULTS: usize = 25_000;
@@ -32,7 +35,6 @@ pub fn automation_id(category: Option<&str>, default: &str) -> String {
 
 /// The SARIF document of lint reports: one run, each report's results in turn.
 pub fn write(w: &mut dyn Write, reports: &[LintReport], o: &SarifOptions) -> io::Result<()> {
-    let several = reports.len() > 1;
     // One image: the category it always had, so code scanning keeps matching its alerts.
     let default = match reports {
         [one] => format!("memlint/{}", derived_category(one)),
@@ -41,8 +43,8 @@ pub fn write(w: &mut dyn Write, reports: &[LintReport], o: &SarifOptions) -> io:
     let mut s = SarifWriter::start(w, &automation_id(o.category, &default))?;
     for r in reports {
         s.report(
-            &Subject::of(r, several),
-            r.findings.iter().chain(r.ignored.iter()),
+            &Subject::of(r),
+            r.findings.iter().chain(&r.ignored).chain(&r.baselined),
         )?;
     }
     s.finish()
@@ -55,21 +57,15 @@ pub struct Subject<'a> {
     manifest_digest: Option<String>,
     /// With `--k8s`: the container, as the JSON report's `k8s` object.
     k8s: Option<Value>,
-    /// What tells this report's findings from the same findings of the run's other reports,
-    /// in each fingerprint; `None` for the one image of a run.
-    identity: Option<String>,
 }
 
 impl<'a> Subject<'a> {
-    /// `several`: the run has more than one report.
-    pub fn of(r: &'a LintReport, several: bool) -> Subject<'a> {
-        let k8s = r.k8s.and_then(|c| serde_json::to_value(&c.workload).ok());
+    pub fn of(r: &'a LintReport) -> Subject<'a> {
         Subject {
             reference: &r.image.reference,
             platform: r.image.platform.to_string(),
             manifest_digest: r.image.manifest_digest.as_ref().map(ToString::to_string),
-            identity: (k8s.is_some() || several).then(|| derived_category(r)),
-            k8s,
+            k8s: r.k8s.and_then(|c| serde_json::to_value(&c.workload).ok()),
         }
     }
 
@@ -78,19 +74,11 @@ impl<'a> Subject<'a> {
     pub fn of_json(r: &'a Value) -> Subject<'a> {
         use super::json::platform_of_json;
         let k8s = &r["k8s"];
-        let text = |k: &str| k8s[k].as_str().unwrap_or("");
         Subject {
             reference: r["reference"].as_str().unwrap_or(""),
             platform: platform_of_json(&r["image"]["platform"]),
             manifest_digest: r["image"]["manifest_digest"].as_str().map(str::to_string),
             k8s: k8s.is_object().then(|| k8s.clone()),
-            identity: Some(k8s_category(
-                text("file"),
-                k8s["namespace"].as_str(),
-                text("kind"),
-                text("name"),
-                text("container"),
-            )),
         }
     }
 
@@ -238,7 +226,7 @@ pub fn run_properties_of_json(r: &Value) -> Value {
 /// The properties of the run of a fleet's one container (`lint --k8s` keeps them aside while
 /// it spools the results).
 pub fn run_properties(r: &LintReport) -> Value {
-    Subject::of(r, false).run_properties()
+    Subject::of(r).run_properties()
 }
 
 /// `app-1/linux-amd64` from the image name (or the reference, when the name is only a tag)
@@ -397,13 +385,6 @@ fn result(f: &Finding, subject: &Subject) -> Value {
         end_line: 1,
         instruction: None,
     });
-    // Stable across runs of the same image: the rule and what the finding says, and which of
-    // the run's images or containers it was found in.
-    let key = match &subject.identity {
-        Some(id) => format!("{}\0{}\0{id}", f.rule, f.message),
-        None => format!("{}\0{}", f.rule, f.message),
-    };
-    let fingerprint = Digest::of(key.as_bytes()).hex()[..32].to_string();
     let mut v = json!({
         "ruleId": f.rule,
         "ruleIndex": index,
@@ -415,9 +396,14 @@ fn result(f: &Finding, subject: &Subject) -> Value {
                 "region": { "startLine": loc.line, "endLine": loc.end_line.max(loc.line) },
             }
         }],
-        "partialFingerprints": { "memlintFinding/v1": fingerprint },
         "properties": subject.result_properties(),
     });
+    // The baseline's fingerprint ([`crate::baseline`]): the same finding keeps it across
+    // rebuilds, retags, moved manifests and reworded messages, so code scanning keeps one
+    // alert. A finding read back from JSON written before fingerprints has none to give.
+    if !f.fingerprint.is_empty() {
+        v["partialFingerprints"] = json!({ FINGERPRINT_KEY: f.fingerprint });
+    }
     if let Some(s) = &f.suppression {
         let mut suppression =
             json!({ "kind": s.kind, "justification": s.justification, "status": "accepted" });

@@ -131,6 +131,19 @@ pub fn write(w: &mut dyn Write, r: &LintReport, o: TextOptions) -> io::Result<()
         if !r.ignored.is_empty() {
             writeln!(w)?;
         }
+        for f in &r.baselined {
+            writeln!(
+                w,
+                "{} {}[{}]: {}",
+                p.dim("baselined"),
+                f.severity,
+                f.rule,
+                line(&f.message)
+            )?;
+        }
+        if !r.baselined.is_empty() {
+            writeln!(w)?;
+        }
     }
     if !o.quiet {
         for n in &r.notes {
@@ -153,6 +166,12 @@ pub fn write(w: &mut dyn Write, r: &LintReport, o: TextOptions) -> io::Result<()
         );
         if !r.ignored.is_empty() {
             summary.push_str(&format!(", {} ignored", r.ignored_count()));
+        }
+        if !r.baselined.is_empty() {
+            summary.push_str(&format!(", {} baselined", r.baselined_count()));
+        }
+        if !r.fixed.is_empty() {
+            summary.push_str(&format!(", {} fixed since the baseline", r.fixed.len()));
         }
         writeln!(w, "{}", p.bold(&summary))?;
     }

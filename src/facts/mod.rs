@@ -16,6 +16,7 @@ pub mod memory;
 pub mod next;
 pub mod node;
 pub mod os;
+pub mod php;
 pub mod platform;
 pub mod preload;
 pub mod python;
@@ -24,6 +25,7 @@ pub mod script;
 pub mod sharp;
 #[cfg(test)]
 pub(crate) mod testing;
+pub mod workers;
 
 pub use env::Env;
 
@@ -61,6 +63,8 @@ const DECLARED: &[(&str, Declaration)] = &[
     ("ruby", ruby::interests),
     ("python", python::interests),
     ("go", go::interests),
+    ("php", php::interests),
+    ("workers", workers::interests),
 ];
 
 /// Every file content and ELF fact the facts read, whatever the config says. The layer reader
@@ -85,6 +89,7 @@ pub fn interests_for(config: &ImageConfiguration) -> Interests {
         .union(java::interests_for(config))
         .union(ruby::interests_for(config))
         .union(python::interests_for(config))
+        .union(workers::interests_for(config))
 }
 
 /// Everything memlint knows about an image. JSON keys are a contract with users' scripts.
@@ -112,6 +117,12 @@ pub struct Facts {
     pub ruby: Option<ruby::RubyFacts>,
     pub python: Option<python::PythonFacts>,
     pub go: go::GoFacts,
+    /// PHP-FPM or Apache with mod_php, when the entrypoint runs one: its pools of workers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub php: Option<php::PhpFacts>,
+    /// Worker counts that pm2, uWSGI, nginx and puma take from the node's CPUs.
+    #[serde(skip_serializing_if = "workers::WorkerFacts::is_empty")]
+    pub workers: workers::WorkerFacts,
     /// The container's memory budget: the limit and request (undecided without `--k8s`), the
     /// memory-backed volumes, `/dev/shm`, and what each runtime's settings commit.
     pub memory: memory::MemoryBudget,
@@ -264,6 +275,8 @@ pub fn derive_for(image: &Image, in_container: Option<&crate::k8s::Container>, s
     let ruby = ruby::derive(&loader, &env, &os, &entrypoint);
     let python = python::derive(tree, &env, &os, &entrypoint);
     let go = go::derive(tree, &env, &entrypoint);
+    let php = php::derive(tree, &env, &entrypoint);
+    let workers = workers::derive(tree, &env, &entrypoint);
     let memory = memory::derive(&env, in_container, java.as_ref(), node.as_ref(), &go, &dotnet);
     let loader = loader.facts();
     Facts {
@@ -283,6 +296,8 @@ pub fn derive_for(image: &Image, in_container: Option<&crate::k8s::Container>, s
         ruby,
         python,
         go,
+        php,
+        workers,
         memory,
         container: in_container.cloned(),
     }

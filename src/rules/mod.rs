@@ -233,6 +233,7 @@ registry! {
     node_cgroup_v2_unaware,
     node_semi_space,
     npgsql_gssapi_missing,
+    php_workers_exceed_limit,
     python_glibc_allocator,
     ruby_glibc_allocator,
     sharp_glibc_allocator,

@@ -35,6 +35,17 @@ const CONFIG_CAP: u64 = 256 * 1024;
 const MAX_FILES: usize = 256;
 /// `include=` nesting followed at most.
 const MAX_DEPTH: usize = 8;
+/// Pools (sections) read at most: real configs have a handful; a hostile file of a million
+/// `[x]` lines must not become a million pools.
+const MAX_SECTIONS: usize = 256;
+/// The pool settings this module reads; the others are skipped as they are read, so that what
+/// it keeps does not grow with a file's lines.
+const POOL_KEYS: &[&str] = &[
+    "pm.max_children",
+    "pm.max_requests",
+    "php_admin_value[memory_limit]",
+    "php_value[memory_limit]",
+];
 
 /// Where the Debian packages and the official images keep PHP's and Apache's configs.
 const CONFIG_FILES: &[&str] = &[
@@ -553,16 +564,22 @@ impl Reader<'_, '_> {
             }
             if let Some(name) = l.strip_prefix('[').and_then(|r| r.split(']').next()) {
                 let name = name.trim().to_string();
-                current = Some(match sections.iter().position(|s| s.name == name) {
-                    Some(i) => i,
+                current = match sections.iter().position(|s| s.name == name) {
+                    Some(i) => Some(i),
+                    None if sections.len() >= MAX_SECTIONS => {
+                        self.undecided.push(format!(
+                            "{path} line {line_no}: more than {MAX_SECTIONS} pools; the rest are not read"
+                        ));
+                        return;
+                    }
                     None => {
                         sections.push(Section {
                             name,
                             pairs: Vec::new(),
                         });
-                        sections.len() - 1
+                        Some(sections.len() - 1)
                     }
-                });
+                };
                 continue;
             }
             let Some((key, raw)) = l.split_once('=') else {
@@ -594,6 +611,9 @@ impl Reader<'_, '_> {
                 }
                 continue;
             }
+            if !POOL_KEYS.contains(&key.as_str()) {
+                continue;
+            }
             let setting = self.expand(&value).map(|(value, variable)| Setting {
                 value,
                 path: path.to_string(),
@@ -611,7 +631,10 @@ impl Reader<'_, '_> {
                 }
             };
             current = Some(at);
-            sections[at].pairs.push((key, setting));
+            // A later setting of a key replaces the earlier one, as FPM reads them.
+            let pairs = &mut sections[at].pairs;
+            pairs.retain(|(k, _)| *k != key);
+            pairs.push((key, setting));
         }
     }
 
@@ -735,6 +758,16 @@ impl Reader<'_, '_> {
             let (Some(name), Some(value)) = (words.next(), words.next()) else {
                 continue;
             };
+            const READ: &[&str] = &[
+                "MaxRequestWorkers",
+                "MaxClients",
+                "ServerLimit",
+                "MaxConnectionsPerChild",
+                "MaxRequestsPerChild",
+            ];
+            if !READ.iter().any(|d| d.eq_ignore_ascii_case(name)) {
+                continue;
+            }
             // Apache expands `${VAR}` from its environment (`envvars`, the process's).
             let Ok((value, variable)) = self.expand(value) else {
                 continue;
@@ -880,6 +913,20 @@ mod tests {
             matches!(&s.pools[0].workers, Workers::Set { count: 150, setting: Some(st) } if st.line == 2)
         );
         assert_eq!(s.pools[0].memory_limit.as_ref().unwrap().bytes, Some(128 << 20));
+    }
+
+    #[test]
+    fn a_hostile_config_is_read_within_bounds() {
+        let many: String = (0..10_000)
+            .map(|i| format!("[p{i}]\npm.max_children = 1\nx = y\n"))
+            .collect();
+        let s = php(debian_fpm(&many, &[]));
+        assert_eq!(s.pools.len(), MAX_SECTIONS - 1, "the [global] section counts too");
+        assert!(
+            s.undecided.iter().any(|u| u.contains("more than 256 pools")),
+            "{:?}",
+            s.undecided
+        );
     }
 
     #[test]

@@ -312,3 +312,62 @@ fn servers_that_count_the_nodes_cpus() {
     let v = lint_k8s("puma-processor-count", "web-concurrency-2.yaml");
     assert!(findings_of(&v, WORKERS).is_empty(), "{v:#}");
 }
+
+/// A hostile FPM config: 64 pool files of 256 KiB, each a run of `[pN]` sections and settings
+/// memlint does not read, included from php-fpm.conf. memlint reads at most 256 pools and keeps
+/// only the settings it reads: the run ends within 30 s and 256 MiB (RSS, and an address-space
+/// cap set with `prlimit`), and says that it stopped.
+#[test]
+fn a_hostile_fpm_config_is_read_within_bounds() {
+    use common::measure::run_jailed;
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    let mut layer = LayerSpec::new(Comp::Gzip)
+        .exe("usr/sbin/php-fpm8.2", b"not a script")
+        .file(
+            "etc/php/8.2/fpm/php-fpm.conf",
+            b"[global]\ninclude=/etc/php/8.2/fpm/pool.d/*.conf\n",
+        );
+    for f in 0..64 {
+        let mut text = String::new();
+        let mut i = 0;
+        while text.len() < 256 * 1024 - 64 {
+            text.push_str(&format!("[p{f}x{i}]\npm.max_children = 1\nlisten = /run/p{i}\n"));
+            i += 1;
+        }
+        layer = layer.file(&format!("etc/php/8.2/fpm/pool.d/p{f}.conf"), text.as_bytes());
+    }
+    let mut spec = ImageSpec::new("amd64").layer(layer);
+    spec.cmd = Some(vec!["/usr/sbin/php-fpm8.2".into()]);
+    let root = dir.path().join("img");
+    write_oci_dir(&root, &spec, "latest");
+    let image = format!("oci-dir:{}:latest", root.display());
+    let wall = Duration::from_secs(30);
+    let run = run_jailed(&["inspect", "--format", "json", &image], &[], None, wall);
+    assert_eq!(run.code(), Some(0), "{}", run.err());
+    assert!(run.peak_kib < 256 * 1024, "peak RSS {} KiB", run.peak_kib);
+    assert!(run.elapsed < wall, "{:?}", run.elapsed);
+    let v = run.json();
+    let server = &v["facts"]["php"]["servers"][0];
+    assert_eq!(server["pools"].as_array().unwrap().len(), 255, "{server:#}");
+    assert!(
+        server["undecided"].to_string().contains("more than 256 pools"),
+        "{server:#}"
+    );
+    // The same under a hard cap on address space: an allocation past it aborts.
+    let cache = tempfile::tempdir().unwrap();
+    let out = Command::new("prlimit")
+        .arg(format!("--as={}", 2u64 << 30))
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_memlint"))
+        .args(["inspect", "--format", "json", &image])
+        .env("MEMLINT_CACHE_DIR", cache.path())
+        .output()
+        .expect("prlimit (util-linux) runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -149,19 +149,27 @@ fn finding(
         let place = count_at
             .map(|s| format!("; in {} (the pool `{}`):", s.path, pool.name))
             .unwrap_or_else(|| format!("; in the pool `{}`:", pool.name));
-        let mut lines = vec![place];
-        if children_line.starts_with("pm.") {
-            lines.push(children_line);
-        } else {
-            lines.push(format!("; pm.max_children comes from a variable:\n{children_line}"));
-        }
+        let mut pool_lines = Vec::new();
         if pool.max_requests.is_none() {
-            lines.push(format!("pm.max_requests = {requests}"));
+            pool_lines.push(format!("pm.max_requests = {requests}"));
         }
         match (&lower_limit, ml.unbounded) {
-            (Some(l), _) => lines.push(format!("php_admin_value[memory_limit] = {l}")),
-            (None, true) => lines.push("php_admin_value[memory_limit] = 128M".to_string()),
+            (Some(l), _) => pool_lines.push(format!("php_admin_value[memory_limit] = {l}")),
+            (None, true) => pool_lines.push("php_admin_value[memory_limit] = 128M".to_string()),
             _ => {}
+        }
+        let mut lines = Vec::new();
+        if children_line.starts_with("pm.") {
+            lines.push(place);
+            lines.push(children_line);
+            lines.extend(pool_lines);
+        } else {
+            // The count comes from the variable the pool reads: set it where it is set.
+            lines.push(children_line);
+            if !pool_lines.is_empty() {
+                lines.push(place.replacen("; in", "; and in", 1));
+                lines.extend(pool_lines);
+            }
         }
         lines.push(format!(
             "; {children} × {} within {limit_text} less 64 MiB; or lower memory_limit and keep more children",

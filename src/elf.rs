@@ -131,6 +131,11 @@ pub struct ElfScan {
     /// An allocator whose own messages are in the file: linked in statically (or the
     /// allocator library itself).
     pub embedded_allocator: Option<&'static str>,
+    /// The variable a prefixed jemalloc linked into the file reads its options from instead of
+    /// `MALLOC_CONF` (`_RJEM_MALLOC_CONF`: tikv-jemallocator's `_rjem_` prefix), from the name
+    /// in its read-only data.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jemalloc_conf_variable: Option<&'static str>,
     /// The Node.js version in an official node binary (from its headers download URL).
     pub node_release: Option<String>,
     /// The glibc version a `libc.so.6` or glibc `ld.so` announces ("stable release version").
@@ -164,6 +169,19 @@ const ALLOCATOR_MARKERS: &[(&[u8], &str)] = &[
     (b"tcmalloc: large alloc", "tcmalloc"),
     (b"mimalloc: warning: ", "mimalloc"),
 ];
+/// The option variables of prefixed jemalloc builds, as C strings in their read-only data:
+/// jemalloc names it `JEMALLOC_CPREFIX "MALLOC_CONF"` (`src/jemalloc.c`), and tikv-jemallocator
+/// (Rust's jemalloc crate, and so polars and other Rust extensions) builds with the `_rjem_`
+/// prefix. The terminating NUL keeps out text that merely mentions the name.
+const PREFIXED_JEMALLOC_MARKERS: &[(&[u8], &str)] = &[(b"_RJEM_MALLOC_CONF\0", "_RJEM_MALLOC_CONF")];
+/// The name [`ElfScan::jemalloc_conf_variable`] holds for `name`, for a scan read back from the
+/// layer cache.
+pub fn known_jemalloc_conf_variable(name: &str) -> Option<&'static str> {
+    PREFIXED_JEMALLOC_MARKERS
+        .iter()
+        .map(|(_, n)| *n)
+        .find(|n| *n == name)
+}
 /// The name [`ElfScan::embedded_allocator`] holds for an allocator called `name`, for a scan
 /// read back from the layer cache.
 pub fn known_allocator(name: &str) -> Option<&'static str> {
@@ -193,6 +211,7 @@ pub struct ElfScanner {
     pos: u64,
     tail: Vec<u8>,
     allocator: Option<&'static str>,
+    jemalloc_conf_variable: Option<&'static str>,
     node_release: Option<String>,
     glibc_release: Option<String>,
     go: Option<go::GoScanner>,
@@ -231,6 +250,7 @@ impl ElfScanner {
             pos: 0,
             tail: Vec::new(),
             allocator: None,
+            jemalloc_conf_variable: None,
             node_release: None,
             glibc_release: None,
             go: go::GoScanner::new(writable),
@@ -288,6 +308,12 @@ impl ElfScanner {
                 }
             }
         }
+        if self.jemalloc_conf_variable.is_none() {
+            self.jemalloc_conf_variable = PREFIXED_JEMALLOC_MARKERS
+                .iter()
+                .find(|(needle, _)| memchr::memmem::find(w, needle).is_some())
+                .map(|(_, name)| *name);
+        }
         if self.node_release.is_none() {
             self.node_release = version_after(w, NODE_RELEASE, 3);
         }
@@ -306,6 +332,7 @@ impl ElfScanner {
         ElfScan {
             dynamic,
             embedded_allocator: self.allocator,
+            jemalloc_conf_variable: self.jemalloc_conf_variable,
             node_release: self.node_release,
             glibc_release: self.glibc_release,
             go,

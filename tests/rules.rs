@@ -394,6 +394,34 @@ const TABLE: &[(&str, &str, &str, &str, &str)] = &[
         "note",
         "huge_pages=off",
     ),
+    (
+        "php-workers-exceed-limit",
+        "php-fpm-children+k8s/php-2gi.yaml",
+        "php-fpm-children-fixed+k8s/php-2gi.yaml",
+        "warning",
+        "pm.max_children = 7",
+    ),
+    (
+        "malloc-conf-ineffective",
+        "python-polars-malloc-conf",
+        "python-polars-rjem-conf",
+        "warning",
+        "ENV _RJEM_MALLOC_CONF=background_thread:true",
+    ),
+    (
+        "worker-count-host-cpus",
+        "nginx-auto",
+        "nginx-two-workers",
+        "note",
+        "worker_processes 2;",
+    ),
+    (
+        "worker-count-host-cpus",
+        "uwsgi-processes-cores",
+        "uwsgi-processes-fixed",
+        "warning",
+        "processes = 2",
+    ),
 ];
 
 /// The JSON report of a TABLE recipe: the image's, or with `+k8s/FILE.yaml` the report of the

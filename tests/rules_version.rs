@@ -137,13 +137,14 @@ fn bad_pins_exit_2() {
 
 #[test]
 fn rules_since_today_lists_nothing_and_rules_show_their_releases() {
-    let out = memlint(&["rules", "--since", "0.1.0"]);
+    // Nothing is newer than this release.
+    let out = memlint(&["rules", "--since", "0.2.0"]);
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
-        "No rule was added or changed after 0.1.0.\n"
+        "No rule was added or changed after 0.2.0.\n"
     );
-    let out = memlint(&["rules", "--since", "0.1.0", "--format", "json"]);
+    let out = memlint(&["rules", "--since", "0.2.0", "--format", "json"]);
     assert_eq!(out.status.code(), Some(0));
     let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(listed, serde_json::json!([]));
@@ -153,13 +154,33 @@ fn rules_since_today_lists_nothing_and_rules_show_their_releases() {
     let since: Value =
         serde_json::from_slice(&memlint(&["rules", "--since", "0.0.0", "--format", "json"]).stdout).unwrap();
     assert_eq!(since, all);
+    // Since 0.1.0: exactly the rules 0.2.0 added or changed (issue #30 added some).
+    let moved: Vec<&Value> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["added"] != "0.1.0" || r["changed"] != serde_json::json!([]))
+        .collect();
+    assert!(!moved.is_empty());
+    let since: Value =
+        serde_json::from_slice(&memlint(&["rules", "--since", "0.1.0", "--format", "json"]).stdout).unwrap();
+    assert_eq!(since.as_array().unwrap().iter().collect::<Vec<_>>(), moved);
     for rule in all.as_array().unwrap() {
-        assert_eq!(rule["added"], "0.1.0", "{rule}");
-        assert_eq!(rule["changed"], serde_json::json!([]), "{rule}");
+        assert!(rule["added"] == "0.1.0" || rule["added"] == "0.2.0", "{rule}");
+        let changed = rule["changed"].as_array().unwrap();
+        assert!(
+            changed.iter().all(|c| c == "0.2.0" && rule["added"] == "0.1.0"),
+            "{rule}"
+        );
     }
 
     let text = String::from_utf8_lossy(&memlint(&["rules"]).stdout).to_string();
-    assert!(text.lines().all(|l| l.ends_with(" (added in 0.1.0)")), "{text}");
+    assert!(
+        text.lines().all(|l| l.ends_with(" (added in 0.1.0)")
+            || l.ends_with(" (added in 0.2.0)")
+            || l.ends_with(" (added in 0.1.0, changed in 0.2.0)")),
+        "{text}"
+    );
     let explained = String::from_utf8_lossy(&memlint(&["explain", "node-semi-space"]).stdout).to_string();
     assert_eq!(explained.lines().nth(2), Some("Added in 0.1.0."), "{explained}");
 }
@@ -184,8 +205,11 @@ fn sarif_rules_carry_their_releases() {
         .expect("driver rules");
     assert!(!rules.is_empty());
     for rule in rules {
-        assert_eq!(rule["properties"]["added"], "0.1.0", "{rule}");
-        assert_eq!(rule["properties"]["changed"], serde_json::json!([]), "{rule}");
+        // The driver lists every rule with its releases (0.2.0 added some and changed others).
+        let added = &rule["properties"]["added"];
+        assert!(added == "0.1.0" || added == "0.2.0", "{rule}");
+        let changed = rule["properties"]["changed"].as_array().expect("changed");
+        assert!(changed.iter().all(|c| c == "0.2.0" && added == "0.1.0"), "{rule}");
         assert!(rule["properties"]["tags"].is_array(), "{rule}");
     }
     let sarif_path = dir.path().join("out.sarif");

@@ -16,7 +16,7 @@ use std::io::{self, Read};
 /// The layout of an entry. Bump it whenever the wire types below or what the layer reader
 /// records change (a new field, a new ELF fact): the memlint version alone does not change
 /// between development builds.
-pub const FORMAT: u32 = 3;
+pub const FORMAT: u32 = 4;
 const MAGIC: &[u8; 8] = b"MLLAYER\0";
 /// The memlint that wrote an entry; only the same one reads it.
 pub(super) const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -62,6 +62,7 @@ struct WireElf<'a> {
     node_release: Option<Cow<'a, str>>,
     glibc_release: Option<Cow<'a, str>>,
     go: Option<WireGo<'a>>,
+    jemalloc_conf_variable: Option<Cow<'a, str>>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -161,6 +162,7 @@ fn wire_elf(e: &ElfInfo) -> WireElf<'_> {
     let ElfScan {
         dynamic: scan_dynamic,
         embedded_allocator,
+        jemalloc_conf_variable,
         node_release,
         glibc_release,
         go,
@@ -201,6 +203,7 @@ fn wire_elf(e: &ElfInfo) -> WireElf<'_> {
         node_release: node_release.as_deref().map(Cow::Borrowed),
         glibc_release: glibc_release.as_deref().map(Cow::Borrowed),
         go: go.as_deref().map(wire_go),
+        jemalloc_conf_variable: jemalloc_conf_variable.map(Cow::Borrowed),
     }
 }
 
@@ -287,6 +290,13 @@ fn from_wire_elf(w: WireElf) -> Result<ElfInfo, String> {
                 Some(name) => Some(
                     crate::elf::known_allocator(&name)
                         .ok_or_else(|| format!("unknown allocator `{name}`"))?,
+                ),
+            },
+            jemalloc_conf_variable: match w.jemalloc_conf_variable {
+                None => None,
+                Some(name) => Some(
+                    crate::elf::known_jemalloc_conf_variable(&name)
+                        .ok_or_else(|| format!("unknown jemalloc option variable `{name}`"))?,
                 ),
             },
             node_release: owned(w.node_release),

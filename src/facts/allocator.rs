@@ -81,6 +81,64 @@ pub struct AllocatorFacts {
     /// as possibly in effect and stay undecided rather than fire.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub undecided: Vec<String>,
+    /// Executables and shared objects that carry a prefixed jemalloc, which reads its own
+    /// variable (`_RJEM_MALLOC_CONF`) and never `MALLOC_CONF`: the entrypoint program and the
+    /// libraries it loads, and the native extensions of Python packages and Node modules.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub prefixed_jemalloc: Vec<PrefixedJemalloc>,
+}
+
+/// A file with a jemalloc built with a name prefix ([`crate::elf::ElfScan::jemalloc_conf_variable`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PrefixedJemalloc {
+    pub path: String,
+    /// The variable its jemalloc reads its options from (`_RJEM_MALLOC_CONF`).
+    pub variable: &'static str,
+}
+
+/// Files listed in [`AllocatorFacts::prefixed_jemalloc`] at most.
+const MAX_PREFIXED: usize = 16;
+/// Folders whose shared objects a runtime loads by itself: Python's extension modules, Node's
+/// addons.
+const EXTENSION_FOLDERS: &[&str] = &["/site-packages/", "/dist-packages/", "/node_modules/"];
+
+/// The files of the image that carry a prefixed jemalloc and may run in the entrypoint's
+/// process: the program, what it loads (DT_NEEDED, breadth first), and native extensions.
+fn prefixed_jemalloc(loader: &Loader, program: Option<&str>) -> Vec<PrefixedJemalloc> {
+    let tree = loader.tree();
+    let mut found: Vec<(String, &'static str)> = Vec::new();
+    for id in tree.walk() {
+        let Some(variable) = tree.elf(id).and_then(|e| e.scan.jemalloc_conf_variable) else {
+            continue;
+        };
+        found.push((tree.path_of(id), variable));
+    }
+    if found.is_empty() {
+        return Vec::new();
+    }
+    let mut loaded = std::collections::BTreeSet::new();
+    if let Some(prog) = program {
+        let mut queue = std::collections::VecDeque::from([prog.to_string()]);
+        while let Some(obj) = queue.pop_front() {
+            if loaded.len() > 256 || !loaded.insert(obj.clone()) {
+                continue;
+            }
+            let Some(dynamic) = loader.elf_at(&obj).and_then(|e| e.scan.dynamic.as_ref()) else {
+                continue;
+            };
+            for name in &dynamic.needed {
+                if let Some(path) = loader.resolve(name, Some(&obj)).path {
+                    queue.push_back(path);
+                }
+            }
+        }
+    }
+    found
+        .into_iter()
+        .filter(|(path, _)| loaded.contains(path) || EXTENSION_FOLDERS.iter().any(|f| path.contains(f)))
+        .take(MAX_PREFIXED)
+        .map(|(path, variable)| PrefixedJemalloc { path, variable })
+        .collect()
 }
 
 impl AllocatorFacts {
@@ -390,6 +448,7 @@ pub fn derive(
         installed_not_in_effect,
         evidence,
         undecided,
+        prefixed_jemalloc: prefixed_jemalloc(loader, program),
     }
 }
 

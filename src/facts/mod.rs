@@ -18,6 +18,7 @@ pub mod memory;
 pub mod next;
 pub mod node;
 pub mod os;
+pub mod php;
 pub mod platform;
 pub mod postgres;
 pub mod preload;
@@ -27,6 +28,7 @@ pub mod script;
 pub mod sharp;
 #[cfg(test)]
 pub(crate) mod testing;
+pub mod workers;
 
 pub use env::Env;
 
@@ -67,6 +69,8 @@ const DECLARED: &[(&str, Declaration)] = &[
     ("postgres", postgres::interests),
     ("chrome", chrome::interests),
     ("elasticsearch", elasticsearch::interests),
+    ("php", php::interests),
+    ("workers", workers::interests),
 ];
 
 /// Every file content and ELF fact the facts read, whatever the config says. The layer reader
@@ -92,6 +96,7 @@ pub fn interests_for(config: &ImageConfiguration) -> Interests {
         .union(ruby::interests_for(config))
         .union(python::interests_for(config))
         .union(postgres::interests_for(config))
+        .union(workers::interests_for(config))
 }
 
 /// Everything memlint knows about an image. JSON keys are a contract with users' scripts.
@@ -129,6 +134,12 @@ pub struct Facts {
     /// Absent when there is neither.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub search_engine: Option<elasticsearch::SearchEngine>,
+    /// PHP-FPM or Apache with mod_php, when the entrypoint runs one: its pools of workers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub php: Option<php::PhpFacts>,
+    /// Worker counts that pm2, uWSGI, nginx and puma take from the node's CPUs.
+    #[serde(skip_serializing_if = "workers::WorkerFacts::is_empty")]
+    pub workers: workers::WorkerFacts,
     /// The container's memory budget: the limit and request (undecided without `--k8s`), the
     /// memory-backed volumes, `/dev/shm`, and what each runtime's settings commit.
     pub memory: memory::MemoryBudget,
@@ -284,6 +295,8 @@ pub fn derive_for(image: &Image, in_container: Option<&crate::k8s::Container>, s
     let postgres = postgres::derive(tree, &env, &entrypoint);
     let chrome = chrome::derive(tree, &env, &entrypoint, python.as_ref());
     let search_engine = elasticsearch::derive(tree, &env);
+    let php = php::derive(tree, &env, &entrypoint);
+    let workers = workers::derive(tree, &env, &entrypoint);
     let memory = memory::derive(&env, in_container, java.as_ref(), node.as_ref(), &go, &dotnet);
     let loader = loader.facts();
     Facts {
@@ -306,6 +319,8 @@ pub fn derive_for(image: &Image, in_container: Option<&crate::k8s::Container>, s
         postgres,
         chrome,
         search_engine,
+        php,
+        workers,
         memory,
         container: in_container.cloned(),
     }

@@ -60,16 +60,73 @@ fn tunables_fix(f: &Facts, key: &str) -> String {
     }
 }
 
+/// The variable tikv-jemallocator's prefixed jemalloc reads.
+const PREFIXED_CONF: &str = "_RJEM_MALLOC_CONF";
+
+/// `MALLOC_CONF` set while files of the image carry a prefixed jemalloc and `_RJEM_MALLOC_CONF`
+/// is not set: a warning, since the settings meant for that allocator never reach it.
+fn prefixed_jemalloc(f: &Facts) -> Option<Finding> {
+    let carriers: Vec<_> = f
+        .allocator
+        .prefixed_jemalloc
+        .iter()
+        .filter(|p| p.variable == PREFIXED_CONF)
+        .collect();
+    let first = carriers.first()?;
+    let key = ALLOCATOR_SETTING_VARIABLES[0];
+    let value = f.env.non_empty(key)?;
+    // Set, or set by a script in a way memlint cannot work out: possibly in place.
+    if f.env.var(PREFIXED_CONF).is_some() {
+        return None;
+    }
+    let mut evidence = vec![f.env.evidence(key).unwrap_or_else(|| Evidence::plain(format!("{key}={value}")))];
+    for c in &carriers {
+        evidence.push(Evidence::naming(
+            format!(
+                "{} carries a jemalloc built with the `_rjem_` prefix (`{}` in its read-only data, tikv-jemallocator's default): it reads {} and never {key}",
+                c.path, c.variable, c.variable
+            ),
+            [c.path.clone()],
+        ));
+    }
+    let jemalloc_in_effect = f.allocator.name == Allocator::Jemalloc || f.ruby.as_ref().is_some_and(|r| r.jemalloc_linked);
+    let keep = if jemalloc_in_effect {
+        format!("\n# keep {key}: the unprefixed jemalloc in effect reads it")
+    } else {
+        format!("\n{}\n# nothing else in the image reads {key}", drop_fix(f, key))
+    };
+    Some(
+        RULE.finding(format!(
+            "{key} is set but {} carries a prefixed jemalloc that reads only {PREFIXED_CONF}: the settings never reach it",
+            first.path
+        ))
+        .severity(Severity::Warning)
+        .anchor(anchor_for(f, key))
+        .evidence_all(evidence)
+        .fix(format!(
+            "{}{keep}\n# tikv-jemallocator's jemalloc reads {PREFIXED_CONF} (same syntax as {key})",
+            fixes::set_env(f, PREFIXED_CONF, Some(value))
+        )),
+    )
+}
+
 fn check(f: &Facts) -> Outcome {
     let jemalloc = f.allocator.name == Allocator::Jemalloc || f.ruby.as_ref().is_some_and(|r| r.jemalloc_linked);
     let replacement = f.allocator.is_replacement() || jemalloc;
     let mut findings: Vec<Finding> = Vec::new();
     let mut undecided = None;
     let possibly = f.allocator.undecided_reason();
+    let prefixed = prefixed_jemalloc(f);
+    let prefixed_reported = prefixed.is_some();
+    findings.extend(prefixed);
     for &key in &ALLOCATOR_SETTING_VARIABLES[..2] {
         let Some(value) = f.env.non_empty(key) else { continue };
         let evidence = f.env.evidence(key).unwrap_or_else(|| Evidence::plain(format!("{key}={value}")));
         if !jemalloc {
+            // The prefixed jemalloc's finding says it already, and what to set instead.
+            if prefixed_reported && key == ALLOCATOR_SETTING_VARIABLES[0] {
+                continue;
+            }
             if let Some(why) = &possibly {
                 undecided = Some(why.clone());
                 continue;
@@ -239,6 +296,51 @@ mod tests {
             let o = check(&glibc_app(env).facts());
             assert!(o.findings.is_empty() && o.undecided.is_none(), "{env:?}: {o:?}");
         }
+    }
+
+    /// A Python extension built with tikv-jemallocator, as the polars-runtime-32 wheel ships it.
+    fn polars(env: &[&str]) -> TestImage {
+        let mut so = crate::facts::testing::library(&["libc.so.6"]);
+        so.scan.embedded_allocator = Some("jemalloc");
+        so.scan.jemalloc_conf_variable = Some("_RJEM_MALLOC_CONF");
+        TestImage::new()
+            .glibc()
+            .program("/usr/bin/python3.11")
+            .elf(POLARS, so)
+            .cmd(&["python3.11", "app.py"])
+            .env(env)
+    }
+
+    const POLARS: &str = "/usr/local/lib/python3.11/site-packages/_polars_runtime_32/_polars_runtime_32.abi3.so";
+
+    #[test]
+    fn warns_when_a_prefixed_jemalloc_never_sees_malloc_conf() {
+        let o = check(&polars(&["MALLOC_CONF=background_thread:true"]).facts());
+        let f = o.sole_finding();
+        assert_eq!(f.severity, Severity::Warning);
+        assert_eq!(
+            f.message,
+            format!("MALLOC_CONF is set but {POLARS} carries a prefixed jemalloc that reads only _RJEM_MALLOC_CONF: the settings never reach it")
+        );
+        assert!(f.fix.starts_with("ENV _RJEM_MALLOC_CONF=background_thread:true\n"), "{}", f.fix);
+        assert_eq!(f.anchor, Anchor::Env(&["MALLOC_CONF"]));
+        // Set as the fix says: silent; not set at all: nothing to say either.
+        for env in [&["_RJEM_MALLOC_CONF=background_thread:true"][..], &[]] {
+            let o = check(&polars(env).facts());
+            assert!(o.findings.is_empty() && o.undecided.is_none(), "{env:?}: {o:?}");
+        }
+        // Both: the prefixed jemalloc has its options; MALLOC_CONF is then read by nothing.
+        let o = check(&polars(&["MALLOC_CONF=background_thread:true", "_RJEM_MALLOC_CONF=background_thread:true"]).facts());
+        assert_eq!(messages(&o), ["MALLOC_CONF is set but no jemalloc is in effect: nothing reads it"]);
+        // Under a preloaded jemalloc MALLOC_CONF is read there: the fix keeps it.
+        let t = polars(&[PRELOAD, "MALLOC_CONF=narenas:2"]).jemalloc();
+        let f = check(&t.facts()).sole_finding().clone();
+        assert!(f.fix.contains("# keep MALLOC_CONF"), "{}", f.fix);
+        // A file outside the extension folders that the program does not load is not counted.
+        let mut tool = crate::facts::testing::library(&[]);
+        tool.scan.jemalloc_conf_variable = Some("_RJEM_MALLOC_CONF");
+        let t = glibc_app(&["MALLOC_CONF=narenas:2"]).elf("/opt/tools/lib/libtool.so", tool);
+        assert_eq!(messages(&check(&t.facts())), ["MALLOC_CONF is set but no jemalloc is in effect: nothing reads it"]);
     }
 
     #[test]

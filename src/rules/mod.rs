@@ -237,6 +237,7 @@ registry! {
     node_cgroup_v2_unaware,
     node_semi_space,
     npgsql_gssapi_missing,
+    php_workers_exceed_limit,
     postgres_huge_pages,
     python_glibc_allocator,
     ruby_glibc_allocator,

@@ -1,5 +1,6 @@
 use super::{Outcome, Rule};
 use crate::facts::python::{CpuSizedWorkers, PythonServer, WorkerCount};
+use crate::facts::workers::HostCpuWorkers;
 use crate::facts::Facts;
 use crate::finding::{Anchor, Evidence, Finding, Severity};
 
@@ -8,7 +9,7 @@ pub(crate) const RULE: Rule = Rule {
     severity: Severity::Warning,
     title: "A worker count taken from the node's CPU count: each worker a full copy of the app",
     doc: include_str!("../../rules/worker-count-host-cpus.md"),
-    tags: &["memory", "configuration", "python"],
+    tags: &["memory", "configuration", "python", "node", "ruby"],
     check,
     // The command (or the script) that starts the server.
     anchor: Anchor::Command,
@@ -19,12 +20,10 @@ pub(crate) const RULE: Rule = Rule {
 const COUNT: u32 = 2;
 
 fn check(f: &Facts) -> Outcome {
-    let Some(py) = &f.python else {
-        return Outcome::none();
-    };
-    let mut findings: Vec<Finding> = Vec::new();
-    let mut undecided: Vec<String> = Vec::new();
-    for server in &py.servers {
+    let mut findings: Vec<Finding> = f.workers.host_cpu.iter().map(other_server).collect();
+    let mut undecided: Vec<String> = f.workers.undecided.clone();
+    let servers = f.python.as_ref().map(|py| py.servers.as_slice()).unwrap_or_default();
+    for server in servers {
         let Some(cpu) = &server.workers_from_cpus else {
             continue;
         };
@@ -50,6 +49,42 @@ fn check(f: &Facts) -> Outcome {
         (true, false) => Outcome::undecided(undecided.join("; ")),
         _ => Outcome::from(findings),
     }
+}
+
+/// pm2, uWSGI, nginx or puma: a warning, a note for nginx (its workers are small and
+/// event-driven, one per CPU is its design, but past the CPU limit they only wait for CPU and
+/// each holds its buffers and connections).
+fn other_server(w: &HostCpuWorkers) -> Finding {
+    let at = match (&w.path, w.line) {
+        (Some(path), Some(line)) => format!(" ({path} line {line})"),
+        _ => String::new(),
+    };
+    let (severity, message) = match w.server {
+        "nginx" => (
+            Severity::Note,
+            format!("nginx starts one worker process per CPU of the node, not of the container{at}: on a 64-core node 64 workers for a container limited to one CPU"),
+        ),
+        server => (
+            Severity::Warning,
+            format!("{server} starts one worker process per CPU of the node, not of the container{at}: each a full copy of the app (20 processes on a 20-core node)"),
+        ),
+    };
+    let evidence = match &w.path {
+        Some(path) => Evidence::naming(format!("{}: {}", w.setting, w.how), [path.clone()]),
+        None => Evidence::plain(format!("{}: {}", w.setting, w.how)),
+    };
+    let place = match (&w.path, w.line) {
+        (Some(path), Some(line)) if !w.fix.starts_with("ENV ") => format!("# in {path} line {line}:\n"),
+        _ if !w.fix.starts_with("ENV ") => format!("# in the command, instead of `{}`:\n", w.setting),
+        _ => String::new(),
+    };
+    RULE.finding(message)
+        .severity(severity)
+        .evidence(evidence)
+        .fix(format!(
+            "{place}{}\n# as many workers as the container's CPU limit and memory hold",
+            w.fix
+        ))
 }
 
 fn finding(f: &Facts, server: &PythonServer, cpu: &CpuSizedWorkers) -> Finding {

@@ -1,0 +1,3 @@
+import polars as pl
+
+print(pl.DataFrame({"a": [1, 2, 3]}).sum())

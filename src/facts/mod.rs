@@ -19,6 +19,7 @@ pub mod os;
 pub mod platform;
 pub mod preload;
 pub mod python;
+pub mod redis;
 pub mod ruby;
 pub mod script;
 pub mod sharp;
@@ -61,6 +62,7 @@ const DECLARED: &[(&str, Declaration)] = &[
     ("ruby", ruby::interests),
     ("python", python::interests),
     ("go", go::interests),
+    ("redis", redis::interests),
 ];
 
 /// Every file content and ELF fact the facts read, whatever the config says. The layer reader
@@ -85,6 +87,7 @@ pub fn interests_for(config: &ImageConfiguration) -> Interests {
         .union(java::interests_for(config))
         .union(ruby::interests_for(config))
         .union(python::interests_for(config))
+        .union(redis::interests_for(config))
 }
 
 /// Everything memlint knows about an image. JSON keys are a contract with users' scripts.
@@ -112,6 +115,9 @@ pub struct Facts {
     pub ruby: Option<ruby::RubyFacts>,
     pub python: Option<python::PythonFacts>,
     pub go: go::GoFacts,
+    /// Redis or Valkey, when the container runs one. Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redis: Option<redis::RedisFacts>,
     /// The container's memory budget: the limit and request (undecided without `--k8s`), the
     /// memory-backed volumes, `/dev/shm`, and what each runtime's settings commit.
     pub memory: memory::MemoryBudget,
@@ -235,6 +241,12 @@ pub fn derive_for(image: &Image, in_container: Option<&crate::k8s::Container>, s
     // entrypoint scripts export (each variable knows which), extended in place rather than
     // copied (an image's Env may hold millions of entries).
     env.extend(&entrypoint.exports);
+    // A vendor launcher's exports (Cassandra's MALLOC_ARENA_MAX=4) reach the JVM and its
+    // allocator as an entrypoint script's do.
+    let launcher = java::launcher::derive(tree, &env, &entrypoint);
+    if let Some(l) = &launcher {
+        env.extend(&l.exports);
+    }
     let libc = libc::derive(tree, &os, &entrypoint, &platform);
     let loader = loader::Loader::new(
         tree,
@@ -260,10 +272,11 @@ pub fn derive_for(image: &Image, in_container: Option<&crate::k8s::Container>, s
     let sharp = sharp::derive(&loader, &libc);
     let next = next::derive(tree);
     let dotnet = dotnet::derive(&loader, &env);
-    let java = java::derive(tree, &env, &entrypoint, &os, &libc, config);
+    let java = java::derive(tree, &env, &entrypoint, &os, &libc, config, launcher);
     let ruby = ruby::derive(&loader, &env, &os, &entrypoint);
     let python = python::derive(tree, &env, &os, &entrypoint);
     let go = go::derive(tree, &env, &entrypoint);
+    let redis = redis::derive(tree, &env, &entrypoint, config);
     let memory = memory::derive(&env, in_container, java.as_ref(), node.as_ref(), &go, &dotnet);
     let loader = loader.facts();
     Facts {
@@ -283,6 +296,7 @@ pub fn derive_for(image: &Image, in_container: Option<&crate::k8s::Container>, s
         ruby,
         python,
         go,
+        redis,
         memory,
         container: in_container.cloned(),
     }

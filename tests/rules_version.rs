@@ -98,14 +98,7 @@ fn bad_pins_exit_2() {
         ("0.1", "is not a memlint version: write MAJOR.MINOR.PATCH"),
         ("latest", "is not a memlint version"),
         ("v0.1.0", "is not a memlint version"),
-        (
-            "99.0.0",
-            concat!(
-                "99.0.0 is newer than this memlint (",
-                env!("CARGO_PKG_VERSION"),
-                ")"
-            ),
-        ),
+        ("99.0.0", concat!("99.0.0 is newer than this memlint (", env!("CARGO_PKG_VERSION"), ")")),
     ] {
         let err = fails_with(&["lint", "--rules-version", pin, &image], &[needle]);
         assert!(err.contains(&format!("--rules-version `{pin}`")), "{err}");

@@ -605,7 +605,12 @@ fn the_new_rules_fire_on_no_other_test_image() {
         .map(PathBuf::from)
         .unwrap_or_else(|| repo().join(".cache"));
     let out = run(Command::new(repo().join("scripts/build-image.sh")).arg("--list"));
-    let mine = ["redis-debian", "redis-debian-maxmemory", "jdk17-netty", "opensearch-shaped"];
+    let mine = [
+        "redis-debian",
+        "redis-debian-maxmemory",
+        "jdk17-netty",
+        "opensearch-shaped",
+    ];
     let mut linted = 0;
     for recipe in String::from_utf8(out.stdout).unwrap().lines() {
         let dir = cache.join("images").join(recipe);
@@ -614,7 +619,11 @@ fn the_new_rules_fire_on_no_other_test_image() {
         }
         let (v, _) = lint_json_image(&format!("oci-dir:{}:latest", dir.display()));
         for rule in NEW_RULES {
-            assert!(findings_of(&v, rule).is_empty(), "{rule} fires on {recipe}: {:#}", v["findings"]);
+            assert!(
+                findings_of(&v, rule).is_empty(),
+                "{rule} fires on {recipe}: {:#}",
+                v["findings"]
+            );
         }
         linted += 1;
     }
@@ -626,7 +635,11 @@ fn the_new_rules_fire_on_no_other_test_image() {
     ] {
         let r = lint_k8s(&manifest(file), &build_image(recipe));
         for rule in NEW_RULES {
-            assert!(findings_of(&r, rule).is_empty(), "{rule} fires on {recipe} + {file}: {:#}", r["findings"]);
+            assert!(
+                findings_of(&r, rule).is_empty(),
+                "{rule} fires on {recipe} + {file}: {:#}",
+                r["findings"]
+            );
         }
     }
 }

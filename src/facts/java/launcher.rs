@@ -374,8 +374,8 @@ fn search_engine(tree: &FileTree, env: &Env, l: &mut Launcher) {
     let heap = l
         .options
         .iter()
-        .filter_map(|o| o.max_heap_size())
-        .last()
+        .rev()
+        .find_map(|o| o.max_heap_size())
         .map(str::to_string);
     l.bounds_direct_memory = true;
     match heap {

@@ -422,6 +422,34 @@ const TABLE: &[(&str, &str, &str, &str, &str)] = &[
         "warning",
         "processes = 2",
     ),
+    (
+        "redis-maxmemory-unset",
+        "redis-debian+k8s/redis-256mi.yaml",
+        "redis-debian+k8s/redis-256mi-maxmemory.yaml",
+        "warning",
+        "\"--maxmemory\",\"160mb\"",
+    ),
+    (
+        "redis-maxmemory-unset",
+        "redis-debian",
+        "redis-debian-maxmemory",
+        "note",
+        "\"--maxmemory\",\"160mb\"",
+    ),
+    (
+        "launcher-heap-vs-limit",
+        "opensearch-shaped+k8s/opensearch-1gi.yaml",
+        "opensearch-shaped+k8s/opensearch-1gi-fixed.yaml",
+        "error",
+        "OPENSEARCH_JAVA_OPTS=\"-Xms512m -Xmx512m\"",
+    ),
+    (
+        "jvm-direct-memory-unbounded",
+        "jdk17-netty+k8s/netty-1gi.yaml",
+        "jdk17-netty+k8s/netty-1gi-capped.yaml",
+        "warning",
+        "-XX:MaxDirectMemorySize=174m",
+    ),
 ];
 
 /// The JSON report of a TABLE recipe: the image's, or with `+k8s/FILE.yaml` the report of the

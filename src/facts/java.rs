@@ -25,6 +25,8 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt;
 
+pub mod classpath;
+pub mod launcher;
 pub mod memory;
 
 /// The variables that may carry JVM options: [`LAUNCHER_VARIABLES`] and `JAVA_OPTS`, which the
@@ -121,6 +123,10 @@ pub enum OptionSource {
     /// An `@argfile` on the command line or in `JDK_JAVA_OPTIONS`.
     #[serde(rename = "argfile")]
     Argfile,
+    /// A vendor launcher's file (`jvm.options`, `cassandra-env.sh`) or the default its start
+    /// script assigns (`KAFKA_HEAP_OPTS` in `kafka-server-start.sh`); see [`launcher`].
+    #[serde(rename = "launcher")]
+    Launcher,
 }
 
 impl OptionSource {
@@ -133,6 +139,10 @@ impl OptionSource {
             (OptionSource::JdkJavaOptions, _) => Some(&OPTION_VARIABLES[1..2]),
             (OptionSource::UnderscoreJavaOptions, _) => Some(&OPTION_VARIABLES[2..3]),
             (OptionSource::EnvVar, Some(v)) if v == OPTION_VARIABLES[3] => Some(&OPTION_VARIABLES[3..4]),
+            (OptionSource::EnvVar | OptionSource::Launcher, Some(v)) => launcher::LAUNCHER_VARIABLES
+                .iter()
+                .position(|l| *l == v)
+                .map(|i| &launcher::LAUNCHER_VARIABLES[i..i + 1]),
             _ => None,
         }
     }
@@ -146,6 +156,7 @@ impl OptionSource {
             OptionSource::StartScript => "the start script",
             OptionSource::EnvVar => "an environment variable",
             OptionSource::Argfile => "an @argfile",
+            OptionSource::Launcher => "a vendor launcher",
         }
     }
 }
@@ -175,6 +186,8 @@ impl JavaOption {
             (OptionSource::EnvVar, Some(v), None) => v.clone(),
             (OptionSource::StartScript, Some(v), Some(p)) => format!("{v} in {p}"),
             (OptionSource::Argfile, _, Some(p)) => format!("the argfile @{p}"),
+            (OptionSource::Launcher, Some(v), Some(p)) => format!("{v} in {p}"),
+            (OptionSource::Launcher, None, Some(p)) => p.clone(),
             (s, _, _) => s.as_str().to_string(),
         }
     }
@@ -497,6 +510,13 @@ pub struct JavaFacts {
     /// Why the heap is sized at launch by a buildpack's memory calculator, when it is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub buildpack_calculator: Option<String>,
+    /// The vendor launcher (Elasticsearch, OpenSearch, Kafka, Cassandra) that starts this JVM,
+    /// when one does: the heap options it adds are among [`JavaFacts::options`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launcher: Option<launcher::Launcher>,
+    /// Netty, gRPC-Netty and reactor-netty jars on its class path (they pool direct memory).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub direct_memory_jars: Vec<String>,
     /// What could not be read.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -612,7 +632,12 @@ pub fn interests() -> Interests {
     let i = JDK_HOMES.iter().fold(Interests::default(), |i, h| {
         i.keep(&format!("{h}/release"), RELEASE_CAP)
     });
-    START_SCRIPT_FOLDERS.iter().fold(i, |i, d| i.script(d))
+    START_SCRIPT_FOLDERS
+        .iter()
+        .fold(i, |i, d| i.script(d))
+        // The JDK a vendor bundles (`/usr/share/opensearch/jdk`).
+        .keep("/usr/share/*/jdk/release", RELEASE_CAP)
+        .union(launcher::interests())
 }
 
 /// What the config adds: the `release` file under its `JAVA_HOME`, and the `@argfiles` its
@@ -620,7 +645,7 @@ pub fn interests() -> Interests {
 pub fn interests_for(config: &ImageConfiguration) -> Interests {
     let c = config.config().as_ref();
     let env = c.and_then(|c| c.env().clone()).unwrap_or_default();
-    let mut out = Interests::default();
+    let mut out = launcher::interests_for(config);
     if let Some(home) = env.iter().rev().find_map(|e| e.strip_prefix("JAVA_HOME=")) {
         if home.starts_with('/') {
             out = out.keep(&format!("{}/release", home.trim_end_matches('/')), RELEASE_CAP);
@@ -746,9 +771,21 @@ pub fn derive(
     os: &OsFacts,
     libc: &Libc,
     config: Option<&ImageConfiguration>,
+    launcher: Option<launcher::Launcher>,
 ) -> Option<JavaFacts> {
     let jenv = JavaEnv::new(env);
-    let located = locate(tree, &jenv, entry)?;
+    let mut located = match locate(tree, &jenv, entry) {
+        Some(l) => l,
+        None => bundled_jdk(tree, launcher.as_ref()?)?,
+    };
+    if let (Some(l), false) = (&launcher, located.runs) {
+        located.runs = true;
+        located.found_by = format!(
+            "the entrypoint runs {}'s launcher {}, which runs java",
+            l.vendor.name(),
+            l.script
+        );
+    }
     let mut facts = JavaFacts {
         java: located.java.clone(),
         home: located.home.clone(),
@@ -813,11 +850,29 @@ pub fn derive(
             false,
         );
     }
+    // A vendor launcher's options are on java's command line.
+    for o in launcher.iter().flat_map(|l| l.options.iter()) {
+        opts.push(
+            o.option.clone(),
+            o.source,
+            o.variable.as_deref(),
+            o.path.as_deref(),
+            None,
+        );
+    }
     if let Some(v) = jenv.var("_JAVA_OPTIONS") {
         for w in shell::split_words(v, shell::SH) {
             opts.push(w, OptionSource::UnderscoreJavaOptions, None, None, None);
         }
     }
+    facts.direct_memory_jars = classpath::direct_memory_jars(
+        tree,
+        &located.args,
+        jenv.var("CLASSPATH"),
+        &entry.working_dir,
+        launcher.as_ref().map(|l| l.home.as_str()),
+    );
+    facts.launcher = launcher;
     facts.options = opts.list;
     facts.notes.extend(opts.notes);
     facts.buildpack_calculator = buildpack(tree, config);
@@ -909,6 +964,24 @@ fn locate(tree: &FileTree, jenv: &JavaEnv, entry: &Entrypoint) -> Option<Located
         }
     }
     None
+}
+
+/// The JDK a vendor launcher bundles (`<home>/jdk`), when no other was found.
+fn bundled_jdk(tree: &FileTree, l: &launcher::Launcher) -> Option<Located> {
+    let home = format!("{}/jdk", l.home);
+    let java = canonical(tree, &format!("{home}/bin/java"))?;
+    Some(Located {
+        java: Some(java),
+        home: Some(home),
+        runs: true,
+        found_by: format!(
+            "the entrypoint runs {}'s launcher {}, which runs its bundled JDK",
+            l.vendor.name(),
+            l.script
+        ),
+        args: Vec::new(),
+        script: None,
+    })
 }
 
 /// The JDK folders under /usr/lib/jvm, in name order (the alternatives' links skipped).
@@ -1507,7 +1580,7 @@ mod tests {
             );
         }
         let entry = Entrypoint::default();
-        let j = derive(&tree, &Env::default(), &entry, &os, &libc(), None).unwrap();
+        let j = derive(&tree, &Env::default(), &entry, &os, &libc(), None, None).unwrap();
         assert_eq!(j.home.as_deref(), Some("/usr/lib/jvm/java-11-openjdk-amd64"));
         assert_eq!(j.version.as_deref(), Some("11.0.14"));
         assert_eq!(
@@ -1518,7 +1591,7 @@ mod tests {
         assert!(!j.entrypoint_runs_java);
         // Temurin's image variable, when nothing else says.
         let env = Env::from_pairs(["JAVA_VERSION=jdk-17.0.12+7"]);
-        let j = derive(&tree, &env, &entry, &OsFacts::default(), &libc(), None).unwrap();
+        let j = derive(&tree, &env, &entry, &OsFacts::default(), &libc(), None, None).unwrap();
         assert_eq!(j.version.as_deref(), Some("17.0.12"));
         assert_eq!(j.version_as_written.as_deref(), Some("jdk-17.0.12+7"));
         assert_eq!(j.version_source.as_deref(), Some("JAVA_VERSION"));

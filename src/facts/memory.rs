@@ -12,6 +12,7 @@
 use super::dotnet::gc::HeapCap as DotnetHeapCap;
 use super::go::memlimit::GoMemLimit;
 use super::go::MemLimit;
+use super::java::launcher::LauncherHeap;
 use super::java::memory::{HeapCap as JvmHeapCap, SizedOption};
 use super::java::{JavaFacts, JavaOption};
 use super::node::{
@@ -145,6 +146,10 @@ pub struct Commitment {
     /// Why it is undecided.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
+    /// The vendor launcher that decides it (`OpenSearch`, `Cassandra`), when one does: its
+    /// rule (`launcher-heap-vs-limit`) judges it, not the runtime's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launcher: Option<&'static str>,
 }
 
 impl Commitment {
@@ -159,6 +164,7 @@ impl Commitment {
             setting,
             origin: None,
             why: None,
+            launcher: None,
         }
     }
 
@@ -348,13 +354,42 @@ fn jvm(j: &JavaFacts, limit: Option<u64>, env: &Env, out: &mut Vec<Commitment>) 
         ));
         return;
     }
-    let heap = match &m.heap {
-        JvmHeapCap::Unreadable { option } => Commitment::undecided(
+    let launcher = j.launcher.as_ref();
+    let launcher_name = launcher.map(|l| l.vendor.name());
+    let heap_by_launcher = match (launcher, m.heap.option()) {
+        (Some(l), Some(o)) => l.sets(o),
+        (Some(_), None) => true,
+        (None, _) => false,
+    };
+    let heap = match (&m.heap, launcher.map(|l| &l.heap)) {
+        // The launcher sizes the heap itself unless an option outside it does.
+        (JvmHeapCap::Default, Some(LauncherHeap::FromNode)) => Commitment {
+            launcher: launcher_name,
+            ..Commitment::undecided(
+                "jvm",
+                "heap",
+                "cassandra-env.sh sizes it from the node's memory (free -m): max(min(1/2 RAM, 1024 MB), min(1/4 RAM, 8192 MB))".into(),
+            )
+        },
+        (JvmHeapCap::Default, Some(LauncherHeap::Refuses { why })) => Commitment {
+            launcher: launcher_name,
+            ..Commitment::undecided("jvm", "heap", why.clone())
+        },
+        (JvmHeapCap::Default, Some(LauncherHeap::Automatic)) => Commitment {
+            launcher: launcher_name,
+            ..Commitment::new(
+                "jvm",
+                "heap",
+                "default",
+                "no heap option: Elasticsearch's launcher sizes the heap from the memory the JVM sees".into(),
+            )
+        },
+        (JvmHeapCap::Unreadable { option }, _) => Commitment::undecided(
             "jvm",
             "heap",
             format!("{} is not a size HotSpot reads", option.described()),
         ),
-        cap => {
+        (cap, _) => {
             let status = if cap.is_set() { "set" } else { "default" };
             let c = Commitment::new("jvm", "heap", status, cap.describe()).bytes(cap.bytes(limit));
             match cap {
@@ -366,6 +401,14 @@ fn jvm(j: &JavaFacts, limit: Option<u64>, env: &Env, out: &mut Vec<Commitment>) 
                 _ => c,
             }
         }
+    };
+    let heap = Commitment {
+        launcher: if heap_by_launcher {
+            launcher_name
+        } else {
+            heap.launcher
+        },
+        ..heap
     };
     out.push(heap.carried_by(env, m.heap.option().and_then(option_variable)));
     let direct = match &m.max_direct_memory {

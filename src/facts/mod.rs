@@ -23,6 +23,7 @@ pub mod platform;
 pub mod postgres;
 pub mod preload;
 pub mod python;
+pub mod redis;
 pub mod ruby;
 pub mod script;
 pub mod sharp;
@@ -71,6 +72,7 @@ const DECLARED: &[(&str, Declaration)] = &[
     ("elasticsearch", elasticsearch::interests),
     ("php", php::interests),
     ("workers", workers::interests),
+    ("redis", redis::interests),
 ];
 
 /// Every file content and ELF fact the facts read, whatever the config says. The layer reader
@@ -97,6 +99,7 @@ pub fn interests_for(config: &ImageConfiguration) -> Interests {
         .union(python::interests_for(config))
         .union(postgres::interests_for(config))
         .union(workers::interests_for(config))
+        .union(redis::interests_for(config))
 }
 
 /// Everything memlint knows about an image. JSON keys are a contract with users' scripts.
@@ -140,6 +143,9 @@ pub struct Facts {
     /// Worker counts that pm2, uWSGI, nginx and puma take from the node's CPUs.
     #[serde(skip_serializing_if = "workers::WorkerFacts::is_empty")]
     pub workers: workers::WorkerFacts,
+    /// Redis or Valkey, when the container runs one. Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redis: Option<redis::RedisFacts>,
     /// The container's memory budget: the limit and request (undecided without `--k8s`), the
     /// memory-backed volumes, `/dev/shm`, and what each runtime's settings commit.
     pub memory: memory::MemoryBudget,
@@ -263,6 +269,12 @@ pub fn derive_for(image: &Image, in_container: Option<&crate::k8s::Container>, s
     // entrypoint scripts export (each variable knows which), extended in place rather than
     // copied (an image's Env may hold millions of entries).
     env.extend(&entrypoint.exports);
+    // A vendor launcher's exports (Cassandra's MALLOC_ARENA_MAX=4) reach the JVM and its
+    // allocator as an entrypoint script's do.
+    let launcher = java::launcher::derive(tree, &env, &entrypoint);
+    if let Some(l) = &launcher {
+        env.extend(&l.exports);
+    }
     let libc = libc::derive(tree, &os, &entrypoint, &platform);
     let loader = loader::Loader::new(
         tree,
@@ -288,7 +300,7 @@ pub fn derive_for(image: &Image, in_container: Option<&crate::k8s::Container>, s
     let sharp = sharp::derive(&loader, &libc);
     let next = next::derive(tree);
     let dotnet = dotnet::derive(&loader, &env);
-    let java = java::derive(tree, &env, &entrypoint, &os, &libc, config);
+    let java = java::derive(tree, &env, &entrypoint, &os, &libc, config, launcher);
     let ruby = ruby::derive(&loader, &env, &os, &entrypoint);
     let python = python::derive(tree, &env, &os, &entrypoint);
     let go = go::derive(tree, &env, &entrypoint);
@@ -297,6 +309,7 @@ pub fn derive_for(image: &Image, in_container: Option<&crate::k8s::Container>, s
     let search_engine = elasticsearch::derive(tree, &env);
     let php = php::derive(tree, &env, &entrypoint);
     let workers = workers::derive(tree, &env, &entrypoint);
+    let redis = redis::derive(tree, &env, &entrypoint, config);
     let memory = memory::derive(&env, in_container, java.as_ref(), node.as_ref(), &go, &dotnet);
     let loader = loader.facts();
     Facts {
@@ -321,6 +334,7 @@ pub fn derive_for(image: &Image, in_container: Option<&crate::k8s::Container>, s
         search_engine,
         php,
         workers,
+        redis,
         memory,
         container: in_container.cloned(),
     }

@@ -88,6 +88,10 @@ fn check(f: &Facts) -> Outcome {
         undecided.push(format!("the container's command has {word}"));
     }
     for commitment in &f.memory.runtimes {
+        // A heap a vendor launcher decides is `launcher-heap-vs-limit`'s: one finding per heap.
+        if commitment.launcher.is_some() {
+            continue;
+        }
         let Some(g) = guidance(commitment) else { continue };
         match (commitment.status, commitment.bytes) {
             ("set", Some(bytes)) => caps.push((commitment, g, bytes)),

@@ -99,7 +99,7 @@ pub fn rewrite(f: &Facts, j: &JavaFacts, o: &JavaOption, with: Option<&str>) -> 
             "# in {}: {what} (for a Gradle `application`, in `applicationDefaultJvmArgs`; Maven's appassembler: `extraJvmArguments`), then rebuild",
             o.origin()
         ),
-        OptionSource::Argfile => format!("# in {}: {what}", o.origin()),
+        OptionSource::Argfile | OptionSource::Launcher => format!("# in {}: {what}", o.origin()),
     }
 }
 

@@ -287,7 +287,6 @@ fn podman_without_a_service_saves_the_image() {
     let lint_saved = podman.json(&["lint", "--format", "json", "--no-cache", "podman:app:1"], &[]);
     assert_eq!(findings(&lint_saved), findings(&lint_expected));
 
-
     let out = podman.memlint(&["inspect", "--no-cache", "podman:nope:1"], &[]);
     assert_eq!(out.status.code(), Some(2));
     let text = error_text(&out);

@@ -38,8 +38,18 @@ pub fn run(args: RulesArgs) -> Result<ExitCode> {
         }
         Format::Text => {
             let mut s = String::new();
+            // Columns as wide as the longest id of the registry, so that a filtered list
+            // (`--since`) lines up as the whole one does.
+            let id_width = ALL.iter().map(|r| r.id.len()).max().unwrap_or(0);
             for r in &listed {
-                let _ = writeln!(s, "{:<26} {:<8} {} ({})", r.id, r.severity, r.title, versions(r));
+                let severity = r.severity.to_string();
+                let _ = writeln!(
+                    s,
+                    "{:<id_width$} {severity:<7} {} ({})",
+                    r.id,
+                    r.title,
+                    versions(r)
+                );
             }
             if let (Some(text), true) = (&args.since, listed.is_empty()) {
                 let _ = writeln!(s, "No rule was added or changed after {text}.");

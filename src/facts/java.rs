@@ -14,6 +14,7 @@
 //! then `eval set -- $DEFAULT_JVM_OPTS $JAVA_OPTS $<APP>_OPTS … -classpath … Main "$@"` and
 //! `exec "$JAVACMD" "$@"`, where `JAVACMD` is `$JAVA_HOME/bin/java`, else `java` from PATH.
 
+use super::command::config_argv;
 use super::entrypoint::{Entrypoint, ProgramKind, DEFAULT_PATH};
 use super::libc::{Libc, LibcFamily};
 use super::os::OsFacts;
@@ -655,17 +656,7 @@ pub fn interests_for(config: &ImageConfiguration) -> Interests {
         .and_then(|c| c.working_dir().clone())
         .filter(|w| w.starts_with('/'))
         .unwrap_or_else(|| "/".into());
-    let argv: Vec<String> = c
-        .map(|c| {
-            c.entrypoint()
-                .clone()
-                .unwrap_or_default()
-                .into_iter()
-                .chain(c.cmd().clone().unwrap_or_default())
-                .collect()
-        })
-        .unwrap_or_default();
-    for a in argv
+    for a in config_argv(config)
         .iter()
         .filter_map(|a| a.strip_prefix('@'))
         .filter(|a| !a.is_empty())

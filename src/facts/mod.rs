@@ -4,6 +4,7 @@
 
 pub mod allocator;
 pub mod chrome;
+mod command;
 pub mod container;
 pub mod dotnet;
 pub mod elasticsearch;

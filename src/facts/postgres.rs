@@ -17,6 +17,7 @@
 //! `ALTER SYSTEM` (`postgresql.auto.conf`) and a configuration mounted at run time are not in the
 //! image: [`PostgresFacts::undecided`] says when an `include` the image holds is not followed.
 
+use super::command::config_argv;
 use super::entrypoint::Entrypoint;
 use super::Env;
 use crate::tree::{FileTree, Interests, NodeKind};
@@ -109,13 +110,7 @@ pub fn interests_for(config: &ImageConfiguration) -> Interests {
     let Some(c) = config.config().as_ref() else {
         return Interests::default();
     };
-    let argv: Vec<String> = c
-        .entrypoint()
-        .iter()
-        .flatten()
-        .chain(c.cmd().iter().flatten())
-        .cloned()
-        .collect();
+    let argv = config_argv(config);
     let mut out = Interests::default();
     let plain = |p: &str| {
         p.starts_with('/')

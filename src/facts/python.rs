@@ -13,6 +13,7 @@
 //!   `#!` interpreter, `python -m uvicorn …`), its flags, `GUNICORN_CMD_ARGS` and
 //!   `WEB_CONCURRENCY`.
 
+use super::command::config_argv;
 use super::entrypoint::{Entrypoint, DEFAULT_PATH};
 use super::os::OsFacts;
 use super::Env;
@@ -215,13 +216,7 @@ pub fn interests_for(config: &ImageConfiguration) -> Interests {
     let Some(c) = config.config().as_ref() else {
         return Interests::default();
     };
-    let argv: Vec<String> = c
-        .entrypoint()
-        .iter()
-        .flatten()
-        .chain(c.cmd().iter().flatten())
-        .cloned()
-        .collect();
+    let argv = config_argv(config);
     let working_dir = c.working_dir().as_deref().unwrap_or("/");
     // Only gunicorn's own arguments: `sh -c …`, `python -c …` and `celery … -c 4` name no file.
     let Some(at) = argv.iter().position(|w| base(w) == "gunicorn") else {

@@ -12,6 +12,7 @@
 //! 1024², likewise `g`/`gb`, in either case. Without a `save` line Redis 7 snapshots with
 //! `save 3600 1 300 100 60 10000`; `save ""` turns it off; `appendonly` is `no` unless set.
 
+use super::command::{absolute, config_argv};
 use super::entrypoint::Entrypoint;
 use super::Env;
 use crate::shell;
@@ -138,29 +139,12 @@ pub fn interests_for(config: &ImageConfiguration) -> Interests {
         .and_then(|c| c.working_dir().clone())
         .filter(|w| w.starts_with('/'))
         .unwrap_or_else(|| "/".into());
-    let argv: Vec<String> = c
-        .map(|c| {
-            c.entrypoint()
-                .clone()
-                .unwrap_or_default()
-                .into_iter()
-                .chain(c.cmd().clone().unwrap_or_default())
-                .collect()
-        })
-        .unwrap_or_default();
-    argv.iter()
+    config_argv(config)
+        .iter()
         .filter(|a| a.ends_with(".conf") && !a.starts_with('-'))
         .fold(Interests::default(), |i, a| {
             i.keep(&absolute(&working_dir, a), CONF_CAP)
         })
-}
-
-fn absolute(dir: &str, p: &str) -> String {
-    if p.starts_with('/') {
-        p.to_string()
-    } else {
-        format!("{}/{}", dir.trim_end_matches('/'), p.trim_start_matches("./"))
-    }
 }
 
 fn basename(p: &str) -> &str {

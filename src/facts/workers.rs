@@ -9,6 +9,7 @@
 //! way and the final program's arguments) and the config file those words name, or the one
 //! the server reads by default.
 
+use super::command::{self, config_argv};
 use super::entrypoint::Entrypoint;
 use super::Env;
 use crate::tree::{FileTree, Interests};
@@ -48,13 +49,7 @@ pub fn interests_for(config: &ImageConfiguration) -> Interests {
     let Some(c) = config.config().as_ref() else {
         return Interests::default();
     };
-    let argv: Vec<String> = c
-        .entrypoint()
-        .iter()
-        .flatten()
-        .chain(c.cmd().iter().flatten())
-        .cloned()
-        .collect();
+    let argv = config_argv(config);
     let working_dir = c.working_dir().as_deref().unwrap_or("/");
     named_configs(&argv, working_dir)
         .into_iter()
@@ -90,16 +85,9 @@ fn is_ecosystem(a: &str) -> bool {
         .any(|s| a.ends_with(s))
 }
 
+/// `path` from the working folder (argument order of the call sites: path first).
 fn absolute(path: &str, working_dir: &str) -> String {
-    if path.starts_with('/') {
-        path.to_string()
-    } else {
-        format!(
-            "{}/{}",
-            working_dir.trim_end_matches('/'),
-            path.trim_start_matches("./")
-        )
-    }
+    command::absolute(working_dir, path)
 }
 
 fn base(word: &str) -> &str {

@@ -5,6 +5,7 @@
 //! and its `lib`/`libs`), a vendor launcher's `lib`, `libs` and `modules/*`, and Debian's
 //! `/usr/share/java`. A fat jar's nested jars are not opened.
 
+use crate::facts::command::absolute;
 use crate::tree::{FileTree, NodeKind};
 
 /// At most this many folders are listed.
@@ -31,14 +32,6 @@ pub fn is_direct_memory_library(name: &str) -> bool {
             || n.starts_with("netty_")
             || n.starts_with("grpc-netty")
             || n.starts_with("reactor-netty"))
-}
-
-fn absolute(dir: &str, p: &str) -> String {
-    if p.starts_with('/') {
-        p.to_string()
-    } else {
-        format!("{}/{}", dir.trim_end_matches('/'), p.trim_start_matches("./"))
-    }
 }
 
 fn parent(p: &str) -> &str {

@@ -134,13 +134,13 @@ pub fn derive(
         let base = tree.path_of(dir);
         for (name, package, files) in LAUNCHER_FILES {
             let root = format!("{base}/{package}");
-            if !is_file(tree, &format!("{root}/package.json")) {
+            if !tree.is_file_at(&format!("{root}/package.json")) {
                 continue;
             }
             let source = files
                 .iter()
                 .map(|f| format!("{root}/{f}"))
-                .find_map(|p| text(tree, &p).map(|t| (p, t)));
+                .find_map(|p| tree.kept_text(&p).map(|t| (p, t)));
             let (passes, why) = match source {
                 Some((p, t)) if t.contains(SWITCH) => (
                     Some(true),
@@ -165,7 +165,7 @@ pub fn derive(
             });
         }
         let lighthouse = format!("{base}/lighthouse");
-        if is_file(tree, &format!("{lighthouse}/package.json")) {
+        if tree.is_file_at(&format!("{lighthouse}/package.json")) {
             launchers.push(Launcher {
                 name: "lighthouse",
                 path: lighthouse,
@@ -176,7 +176,7 @@ pub fn derive(
             });
         }
         let webdriver = format!("{base}/selenium-webdriver");
-        if is_file(tree, &format!("{webdriver}/package.json")) {
+        if tree.is_file_at(&format!("{webdriver}/package.json")) {
             launchers.push(selenium_like("selenium", webdriver, &debian_hook));
         }
     }
@@ -203,7 +203,7 @@ pub fn derive(
 
 /// Whether Debian's wrapper adds the switch on a small `/dev/shm`, and the file that says so.
 fn debian_hook(tree: &FileTree) -> Option<String> {
-    if !is_file(tree, DEBIAN_WRAPPER) {
+    if !tree.is_file_at(DEBIAN_WRAPPER) {
         return None;
     }
     let Some(NodeKind::Dir(children)) = tree
@@ -220,7 +220,7 @@ fn debian_hook(tree: &FileTree) -> Option<String> {
         .into_iter()
         .map(|n| format!("{DEBIAN_FLAGS_DIR}/{n}"))
         .find(|p| {
-            text(tree, p).is_some_and(|t| {
+            tree.kept_text(p).is_some_and(|t| {
                 t.lines().any(|l| {
                     !l.trim_start().starts_with('#') && l.contains(SWITCH) && l.contains("CHROMIUM_FLAGS")
                 })
@@ -229,7 +229,7 @@ fn debian_hook(tree: &FileTree) -> Option<String> {
     // The hook measures /dev/shm with findmnt: without it the test fails and adds nothing.
     let findmnt = ["/usr/bin/findmnt", "/bin/findmnt"]
         .iter()
-        .any(|p| is_file(tree, p));
+        .any(|p| tree.is_file_at(p));
     findmnt.then_some(file)
 }
 
@@ -302,23 +302,6 @@ fn from_entrypoint(
         passes_switch: passes,
         why,
     })
-}
-
-fn is_file(tree: &FileTree, path: &str) -> bool {
-    tree.lookup(path)
-        .ok()
-        .flatten()
-        .is_some_and(|id| matches!(tree.node(id).kind, NodeKind::File))
-}
-
-fn text(tree: &FileTree, path: &str) -> Option<String> {
-    let id = tree.lookup(path).ok().flatten()?;
-    let content = if tree.keeps(path) {
-        tree.content(id)
-    } else {
-        tree.kept_content(id)
-    }?;
-    Some(String::from_utf8_lossy(&content.bytes).into_owned())
 }
 
 #[cfg(test)]

@@ -87,7 +87,7 @@ pub fn interests() -> Interests {
 pub fn derive(tree: &FileTree, env: &Env) -> Option<SearchEngine> {
     let (home, product) = HOMES
         .iter()
-        .find(|(home, product)| is_file(tree, &format!("{home}/bin/{product}")))?;
+        .find(|(home, product)| tree.is_file_at(&format!("{home}/bin/{product}")))?;
     let version = children(tree, &format!("{home}/lib")).into_iter().find_map(|n| {
         let v = n.strip_prefix(&format!("{product}-"))?.strip_suffix(".jar")?;
         v.split('.')
@@ -98,7 +98,7 @@ pub fn derive(tree: &FileTree, env: &Env) -> Option<SearchEngine> {
     let memory_lock = lock_from_env(env).or_else(|| {
         config_dirs.iter().find_map(|d| {
             let path = format!("{d}/{product}.yml");
-            let body = text(tree, &path)?;
+            let body = tree.kept_text(&path)?;
             lock_from_yaml(&body, &path)
         })
     });
@@ -123,7 +123,7 @@ pub fn derive(tree: &FileTree, env: &Env) -> Option<SearchEngine> {
                         .map(|n| format!("{d}/jvm.options.d/{n}")),
                 );
                 files.into_iter().find_map(|f| {
-                    let body = text(tree, &f)?;
+                    let body = tree.kept_text(&f)?;
                     body.lines()
                         .position(|l| {
                             let l = l.trim();
@@ -197,23 +197,6 @@ fn children(tree: &FileTree, dir: &str) -> Vec<String> {
         Some(NodeKind::Dir(c)) => c.keys().map(|k| k.to_string()).collect(),
         _ => Vec::new(),
     }
-}
-
-fn is_file(tree: &FileTree, path: &str) -> bool {
-    tree.lookup(path)
-        .ok()
-        .flatten()
-        .is_some_and(|id| matches!(tree.node(id).kind, NodeKind::File))
-}
-
-fn text(tree: &FileTree, path: &str) -> Option<String> {
-    let id = tree.lookup(path).ok().flatten()?;
-    let content = if tree.keeps(path) {
-        tree.content(id)
-    } else {
-        tree.kept_content(id)
-    }?;
-    Some(String::from_utf8_lossy(&content.bytes).into_owned())
 }
 
 #[cfg(test)]

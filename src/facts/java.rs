@@ -700,13 +700,6 @@ fn text_of(tree: &FileTree, path: &str) -> Option<(String, bool)> {
     ))
 }
 
-fn is_file(tree: &FileTree, path: &str) -> bool {
-    tree.lookup(path)
-        .ok()
-        .flatten()
-        .is_some_and(|id| matches!(tree.node(id).kind, NodeKind::File))
-}
-
 fn is_dir(tree: &FileTree, path: &str) -> bool {
     tree.lookup(path)
         .ok()
@@ -943,7 +936,7 @@ fn locate(tree: &FileTree, jenv: &JavaEnv, entry: &Entrypoint) -> Option<Located
     homes.push("/opt/java/openjdk".into());
     homes.extend(buildpack_homes(tree));
     for h in homes {
-        if is_file(tree, &format!("{h}/release")) || is_file(tree, &format!("{h}/bin/java")) {
+        if tree.is_file_at(&format!("{h}/release")) || tree.is_file_at(&format!("{h}/bin/java")) {
             return Some(Located {
                 java: canonical(tree, &format!("{h}/bin/java")),
                 found_by: format!("a JDK is installed at {h} (the entrypoint does not run java)"),
@@ -1161,12 +1154,12 @@ fn jvm_kind(tree: &FileTree, homes: &[&str]) -> Option<Jvm> {
             "lib/j9vm/libjvm.so",
             "jre/lib/amd64/default/libj9vm29.so",
         ] {
-            if is_file(tree, &format!("{h}/{j9}")) {
+            if tree.is_file_at(&format!("{h}/{j9}")) {
                 return Some(Jvm::OpenJ9);
             }
         }
-        if is_file(tree, &format!("{h}/lib/server/libjvm.so"))
-            || is_file(tree, &format!("{h}/lib/client/libjvm.so"))
+        if tree.is_file_at(&format!("{h}/lib/server/libjvm.so"))
+            || tree.is_file_at(&format!("{h}/lib/client/libjvm.so"))
         {
             return Some(Jvm::HotSpot);
         }
@@ -1178,7 +1171,7 @@ fn jvm_kind(tree: &FileTree, homes: &[&str]) -> Option<Jvm> {
             if let NodeKind::Dir(children) = &tree.node(id).kind {
                 if children
                     .keys()
-                    .any(|arch| is_file(tree, &format!("{lib}/{arch}/server/libjvm.so")))
+                    .any(|arch| tree.is_file_at(&format!("{lib}/{arch}/server/libjvm.so")))
                 {
                     return Some(Jvm::HotSpot);
                 }

@@ -167,7 +167,7 @@ pub fn derive(tree: &FileTree, env: &Env, entry: &Entrypoint) -> Option<Postgres
         None => default_config(tree, layout, major.as_deref(), env),
     };
     if let Some(path) = &config {
-        match text(tree, path) {
+        match tree.kept_text(path) {
             Some(body) => {
                 facts.config = Some(path.clone());
                 read_config(tree, path, &body, &mut facts);
@@ -192,13 +192,6 @@ pub fn derive(tree: &FileTree, env: &Env, entry: &Entrypoint) -> Option<Postgres
     Some(facts)
 }
 
-fn is_file(tree: &FileTree, path: &str) -> bool {
-    tree.lookup(path)
-        .ok()
-        .flatten()
-        .is_some_and(|id| matches!(tree.node(id).kind, NodeKind::File))
-}
-
 /// The `postgres` binary, its layout and its major version.
 fn find_binary(tree: &FileTree) -> Option<(String, &'static str, Option<String>)> {
     if let Some(NodeKind::Dir(majors)) = tree
@@ -215,15 +208,15 @@ fn find_binary(tree: &FileTree) -> Option<(String, &'static str, Option<String>)
         });
         for major in names.into_iter().rev() {
             let path = format!("{DEBIAN_BIN}/{major}/bin/postgres");
-            if is_file(tree, &path) {
+            if tree.is_file_at(&path) {
                 return Some((path, "debian", Some(major.to_string())));
             }
         }
     }
-    if is_file(tree, BITNAMI_BIN) {
+    if tree.is_file_at(BITNAMI_BIN) {
         return Some((BITNAMI_BIN.to_string(), "bitnami", None));
     }
-    if is_file(tree, ALPINE_BIN) {
+    if tree.is_file_at(ALPINE_BIN) {
         return Some((ALPINE_BIN.to_string(), "alpine", None));
     }
     None
@@ -254,18 +247,7 @@ fn default_config(tree: &FileTree, layout: &str, major: Option<&str>, env: &Env)
             "/usr/local/share/postgresql/postgresql.conf.sample".to_string(),
         ],
     };
-    candidates.into_iter().find(|p| is_file(tree, p))
-}
-
-/// The file's text, when the reader kept it.
-fn text(tree: &FileTree, path: &str) -> Option<String> {
-    let id = tree.lookup(path).ok().flatten()?;
-    let content = if tree.keeps(path) {
-        tree.content(id)
-    } else {
-        tree.kept_content(id)
-    }?;
-    Some(String::from_utf8_lossy(&content.bytes).into_owned())
+    candidates.into_iter().find(|p| tree.is_file_at(p))
 }
 
 /// The settings of a configuration file, with the `*.conf` files of the folder its
@@ -290,9 +272,9 @@ fn read_config(tree: &FileTree, path: &str, body: &str, facts: &mut PostgresFact
                 } else {
                     format!("{folder}/{value}")
                 };
-                match text(tree, &file) {
+                match tree.kept_text(&file) {
                     Some(b) => push_settings(&file, &b, facts),
-                    None if name == "include" || is_file(tree, &file) => {
+                    None if name == "include" || tree.is_file_at(&file) => {
                         facts.undecided = Some(format!(
                             "{path} line {line_no} includes {file}, which memlint does not read"
                         ))
@@ -336,7 +318,7 @@ fn read_conf_d(tree: &FileTree, dir: &str, facts: &mut PostgresFacts) {
     names.sort_unstable();
     for name in names.into_iter().take(MAX_CONF_D) {
         let file = format!("{}/{name}", dir.trim_end_matches('/'));
-        match text(tree, &file) {
+        match tree.kept_text(&file) {
             Some(body) => push_settings(&file, &body, facts),
             None => {
                 facts.undecided = Some(format!(

@@ -766,6 +766,23 @@ impl FileTree {
         self.kept_content(id)
     }
 
+    /// Whether `path` (symlinks followed) is a regular file of the image.
+    pub fn is_file_at(&self, path: &str) -> bool {
+        self.lookup(path)
+            .ok()
+            .flatten()
+            .is_some_and(|id| matches!(self.node(id).kind, NodeKind::File))
+    }
+
+    /// The text (lossy UTF-8) of what the reader kept of the file at `path` (symlinks
+    /// followed), as [`FileTree::kept_content`]: for a path the image chose (a config file its
+    /// command names, an `include`), which may hold nothing.
+    pub fn kept_text(&self, path: &str) -> Option<String> {
+        let id = self.lookup(path).ok()??;
+        let content = self.kept_content(id)?;
+        Some(String::from_utf8_lossy(&content.bytes).into_owned())
+    }
+
     /// The kept contents of node `id`, found by walking the tree. Its path must be one the tree
     /// was read to keep, as for [`FileTree::contents`].
     pub fn content(&self, id: NodeId) -> Option<&Content> {

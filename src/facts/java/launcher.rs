@@ -206,13 +206,6 @@ fn basename(p: &str) -> &str {
     p.rsplit('/').next().unwrap_or(p)
 }
 
-fn is_file(tree: &FileTree, path: &str) -> bool {
-    tree.lookup(path)
-        .ok()
-        .flatten()
-        .is_some_and(|id| matches!(tree.node(id).kind, NodeKind::File))
-}
-
 /// The text of a file a declared interest (or a script interest) kept.
 fn text_of(tree: &FileTree, path: &str) -> Option<String> {
     let content = if tree.keeps(path) {
@@ -257,7 +250,7 @@ pub fn derive(tree: &FileTree, env: &Env, entry: &Entrypoint) -> Option<Launcher
     for layout in LAYOUTS {
         for home in layout.homes {
             let script = format!("{home}/{}", layout.launcher);
-            if !is_file(tree, &script) || !runs(entry, home, &script) {
+            if !tree.is_file_at(&script) || !runs(entry, home, &script) {
                 continue;
             }
             let mut l = Launcher {
@@ -445,7 +438,7 @@ fn cassandra(tree: &FileTree, env: &Env, l: &mut Launcher) {
         .map(|c| c.trim_end_matches('/').to_string())
         .into_iter()
         .chain(["/etc/cassandra".to_string(), format!("{}/conf", l.home)])
-        .find(|c| is_file(tree, &format!("{c}/cassandra-env.sh")));
+        .find(|c| tree.is_file_at(&format!("{c}/cassandra-env.sh")));
     let Some(conf) = conf else {
         l.heap = LauncherHeap::Refuses {
             why: format!("{} sources cassandra-env.sh, which is not in the image", l.script),

@@ -316,7 +316,7 @@ pub struct SourceArgs {
 
 /// Formats of `lint`: text for people, json (the inspect JSON plus findings), sarif (GitHub
 /// code scanning), github (workflow command annotations), gitlab (Code Quality), junit (JUnit
-/// XML for Jenkins, GitLab and Azure DevOps).
+/// XML for Jenkins, GitLab and Azure DevOps), html (one self-contained page for people).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum LintFormat {
     Text,
@@ -325,14 +325,16 @@ pub enum LintFormat {
     Github,
     Gitlab,
     Junit,
+    Html,
 }
 
 fn parse_output(s: &str) -> Result<(LintFormat, PathBuf), String> {
     let (format, file) = s
         .split_once('=')
         .ok_or_else(|| format!("`{s}` is not FORMAT=FILE, e.g. sarif=memlint.sarif"))?;
-    let format = LintFormat::from_str(format, true)
-        .map_err(|_| format!("`{format}` is not a format: text, json, sarif, github, gitlab or junit"))?;
+    let format = LintFormat::from_str(format, true).map_err(|_| {
+        format!("`{format}` is not a format: text, json, sarif, github, gitlab, junit or html")
+    })?;
     if file.is_empty() {
         return Err("the file after `=` is empty".to_string());
     }

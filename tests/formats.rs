@@ -340,7 +340,7 @@ fn several_images_all_platforms_and_output_files_make_one_report_each() {
     let bad = memlint_in(dir.path(), &["lint", "-o", "xml=x", &single]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(
-        error_text(&bad).contains("gitlab or junit"),
+        error_text(&bad).contains("gitlab, junit or html"),
         "{}",
         error_text(&bad)
     );

@@ -14,7 +14,7 @@ use crate::report::lint::{LintReport, ReportContext};
 use crate::report::sarif;
 use crate::report::spool::{Chunk, Spool, Spooled};
 use crate::report::text::{self, TextOptions};
-use crate::report::{github, gitlab, junit, write_json_at, JsonArray};
+use crate::report::{github, gitlab, html, junit, write_json_at, JsonArray};
 use crate::rules;
 use crate::settings::{self, Settings};
 use crate::sources::{self, ConfigInterests, ProgressMode};
@@ -247,6 +247,7 @@ pub(crate) fn run(
                 w.write_all(b"\n")
             }
             LintFormat::Junit => out.junit(w),
+            LintFormat::Html => out.html(w, fail_on),
         }
     };
     super::emit_formats(args.output.as_deref(), args.format, &args.outputs, color, render)?;
@@ -306,6 +307,8 @@ struct Rendered {
     gitlab: Option<Pieces>,
     /// The suite, its tests and its failing rules.
     junit: Option<(Chunk, usize, usize)>,
+    /// The container's section of the HTML page, and what the page's summary needs of it.
+    html: Option<(Chunk, html::Tally)>,
     worst: Option<crate::finding::Severity>,
     counts: [usize; 3],
     /// For the baseline: the container's subject, its findings no ignore hides (before the
@@ -445,6 +448,13 @@ impl Plan<'_> {
         } else {
             None
         };
+        let html = if wants(LintFormat::Html) {
+            let mut out = Vec::new();
+            let tally = html::section(&mut out, &r, ci)?;
+            Some((out, tally))
+        } else {
+            None
+        };
         let mut spool = spool
             .lock()
             .map_err(|_| std::io::Error::other("another worker stopped while it wrote its reports"))?;
@@ -471,6 +481,10 @@ impl Plan<'_> {
             },
             junit: match junit {
                 Some((xml, tests, failures)) => Some((spool.put(&xml)?, tests, failures)),
+                None => None,
+            },
+            html: match html {
+                Some((page, tally)) => Some((spool.put(&page)?, tally)),
                 None => None,
             },
             worst: r.worst(),
@@ -1050,6 +1064,38 @@ impl Outputs<'_> {
             }
         }
         junit::write_tail(w)
+    }
+
+    /// The HTML page: its summary from each container's tally, then the spooled sections in
+    /// manifest order.
+    fn html(&self, w: &mut dyn Write, fail_on: FailOn) -> std::io::Result<()> {
+        let entries = self.entries();
+        let mut tallies = Vec::new();
+        let mut unread = Vec::new();
+        for (c, entry) in &entries {
+            match entry {
+                Entry::Linted(r) => tallies.extend(r.html.as_ref().map(|(_, t)| t.clone())),
+                Entry::Unread(u) => unread.push(html::Unread {
+                    what: format!("{} ({})", describe(c), u.failure.source),
+                    why: u.failure.message.clone(),
+                }),
+            }
+        }
+        let options = html::HtmlOptions {
+            title: "memlint lint --k8s",
+            fail_on,
+        };
+        html::start(w, &tallies, &unread, &options)?;
+        for (_, entry) in &entries {
+            if let Entry::Linted(Rendered {
+                html: Some((chunk, _)),
+                ..
+            }) = entry
+            {
+                self.spooled.copy(*chunk, w)?;
+            }
+        }
+        html::finish(w)
     }
 }
 

@@ -203,6 +203,15 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
             LintFormat::Github => github::write(w, &reports),
             LintFormat::Gitlab => crate::untrusted::write_json(w, &gitlab::render(&reports)),
             LintFormat::Junit => junit::write(w, &reports, &unread, fail_on),
+            LintFormat::Html => crate::report::html::write(
+                w,
+                &reports,
+                &unread,
+                &crate::report::html::HtmlOptions {
+                    title: "memlint lint",
+                    fail_on,
+                },
+            ),
             LintFormat::Text => text_all(
                 w,
                 &reports,

@@ -3,6 +3,7 @@
 pub mod facts;
 pub mod github;
 pub mod gitlab;
+pub mod html;
 pub mod inspect;
 pub mod json;
 pub mod junit;

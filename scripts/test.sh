@@ -9,9 +9,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # (JUnit reports against junit-10.xsd), man and groff (the man pages), zsh and fish (completions),
 # go and gcc (the Go test programs of scripts/recipes/go.sh and src/elf/go.rs); buildah, runc,
 # strip and curl (the container image and the Action's install step, tests/release.rs); npm
-# (scripts/sarif-multitool.sh fetches Microsoft's SARIF Multitool with `npm pack`).
+# (scripts/sarif-multitool.sh fetches Microsoft's SARIF Multitool with `npm pack`); chromium
+# (tests/html.rs opens the HTML report in headless Chromium).
 tools=(skopeo umoci dpkg-deb podman docker-registry htpasswd openssl xmllint man groff zsh fish go gcc
-  buildah runc strip curl npm)
+  buildah runc strip curl npm chromium)
 missing=()
 for t in "${tools[@]}"; do
   command -v "$t" >/dev/null || missing+=("$t")

@@ -94,9 +94,13 @@ fn assert_self_contained(page: &str) {
     for href in attribute_values(page, "href") {
         assert!(href.starts_with('#'), "links stay in the page: {href}");
     }
-    for (at, _) in page.match_indices("url(") {
-        panic!("a CSS url() at {at}: {}", &page[at..(at + 80).min(page.len())]);
-    }
+    // CSS is in the one style sheet (no `style` attribute): it names no url().
+    let sheet = &page[page.find("<style>").unwrap()..page.find("</style>").unwrap()];
+    assert!(!sheet.contains("url(") && !sheet.contains("@import"), "{sheet}");
+    assert!(
+        attribute_values(page, "style").is_empty(),
+        "no inline style attribute"
+    );
     for attribute in ["src", "href", "xlink:href", "action", "srcset", "poster", "data"] {
         for v in attribute_values(page, attribute) {
             for scheme in ["http:", "https:", "//"] {

@@ -181,8 +181,8 @@ pub fn start(w: &mut dyn Write, tallies: &[Tally], unread: &[Unread], o: &HtmlOp
     let (mut ignored, mut baselined) = (0, 0);
     let mut by_rule: BTreeMap<&str, (Severity, usize, usize)> = BTreeMap::new();
     for t in tallies {
-        for i in 0..3 {
-            totals[i] += t.counts[i];
+        for (total, n) in totals.iter_mut().zip(t.counts) {
+            *total += n;
         }
         ignored += t.ignored;
         baselined += t.baselined;

@@ -185,14 +185,35 @@ fn one_image_and_several_images_without_k8s() {
     let dir = tempfile::tempdir().unwrap();
     let a = preload_image(&dir.path().join("a"), "/opt/a.so");
     let b = preload_image(&dir.path().join("b"), "/opt/b.so");
-    // One image, through -o html=FILE beside the text on standard output.
+    // One image, through -o html=FILE beside the text on standard output, with the Dockerfile
+    // it was built from: the finding sits on its line.
+    fs::write(
+        dir.path().join("Dockerfile"),
+        "FROM debian:12\nENV LD_PRELOAD=/opt/a.so\nCMD [\"/bin/sh\"]\n",
+    )
+    .unwrap();
     memlint_ok(
         dir.path(),
-        &["lint", "--fail-on", "never", "-o", "html=one.html", &a],
+        &[
+            "lint",
+            "--fail-on",
+            "never",
+            "--dockerfile",
+            "Dockerfile",
+            "-o",
+            "html=one.html",
+            &a,
+        ],
         0,
     );
     let one = fs::read_to_string(dir.path().join("one.html")).unwrap();
     assert_self_contained(&one);
+    assert!(
+        one.contains(
+            "<p class=\"where\">at <code>Dockerfile:2</code>: <code>ENV LD_PRELOAD=/opt/a.so</code></p>"
+        ),
+        "{one}"
+    );
     assert_eq!(one.matches("<svg class=\"budget\"").count(), 1);
     assert!(one.contains("<b>No memory limit</b>"), "{one}");
     assert!(one.contains("<b>1</b> image</li>"), "{one}");
@@ -293,6 +314,9 @@ fn a_fleet_page_renders_in_chromium_with_a_budget_per_container() {
     assert!(dom.contains("<b>No memory limit</b>"), "{dom}");
     assert!(dom.contains("<rect class=\"part heap\""), "{dom}");
     assert!(dom.contains("<rect class=\"part workers\""), "{dom}");
+    // The JVM's uncapped direct memory is a ceiling drawn apart; what passes a limit is marked.
+    assert!(dom.contains("<rect class=\"part ceiling\""), "{dom}");
+    assert!(dom.contains("<rect class=\"overflow\""), "{dom}");
     assert!(dom.contains("emptyDir cache at /cache (medium: Memory)"), "{dom}");
     // The browser parsed the hostile string as text: no script element, the style sheet
     // closed once, and the words there to read.

@@ -81,7 +81,7 @@ fn five_thousand_preload_entries_give_a_bounded_report_in_every_format() {
     let quoted = &value[..400];
 
     let listed = |rule: &str, rules: Vec<&str>| -> usize { rules.iter().filter(|r| **r == rule).count() };
-    for format in ["text", "json", "sarif", "github", "gitlab", "junit"] {
+    for format in ["text", "json", "sarif", "github", "gitlab", "junit", "html"] {
         let run = bounded(
             &["lint", "--format", format, "--fail-on", "error", &image],
             &[],
@@ -157,6 +157,16 @@ fn five_thousand_preload_entries_give_a_bounded_report_in_every_format() {
                     2
                 );
                 assert_eq!(out.matches("<failure ").count(), 2);
+            }
+            "html" => {
+                for rule in ["ld-preload-missing", "ld-preload-incompatible"] {
+                    let shown = format!("<code class=\"rule\">{rule}</code>");
+                    assert_eq!(out.matches(&shown).count(), 51, "{rule}");
+                }
+                assert!(
+                    out.contains("<b>5000</b> errors</li>"),
+                    "the summary counts them all"
+                );
             }
             _ => {
                 assert_eq!(out.lines().filter(|l| l.starts_with("::error ")).count(), 102);

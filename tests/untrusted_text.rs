@@ -293,6 +293,10 @@ fn every_format_of_a_hostile_image_is_clean() {
             vec!["lint", "--format", "junit", "--fail-on", "never", &r],
         ),
         (
+            "lint html",
+            vec!["lint", "--format", "html", "--fail-on", "never", &r],
+        ),
+        (
             "lint --progress",
             vec!["lint", "--progress", "--fail-on", "never", &r],
         ),

@@ -350,3 +350,51 @@ fn a_fleet_page_renders_in_chromium_with_a_budget_per_container() {
         fs::write(docs.join("html-report.png"), &png).unwrap();
     }
 }
+
+/// The issue's "done when": `lint --k8s testdata/k8s --image …=… --format html --output
+/// report.html` on the repository's manifests, four images standing in for theirs.
+#[test]
+fn the_testdata_fleet_page_has_a_budget_picture_per_container_in_chromium() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifests = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/k8s");
+    let worker = preload_image(&dir.path().join("worker"), "/opt/libworker.so");
+    let stand_ins = [
+        format!("registry.local/app:1={}", build_image("java17-options")),
+        format!("registry.local/api:1={}", build_image("node-old-space")),
+        format!("registry.local/pay:1={}", build_image("php-fpm-children")),
+        format!("registry.local/worker:1={worker}"),
+    ];
+    let mut args = vec![
+        "lint",
+        "--k8s",
+        manifests.to_str().unwrap(),
+        "--format",
+        "html",
+        "--output",
+        "report.html",
+        "--fail-on",
+        "never",
+    ];
+    for s in &stand_ins {
+        args.extend(["--image", s.as_str()]);
+    }
+    memlint_ok(dir.path(), &args, 0);
+    let path = dir.path().join("report.html");
+    let page = fs::read_to_string(&path).unwrap();
+    assert_self_contained(&page);
+    let containers: usize = fs::read_dir(&manifests)
+        .unwrap()
+        .map(|e| fs::read_to_string(e.unwrap().path()).unwrap())
+        .map(|y| y.matches("image: registry.local/").count())
+        .sum();
+    assert!(containers > 20, "{containers}");
+    let dom = chromium(dir.path(), &path, &["--dump-dom"]);
+    assert!(dom.contains("<b>4</b> images</li>"), "{dom}");
+    assert!(
+        dom.contains(&format!("<b>{containers}</b> containers</li>")),
+        "{dom}"
+    );
+    assert_eq!(dom.matches("<section class=\"report").count(), containers);
+    assert_eq!(dom.matches("<svg class=\"budget\"").count(), containers);
+    assert!(!dom.contains("<tr class=\"unread\">"), "every image was read");
+}

@@ -116,16 +116,10 @@ pub fn write(
             why: u.message.clone(),
         })
         .collect();
-    let mut sections = Vec::with_capacity(reports.len());
-    let mut tallies = Vec::with_capacity(reports.len());
-    for (i, r) in reports.iter().enumerate() {
-        let mut out = Vec::new();
-        tallies.push(section(&mut out, r, i)?);
-        sections.push(out);
-    }
+    let tallies: Vec<Tally> = reports.iter().enumerate().map(|(i, r)| tally(r, i)).collect();
     start(w, &tallies, &unread, o)?;
-    for s in &sections {
-        w.write_all(s)?;
+    for (i, r) in reports.iter().enumerate() {
+        section(w, r, i)?;
     }
     finish(w)
 }
@@ -340,6 +334,15 @@ pub fn section(w: &mut dyn Write, r: &LintReport, index: usize) -> io::Result<Ta
         writeln!(w, "</ul>")?;
     }
     writeln!(w, "</section>")?;
+    Ok(tally_of(r, anchor, heading, &budget))
+}
+
+/// What the summary needs of the report whose section is `anchor`.
+pub fn tally(r: &LintReport, index: usize) -> Tally {
+    tally_of(r, format!("r{}", index + 1), heading(r), &Budget::of(r.facts))
+}
+
+fn tally_of(r: &LintReport, anchor: String, heading: String, budget: &Budget) -> Tally {
     let mut by_rule: Vec<(&'static str, Severity, usize)> = Vec::new();
     for f in &r.findings {
         match by_rule
@@ -350,7 +353,7 @@ pub fn section(w: &mut dyn Write, r: &LintReport, index: usize) -> io::Result<Ta
             None => by_rule.push((f.rule, f.severity, f.count())),
         }
     }
-    Ok(Tally {
+    Tally {
         anchor,
         heading,
         image: r.image.reference.clone(),
@@ -370,7 +373,7 @@ pub fn section(w: &mut dyn Write, r: &LintReport, index: usize) -> io::Result<Ta
             .map_or_else(|| "none".to_string(), human_bytes),
         committed: budget.committed(),
         over: budget.over(),
-    })
+    }
 }
 
 fn write_findings(w: &mut dyn Write, r: &LintReport, anchor: &str) -> io::Result<()> {
@@ -628,10 +631,15 @@ impl<'a> Budget<'a> {
             "<h3 id=\"{anchor}-budget\">Memory budget</h3>\n<figure class=\"budget-figure\">"
         )?;
         match &self.budget.limit {
-            Amount::Set { text: t, line: l, .. } => writeln!(
+            Amount::Set { text: t, line: l, .. } if limit.is_some() => writeln!(
                 w,
                 "<p class=\"limit\">memory limit <b>{}</b> (<code>resources.limits.memory: {}</code>, line {l})</p>",
                 human_bytes(limit.unwrap_or(0)),
+                text(t)
+            )?,
+            Amount::Set { text: t, line: l, .. } => writeln!(
+                w,
+                "<p class=\"limit nolimit\"><b>No memory limit</b>: <code>resources.limits.memory: {}</code> (line {l}) sets none. Nothing caps the container but the node.</p>",
                 text(t)
             )?,
             Amount::Undecided { why } => writeln!(

@@ -381,9 +381,15 @@ mod tests {
         let interp = "/lib64/ld-linux-x86-64.so.2";
         let mut node = elf(62, ElfClass::Elf64, Some(interp), &["libc.so.6"], &[], &[]);
         node.head.elf_type = crate::elf::ElfType::Executable;
-        node.scan.node_release = Some("20.11.1".into());
+        node.scan.markers.set(
+            &node::NODE_RELEASE,
+            crate::elf::marker::Found::Text("20.11.1".into()),
+        );
         let mut libc = elf(62, ElfClass::Elf64, None, &[], &[], &[]);
-        libc.scan.glibc_release = Some("2.36".into());
+        libc.scan.markers.set(
+            &libc::GLIBC_RELEASE,
+            crate::elf::marker::Found::Text("2.36".into()),
+        );
         let entries = vec![
             text("etc/os-release", "ID=debian\nVERSION_ID=12\n"),
             text(
@@ -452,6 +458,43 @@ mod tests {
     /// Every facts module reads only what it declares: with the contents kept for what the
     /// facts declare, a read of anything else would panic (debug builds), and each read
     /// below finds its file.
+    /// The markers the facts declare: one definition per key, each found within the overlap
+    /// of the scanner's windows (a marker and what is read after it, else a marker cut by a
+    /// chunk boundary would be missed), and every key is the facts' (the scanner names none).
+    #[test]
+    fn declared_elf_markers_are_one_each_and_fit_the_scan_window() {
+        use crate::elf::marker::Find;
+        use crate::elf::MARKER_TAIL;
+        let markers = interests().elf_markers;
+        let keys: Vec<&str> = markers.iter().map(|m| m.key).collect();
+        assert_eq!(
+            keys,
+            [
+                "embedded_allocator",
+                "glibc_release",
+                "go",
+                "jemalloc_conf_variable",
+                "node_release"
+            ]
+        );
+        for m in markers.iter() {
+            let reach = match &m.find {
+                Find::Label(labels) => labels.iter().map(|(n, _)| n.len()).max().unwrap_or(0),
+                Find::Version {
+                    anchor: Some((_, within)),
+                    ..
+                } => *within,
+                // The marker and a version of up to 32 characters.
+                Find::Version { after, .. } => after.len() + 32,
+                Find::Blob(_) => 0,
+            };
+            assert!(reach <= MARKER_TAIL, "{}: {reach}", m.key);
+        }
+        let fingerprints: std::collections::BTreeSet<String> =
+            markers.iter().map(|m| m.fingerprint()).collect();
+        assert_eq!(fingerprints.len(), markers.len());
+    }
+
     #[test]
     fn every_read_is_declared() {
         let image = image(|c| interests().union(interests_for(c)));

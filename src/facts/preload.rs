@@ -287,52 +287,7 @@ fn check(
     };
     let expanded = loader.expand(entry, None);
     let Some(path) = r.path.clone() else {
-        // Something was there but the loader passed over it: say what.
-        if let Some(s) = r
-            .skipped
-            .iter()
-            .find(|s| s.reason.starts_with("wrong ELF class") || s.reason.starts_with("built for"))
-        {
-            p.status = PreloadStatus::Incompatible;
-            p.reason = match family {
-                LibcFamily::Glibc => format!(
-                    "{} is {}; glibc skips it (`cannot open shared object file`) and the process runs without it",
-                    s.path, s.reason
-                ),
-                _ => format!("{} is {}", s.path, s.reason),
-            };
-            p.reason_paths = vec![s.path.clone()];
-            p.resolved = loader
-                .tree()
-                .lookup(&s.path)
-                .ok()
-                .flatten()
-                .map(|id| tree.path_of(id));
-        } else if let Some(s) = r.skipped.iter().find(|s| s.reason.starts_with("dangling")) {
-            p.reason = format!("{} is a {}", s.path, s.reason);
-            p.reason_paths = vec![s.path.clone()];
-        } else if let Some(layer) = removed_layer(loader, &expanded) {
-            p.removed_in_layer = Some(layer + 1);
-            p.reason = format!("{expanded} was removed by layer {}", layer + 1);
-            p.reason_paths = vec![expanded.clone()];
-        } else if let Some(t) = foreign_triplet(&expanded, loader.triplet()) {
-            p.reason = format!(
-                "{expanded} does not exist: {t} is another architecture's folder (this image's is {})",
-                loader.triplet().unwrap_or("unknown")
-            );
-            p.reason_paths = vec![expanded.clone()];
-        } else if expanded.contains('/') {
-            p.reason = format!("{expanded} does not exist in the image");
-            p.reason_paths = vec![expanded.clone()];
-        } else {
-            p.reason = format!("no {expanded} in LD_LIBRARY_PATH, the ld.so.cache or the system folders");
-        }
-        if p.status == PreloadStatus::Missing {
-            p.reason.push_str(match family {
-                LibcFamily::Musl => "; musl skips it silently",
-                _ => "; glibc prints `cannot be preloaded … ignored` at every exec and runs without it",
-            });
-        }
+        say_why_not_found(loader, &r, &expanded, &mut p);
         p.candidates = candidates.of(loader, &base, None);
         return p;
     };
@@ -340,7 +295,7 @@ fn check(
     // Every reason from here on names the file the loader opens.
     p.reason_paths = vec![path.clone()];
     let elf = tree.lookup(&path).ok().flatten().and_then(|id| tree.elf(id));
-    p.allocator = allocator_of(&path, elf.and_then(|e| e.scan.embedded_allocator)).or(p.allocator);
+    p.allocator = allocator_of(&path, elf.and_then(super::allocator::embedded_allocator)).or(p.allocator);
     let Some(elf) = elf else {
         p.status = PreloadStatus::Incompatible;
         p.reason = format!("{path} is not an ELF shared object");
@@ -420,6 +375,57 @@ fn check(
         format!("loads {path} through {found_as} (found through {via})")
     };
     p
+}
+
+/// Why a preload the loader did not find is missing or skipped: a file of the wrong kind the
+/// loader passed over, a dangling link, a layer that removed it, another architecture's folder,
+/// no such file; and what the libc does then.
+fn say_why_not_found(loader: &Loader, r: &Resolution, expanded: &str, p: &mut Preload) {
+    if let Some(s) = r
+        .skipped
+        .iter()
+        .find(|s| s.reason.starts_with("wrong ELF class") || s.reason.starts_with("built for"))
+    {
+        p.status = PreloadStatus::Incompatible;
+        p.reason = match loader.family() {
+            LibcFamily::Glibc => format!(
+                "{} is {}; glibc skips it (`cannot open shared object file`) and the process runs without it",
+                s.path, s.reason
+            ),
+            _ => format!("{} is {}", s.path, s.reason),
+        };
+        p.reason_paths = vec![s.path.clone()];
+        p.resolved = loader
+            .tree()
+            .lookup(&s.path)
+            .ok()
+            .flatten()
+            .map(|id| loader.tree().path_of(id));
+    } else if let Some(s) = r.skipped.iter().find(|s| s.reason.starts_with("dangling")) {
+        p.reason = format!("{} is a {}", s.path, s.reason);
+        p.reason_paths = vec![s.path.clone()];
+    } else if let Some(layer) = removed_layer(loader, expanded) {
+        p.removed_in_layer = Some(layer + 1);
+        p.reason = format!("{expanded} was removed by layer {}", layer + 1);
+        p.reason_paths = vec![expanded.to_string()];
+    } else if let Some(t) = foreign_triplet(expanded, loader.triplet()) {
+        p.reason = format!(
+            "{expanded} does not exist: {t} is another architecture's folder (this image's is {})",
+            loader.triplet().unwrap_or("unknown")
+        );
+        p.reason_paths = vec![expanded.to_string()];
+    } else if expanded.contains('/') {
+        p.reason = format!("{expanded} does not exist in the image");
+        p.reason_paths = vec![expanded.to_string()];
+    } else {
+        p.reason = format!("no {expanded} in LD_LIBRARY_PATH, the ld.so.cache or the system folders");
+    }
+    if p.status == PreloadStatus::Missing {
+        p.reason.push_str(match loader.family() {
+            LibcFamily::Musl => "; musl skips it silently",
+            _ => "; glibc prints `cannot be preloaded … ignored` at every exec and runs without it",
+        });
+    }
 }
 
 /// The layer whose whiteout removed `path` (resolving the folders it lies in).

@@ -91,12 +91,7 @@ pub fn read(input: impl Read, label: &str, options: &Options) -> Result<StreamSt
         let etype = entry.header().entry_type();
         if etype.is_symlink() || etype.is_hard_link() {
             if let Some(target) = link {
-                let target = if etype.is_symlink() && !target.starts_with(b"/") {
-                    let dir = name.rsplit_once('/').map(|(d, _)| d).unwrap_or("");
-                    member_name(&[dir.as_bytes(), b"/", &target].concat())
-                } else {
-                    member_name(&target)
-                };
+                let target = link_target(&name, &target, etype.is_symlink());
                 links.push((name, target));
             }
             guard.arm_after(data_end);
@@ -148,29 +143,7 @@ pub fn read(input: impl Read, label: &str, options: &Options) -> Result<StreamSt
                 // Read before the manifest that would give its digest: nothing else checks it.
                 GzipCrc::Check,
             )
-            .map_err(|e| match e {
-                LayerError::Limit {
-                    name: limit,
-                    limit: value,
-                    what,
-                } => limit_error(limit, value, format!("layer {name}: {what}"), label),
-                LayerError::PathTooLong {
-                    name: limit,
-                    limit: value,
-                    start,
-                } => limit_error(
-                    limit,
-                    value as u64,
-                    format!("layer {name}: the path of entry `{start}…`"),
-                    label,
-                ),
-                e => Error::Layer {
-                    layer: name.clone(),
-                    location: label.to_string(),
-                    reason: e.to_string(),
-                    help: "the stream was cut short or is damaged; save the image again".to_string(),
-                },
-            })?;
+            .map_err(|e| layer_error(e, &name, label))?;
             layer_sizes.insert(name.clone(), diff.blob_size);
             layers.insert(name, diff);
         }
@@ -191,6 +164,43 @@ pub fn read(input: impl Read, label: &str, options: &Options) -> Result<StreamSt
         layers: Mutex::new(layers),
         layer_sizes,
     })
+}
+
+/// The error of a layer member that does not read.
+fn layer_error(e: LayerError, name: &str, label: &str) -> Error {
+    match e {
+        LayerError::Limit {
+            name: limit,
+            limit: value,
+            what,
+        } => limit_error(limit, value, format!("layer {name}: {what}"), label),
+        LayerError::PathTooLong {
+            name: limit,
+            limit: value,
+            start,
+        } => limit_error(
+            limit,
+            value as u64,
+            format!("layer {name}: the path of entry `{start}…`"),
+            label,
+        ),
+        e => Error::Layer {
+            layer: name.to_string(),
+            location: label.to_string(),
+            reason: e.to_string(),
+            help: "the stream was cut short or is damaged; save the image again".to_string(),
+        },
+    }
+}
+
+/// The member a link member names: a symbolic link's target is relative to its folder.
+fn link_target(name: &str, target: &[u8], symlink: bool) -> String {
+    if symlink && !target.starts_with(b"/") {
+        let dir = name.rsplit_once('/').map(|(d, _)| d).unwrap_or("");
+        member_name(&[dir.as_bytes(), b"/", target].concat())
+    } else {
+        member_name(target)
+    }
 }
 
 /// An archive on a stream that may be gzip, zstd, xz or bzip2 compressed (`docker save app | gzip |

@@ -385,6 +385,14 @@ impl TestImage {
     }
 }
 
+/// Gives `elf` the build info blob a Go program built as `info` says carries.
+pub(crate) fn set_build_info(elf: &mut ElfInfo, info: &crate::facts::go::GoBuildInfo) {
+    let blob = crate::facts::go::buildinfo::tests::encode(info);
+    elf.scan
+        .markers
+        .set(&crate::facts::go::GO_BUILDINFO, Found::Bytes(blob));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -417,12 +425,4 @@ mod tests {
         assert_eq!(f.env.get("MALLOC_ARENA_MAX"), Some("4"));
         assert!(f.container.is_some());
     }
-}
-
-/// Gives `elf` the build info blob a Go program built as `info` says carries.
-pub(crate) fn set_build_info(elf: &mut ElfInfo, info: &crate::facts::go::GoBuildInfo) {
-    let blob = crate::facts::go::buildinfo::tests::encode(info);
-    elf.scan
-        .markers
-        .set(&crate::facts::go::GO_BUILDINFO, Found::Bytes(blob));
 }

@@ -993,7 +993,7 @@ impl Walk<'_> {
         resources: &ContainerResources,
         env_from: &[String],
         budget: &mut Expansion,
-    ) -> Result<(Vec<EnvEntry>, HashMap<String, usize>), Box<ManifestError>> {
+    ) -> Result<(Vec<EnvEntry>, EnvIndex), Box<ManifestError>> {
         let mut env: Vec<EnvEntry> = Vec::new();
         // The last entry of each name, for `$(NAME)`: a reverse scan per reference cost the
         // entries times the references (minutes for a manifest of a few MB).
@@ -1180,6 +1180,9 @@ pub const MAX_CONTAINER_ARGS: usize = 2 << 20;
 pub const MAX_RUN_EXPANSION: usize = 16 << 20;
 
 /// What `$(VAR)` expansion may still produce: for this container, and for the run.
+/// The index in a container's env of the last entry of each name.
+type EnvIndex = HashMap<String, usize>;
+
 /// A workload's pod spec, its path for messages, and the pod template it is in.
 type PodSpec<'d> = (&'d Spanned<Node>, String, Option<&'d Node>);
 

@@ -142,7 +142,7 @@ impl Pairing {
                     return Step::Skip;
                 }
                 self.state = Key;
-                return Step::Keep;
+                Step::Keep
             }
             Key => {
                 if current == '=' {
@@ -152,7 +152,7 @@ impl Pairing {
                 if !current.is_whitespace() && current.is_control() {
                     return Step::Reject;
                 }
-                return Step::Keep;
+                Step::Keep
             }
             KeyEqual => {
                 if current == '=' {
@@ -167,7 +167,7 @@ impl Pairing {
                 self.key = Some(name);
                 self.buffer.clear();
                 self.state = KeyEnd;
-                return Step::Again;
+                Step::Again
             }
             KeyEnd => {
                 if current.is_whitespace() {
@@ -188,13 +188,13 @@ impl Pairing {
                     return Step::Reject;
                 }
                 self.state = UnquotedValue;
-                return Step::Keep;
+                Step::Keep
             }
             UnquotedValue => {
                 if !current.is_whitespace() && (current.is_control() || current == ';') {
                     return Step::EndPair;
                 }
-                return Step::Keep;
+                Step::Keep
             }
             DoubleQuoteValue | SingleQuoteValue => {
                 let quote = if self.state == DoubleQuoteValue { '"' } else { '\'' };
@@ -209,7 +209,7 @@ impl Pairing {
                 if current == '\0' {
                     return Step::Reject;
                 }
-                return Step::Keep;
+                Step::Keep
             }
             DoubleQuoteValueQuote | SingleQuoteValueQuote => {
                 let quote = if self.state == DoubleQuoteValueQuote {
@@ -228,7 +228,7 @@ impl Pairing {
                 }
                 self.value = Some(self.buffer.clone());
                 self.state = QuotedValueEnd;
-                return Step::Again;
+                Step::Again
             }
             QuotedValueEnd => {
                 if current.is_whitespace() {
@@ -241,13 +241,13 @@ impl Pairing {
                     self.state = NullTermination;
                     return Step::Skip;
                 }
-                return Step::Reject;
+                Step::Reject
             }
             NullTermination => {
                 if current == '\0' || current.is_whitespace() {
                     return Step::Skip;
                 }
-                return Step::Reject;
+                Step::Reject
             }
         }
     }

@@ -6,7 +6,9 @@ use super::entrypoint::Entrypoint;
 use super::libc::{Libc, LibcFamily};
 use super::loader::Loader;
 pub use super::preload::Allocator;
-use super::preload::{allocator_of, Preload, PreloadSource, PreloadStatus};
+use super::preload::{
+    allocator_of, embedded_allocator, Preload, PreloadSource, PreloadStatus, EMBEDDED_ALLOCATOR,
+};
 use super::Env;
 use crate::elf::marker::{ElfMarker, Find, Found};
 use crate::elf::ElfInfo;
@@ -314,18 +316,6 @@ pub fn arena_cap(env: &Env) -> Option<ArenaCap> {
     })
 }
 
-/// Strings only an allocator prints, so finding one means the allocator is in the file (linked
-/// in statically, or the allocator library itself).
-pub static EMBEDDED_ALLOCATOR: ElfMarker = ElfMarker {
-    key: "embedded_allocator",
-    find: Find::Label(&[
-        (b"<jemalloc>: ", "jemalloc"),
-        (b"tcmalloc: large alloc", "tcmalloc"),
-        (b"mimalloc: warning: ", "mimalloc"),
-    ]),
-    null_when_absent: true,
-};
-
 /// The option variables of prefixed jemalloc builds, as C strings in their read-only data:
 /// jemalloc names it `JEMALLOC_CPREFIX "MALLOC_CONF"` (`src/jemalloc.c`), and tikv-jemallocator
 /// (Rust's jemalloc crate, and so polars and other Rust extensions) builds with the `_rjem_`
@@ -335,11 +325,6 @@ pub static PREFIXED_JEMALLOC: ElfMarker = ElfMarker {
     find: Find::Label(&[(b"_RJEM_MALLOC_CONF\0", "_RJEM_MALLOC_CONF")]),
     null_when_absent: false,
 };
-
-/// The allocator whose own messages `elf` carries.
-pub fn embedded_allocator(elf: &ElfInfo) -> Option<&'static str> {
-    label(elf, &EMBEDDED_ALLOCATOR)
-}
 
 /// The variable a prefixed jemalloc linked into `elf` reads its options from instead of
 /// `MALLOC_CONF`.

@@ -18,7 +18,8 @@ use super::libc::LibcFamily;
 use super::loader::{Loader, Resolution, Via};
 use super::Env;
 use crate::arch::{Arch, TRIPLETS};
-use crate::elf::ElfType;
+use crate::elf::marker::{ElfMarker, Find};
+use crate::elf::{ElfInfo, ElfType};
 use crate::tree::Interests;
 use serde::Serialize;
 use std::fmt;
@@ -169,12 +170,30 @@ pub fn split_file(text: &str) -> Vec<String> {
 
 const LD_SO_PRELOAD: &str = "/etc/ld.so.preload";
 
+/// Strings only an allocator prints, so finding one means the allocator is in the file (linked
+/// in statically, or the allocator library itself).
+pub static EMBEDDED_ALLOCATOR: ElfMarker = ElfMarker {
+    key: "embedded_allocator",
+    find: Find::Label(&[
+        (b"<jemalloc>: ", "jemalloc"),
+        (b"tcmalloc: large alloc", "tcmalloc"),
+        (b"mimalloc: warning: ", "mimalloc"),
+    ]),
+    null_when_absent: true,
+};
+
+/// The allocator whose own messages `elf` carries.
+pub fn embedded_allocator(elf: &ElfInfo) -> Option<&'static str> {
+    let found = elf.scan.markers.text(&EMBEDDED_ALLOCATOR)?;
+    EMBEDDED_ALLOCATOR.label(found)
+}
+
 /// What [`derive`] reads: /etc/ld.so.preload, and the ELF facts of what it preloads (its type,
 /// machine and the allocator linked into it).
 pub fn interests() -> Interests {
     Interests::default()
         .keep(LD_SO_PRELOAD, super::SMALL_FILE)
-        .scan_elf()
+        .scan_elf_for(&[&EMBEDDED_ALLOCATOR])
 }
 
 pub fn derive(loader: &Loader, env: &Env, entry: &Entrypoint) -> Vec<Preload> {
@@ -295,7 +314,7 @@ fn check(
     // Every reason from here on names the file the loader opens.
     p.reason_paths = vec![path.clone()];
     let elf = tree.lookup(&path).ok().flatten().and_then(|id| tree.elf(id));
-    p.allocator = allocator_of(&path, elf.and_then(super::allocator::embedded_allocator)).or(p.allocator);
+    p.allocator = allocator_of(&path, elf.and_then(embedded_allocator)).or(p.allocator);
     let Some(elf) = elf else {
         p.status = PreloadStatus::Incompatible;
         p.reason = format!("{path} is not an ELF shared object");

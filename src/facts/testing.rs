@@ -159,7 +159,7 @@ impl TestImage {
     pub(crate) fn jemalloc(self) -> TestImage {
         let mut lib = library(&["libc.so.6"]);
         lib.scan.markers.set(
-            &crate::facts::allocator::EMBEDDED_ALLOCATOR,
+            &crate::facts::preload::EMBEDDED_ALLOCATOR,
             Found::Text("jemalloc".into()),
         );
         self.elf(&format!("{LIB}/libjemalloc.so.2"), lib)

@@ -301,7 +301,7 @@ mod tests {
     /// A Python extension built with tikv-jemallocator, as the polars-runtime-32 wheel ships it.
     fn polars(env: &[&str]) -> TestImage {
         let mut so = crate::facts::testing::library(&["libc.so.6"]);
-        so.scan.markers.set(&crate::facts::allocator::EMBEDDED_ALLOCATOR, crate::elf::marker::Found::Text("jemalloc".into()));
+        so.scan.markers.set(&crate::facts::preload::EMBEDDED_ALLOCATOR, crate::elf::marker::Found::Text("jemalloc".into()));
         so.scan.markers.set(&crate::facts::allocator::PREFIXED_JEMALLOC, crate::elf::marker::Found::Text("_RJEM_MALLOC_CONF".into()));
         TestImage::new()
             .glibc()

@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::tree::layer::{
     describe_start, read_layer_in, stored_size, tar_reason, Guard, GzipCrc, LayerError,
 };
-use crate::tree::{Budget, Compression};
+use crate::tree::{Budget, Compression, Limits};
 use std::collections::HashMap;
 use std::io::{self, Read};
 use std::sync::Mutex;
@@ -75,17 +75,7 @@ pub fn read(input: impl Read, label: &str, options: &Options) -> Result<StreamSt
         }
         let raw = entry.path_bytes();
         let link = entry.link_name_bytes();
-        if raw.len() > limits.max_path_len || link.as_ref().is_some_and(|l| l.len() > limits.max_path_len) {
-            return Err(limit_error(
-                "max_path_len",
-                limits.max_path_len as u64,
-                format!(
-                    "the name of member `{}…`",
-                    crate::tree::layer::printable(&String::from_utf8_lossy(&raw[..raw.len().min(64)]))
-                ),
-                label,
-            ));
-        }
+        check_member_name(&raw, link.as_deref(), limits, label)?;
         let name = member_name(&raw);
         let link = link.map(|l| l.into_owned());
         let etype = entry.header().entry_type();
@@ -164,6 +154,22 @@ pub fn read(input: impl Read, label: &str, options: &Options) -> Result<StreamSt
         layers: Mutex::new(layers),
         layer_sizes,
     })
+}
+
+/// Refuses a member whose name or link target is longer than `max_path_len`.
+fn check_member_name(raw: &[u8], link: Option<&[u8]>, limits: &Limits, label: &str) -> Result<()> {
+    if raw.len() > limits.max_path_len || link.is_some_and(|l| l.len() > limits.max_path_len) {
+        return Err(limit_error(
+            "max_path_len",
+            limits.max_path_len as u64,
+            format!(
+                "the name of member `{}…`",
+                crate::tree::layer::printable(&String::from_utf8_lossy(&raw[..raw.len().min(64)]))
+            ),
+            label,
+        ));
+    }
+    Ok(())
 }
 
 /// The error of a layer member that does not read.

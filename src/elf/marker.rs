@@ -1,5 +1,5 @@
-//! Markers: what a runtime or library leaves in its binaries (a message only an allocator
-//! prints, a release string, a build-info blob in the writable data), declared by the facts
+//! Markers: what a runtime or library leaves in its binaries (a message only it prints, a
+//! release string, a blob in the writable data), declared by the facts
 //! module that reads the find, beside the files it reads (`Interests::scan_elf_for`). The
 //! scanner knows only the kinds of search ([`Find`]); it names no runtime.
 //!

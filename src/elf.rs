@@ -13,7 +13,9 @@ use object::{Endianness, ReadRef};
 use serde::Serialize;
 use std::ops::Range;
 
-pub mod go;
+pub mod marker;
+
+use marker::{BlobScanner, ElfMarker, Finds, Found, MarkerSet, TextScanner};
 
 /// How much of a file the layer reader looks at to classify it.
 pub const HEAD_LEN: usize = 4096;
@@ -125,23 +127,21 @@ pub struct ElfDynamic {
 }
 
 /// Everything the layer reader learns of one ELF file beyond its head.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ElfScan {
     pub dynamic: Option<ElfDynamic>,
-    /// An allocator whose own messages are in the file: linked in statically (or the
-    /// allocator library itself).
-    pub embedded_allocator: Option<&'static str>,
-    /// The variable a prefixed jemalloc linked into the file reads its options from instead of
-    /// `MALLOC_CONF` (`_RJEM_MALLOC_CONF`: tikv-jemallocator's `_rjem_` prefix), from the name
-    /// in its read-only data.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub jemalloc_conf_variable: Option<&'static str>,
-    /// The Node.js version in an official node binary (from its headers download URL).
-    pub node_release: Option<String>,
-    /// The glibc version a `libc.so.6` or glibc `ld.so` announces ("stable release version").
-    pub glibc_release: Option<String>,
-    /// A Go program's build info ([`go`]), found in its writable data as it streamed by.
-    pub go: Option<Box<go::GoBuildInfo>>,
+    /// What the markers the facts declared ([`marker`]) found in the file.
+    pub markers: Finds,
+}
+
+impl Serialize for ElfScan {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("dynamic", &self.dynamic)?;
+        self.markers.serialize_into(&mut map)?;
+        map.end()
+    }
 }
 
 /// An ELF file as the layer reader saw it.
@@ -163,34 +163,9 @@ const DYNAMIC_CAP: u64 = 1024 * 1024;
 const DYNAMIC_NAMES_CAP: usize = 1024;
 const DYNAMIC_BYTES_CAP: usize = 256 * 1024;
 
-/// Strings only an allocator prints, so finding one means the allocator is in the file.
-const ALLOCATOR_MARKERS: &[(&[u8], &str)] = &[
-    (b"<jemalloc>: ", "jemalloc"),
-    (b"tcmalloc: large alloc", "tcmalloc"),
-    (b"mimalloc: warning: ", "mimalloc"),
-];
-/// The option variables of prefixed jemalloc builds, as C strings in their read-only data:
-/// jemalloc names it `JEMALLOC_CPREFIX "MALLOC_CONF"` (`src/jemalloc.c`), and tikv-jemallocator
-/// (Rust's jemalloc crate, and so polars and other Rust extensions) builds with the `_rjem_`
-/// prefix. The terminating NUL keeps out text that merely mentions the name.
-const PREFIXED_JEMALLOC_MARKERS: &[(&[u8], &str)] = &[(b"_RJEM_MALLOC_CONF\0", "_RJEM_MALLOC_CONF")];
-/// The name [`ElfScan::jemalloc_conf_variable`] holds for `name`, for a scan read back from the
-/// layer cache.
-pub fn known_jemalloc_conf_variable(name: &str) -> Option<&'static str> {
-    PREFIXED_JEMALLOC_MARKERS
-        .iter()
-        .map(|(_, n)| *n)
-        .find(|n| *n == name)
-}
-/// The name [`ElfScan::embedded_allocator`] holds for an allocator called `name`, for a scan
-/// read back from the layer cache.
-pub fn known_allocator(name: &str) -> Option<&'static str> {
-    ALLOCATOR_MARKERS.iter().map(|(_, n)| *n).find(|n| *n == name)
-}
-const NODE_RELEASE: &[u8] = b"/download/release/v";
-const GLIBC_RELEASE: &[u8] = b"GNU C Library";
-const GLIBC_VERSION: &[u8] = b"stable release version ";
-const MARKER_TAIL: usize = 192;
+/// The overlap of the windows text markers are looked for in: a marker and what is read after
+/// it fit in it (a test checks the declared markers).
+pub const MARKER_TAIL: usize = 192;
 
 #[derive(Clone, Copy, Debug)]
 struct Load {
@@ -200,7 +175,7 @@ struct Load {
 }
 
 /// Follows one ELF file through the stream: keeps a bounded prefix and the dynamic segment,
-/// and looks for allocator and Node.js markers, without holding the file.
+/// and looks for the declared markers, without holding the file.
 pub struct ElfScanner {
     class: ElfClass,
     little_endian: bool,
@@ -210,23 +185,21 @@ pub struct ElfScanner {
     dyn_buf: Vec<u8>,
     pos: u64,
     tail: Vec<u8>,
-    allocator: Option<&'static str>,
-    jemalloc_conf_variable: Option<&'static str>,
-    node_release: Option<String>,
-    glibc_release: Option<String>,
-    go: Option<go::GoScanner>,
+    markers: MarkerSet,
+    text: TextScanner,
+    blobs: Vec<BlobScanner>,
 }
 
 impl ElfScanner {
-    /// Starts a scan from the file's head (which must be fed too).
-    pub fn new(head: &[u8], elf: &ElfHead) -> ElfScanner {
+    /// Starts a scan from the file's head (which must be fed too), for `markers`.
+    pub fn new(head: &[u8], elf: &ElfHead, markers: &MarkerSet) -> ElfScanner {
         let mut loads = Vec::new();
         let mut dynamic = None;
         let mut writable = Vec::new();
         for segment in program_headers(head, elf.class, elf.little_endian) {
             match segment.kind {
                 E::PT_LOAD => {
-                    // Where Go's reader looks for build info: writable data, not code.
+                    // Where blobs are looked for: writable data, not code.
                     if segment.flags & (E::PF_X.0 | E::PF_W.0) == E::PF_W.0 {
                         writable.push((segment.offset, segment.filesz));
                     }
@@ -249,11 +222,12 @@ impl ElfScanner {
             dyn_buf: Vec::new(),
             pos: 0,
             tail: Vec::new(),
-            allocator: None,
-            jemalloc_conf_variable: None,
-            node_release: None,
-            glibc_release: None,
-            go: go::GoScanner::new(writable),
+            markers: markers.clone(),
+            text: TextScanner::new(markers),
+            blobs: markers
+                .iter()
+                .filter_map(|m| BlobScanner::new(m, writable.iter().copied()))
+                .collect(),
         }
     }
 
@@ -273,9 +247,11 @@ impl ElfScanner {
                     .extend_from_slice(&chunk[(lo - start) as usize..(hi - start) as usize]);
             }
         }
-        self.scan_markers(chunk);
-        if let Some(g) = self.go.as_mut() {
-            g.feed(start, chunk);
+        if !self.text.is_empty() {
+            self.scan_markers(chunk);
+        }
+        for blob in &mut self.blobs {
+            blob.feed(start, chunk);
         }
         self.pos = end;
     }
@@ -300,42 +276,23 @@ impl ElfScanner {
     }
 
     fn scan_window(&mut self, w: &[u8]) {
-        if self.allocator.is_none() {
-            for (needle, name) in ALLOCATOR_MARKERS {
-                if memchr::memmem::find(w, needle).is_some() {
-                    self.allocator = Some(name);
-                    break;
-                }
-            }
-        }
-        if self.jemalloc_conf_variable.is_none() {
-            self.jemalloc_conf_variable = PREFIXED_JEMALLOC_MARKERS
-                .iter()
-                .find(|(needle, _)| memchr::memmem::find(w, needle).is_some())
-                .map(|(_, name)| *name);
-        }
-        if self.node_release.is_none() {
-            self.node_release = version_after(w, NODE_RELEASE, 3);
-        }
-        // "GNU C Library (Debian GLIBC 2.36-9+deb12u14) stable release version 2.36."
-        if self.glibc_release.is_none() {
-            if let Some(at) = memchr::memmem::find(w, GLIBC_RELEASE) {
-                let end = (at + 160).min(w.len());
-                self.glibc_release = version_after(&w[at..end], GLIBC_VERSION, 2);
-            }
-        }
+        self.text.scan_window(w);
     }
 
-    pub fn finish(mut self) -> ElfScan {
+    pub fn finish(self) -> ElfScan {
         let dynamic = self.dynamic.map(|_| self.parse_dynamic());
-        let go = self.go.take().and_then(go::GoScanner::finish).map(Box::new);
+        let mut found: Vec<(&'static ElfMarker, Found)> = self
+            .text
+            .finish()
+            .chain(self.blobs.into_iter().filter_map(BlobScanner::finish))
+            .collect();
+        found.sort_by_key(|(m, _)| m.key);
         ElfScan {
             dynamic,
-            embedded_allocator: self.allocator,
-            jemalloc_conf_variable: self.jemalloc_conf_variable,
-            node_release: self.node_release,
-            glibc_release: self.glibc_release,
-            go,
+            markers: Finds {
+                searched: (!self.markers.is_empty()).then_some(self.markers),
+                found,
+            },
         }
     }
 
@@ -412,20 +369,6 @@ impl ElfScanner {
             .find(|l| addr >= l.vaddr && addr - l.vaddr < l.filesz)
             .and_then(|l| (addr - l.vaddr).checked_add(l.offset))
     }
-}
-
-/// The dotted version right after `marker` in `w`, with at least `parts` numbers; `None` when it
-/// is cut by the window's end (a later window sees it whole).
-fn version_after(w: &[u8], marker: &[u8], parts: usize) -> Option<String> {
-    let at = memchr::memmem::find(w, marker)?;
-    let rest = &w[at + marker.len()..];
-    let v: String = rest
-        .iter()
-        .take_while(|b| b.is_ascii_digit() || **b == b'.')
-        .map(|&b| b as char)
-        .collect();
-    let v = v.trim_end_matches('.').to_string();
-    (v.split('.').filter(|p| !p.is_empty()).count() >= parts && v.len() < rest.len()).then_some(v)
 }
 
 /// Program headers read from one file, at most this many: real programs have a dozen.
@@ -556,6 +499,10 @@ impl<'a> ReadRef<'a> for Kept<'a> {
 mod tests {
     use super::*;
 
+    fn no_markers() -> MarkerSet {
+        marker::union(&[], &[])
+    }
+
     /// A minimal 64-bit little-endian executable with one PT_INTERP program header.
     fn tiny_elf(interp: &[u8]) -> Vec<u8> {
         let mut f = vec![0u8; 64 + 56];
@@ -592,7 +539,7 @@ mod tests {
         let mut f = tiny_elf(b"/lib/ld.so");
         f[32..40].copy_from_slice(&(u64::MAX - 8).to_le_bytes());
         let head = ElfHead::parse(&f).unwrap();
-        let mut s = ElfScanner::new(&f, &head);
+        let mut s = ElfScanner::new(&f, &head, &no_markers());
         s.feed(&f);
         assert_eq!(s.finish(), ElfScan::default());
 
@@ -602,7 +549,7 @@ mod tests {
         g[ph + 8..ph + 16].copy_from_slice(&(u64::MAX - 4).to_le_bytes());
         g[ph + 32..ph + 40].copy_from_slice(&u64::MAX.to_le_bytes());
         let head = ElfHead::parse(&g).unwrap();
-        let mut s = ElfScanner::new(&g, &head);
+        let mut s = ElfScanner::new(&g, &head, &no_markers());
         s.feed(&g);
         s.feed(&[0u8; 100]);
         let scan = s.finish();
@@ -642,7 +589,7 @@ mod tests {
         f.extend(std::iter::repeat_n(b'n', 4000));
         f.push(0);
         let head = ElfHead::parse(&f[..HEAD_LEN]).unwrap();
-        let mut s = ElfScanner::new(&f[..HEAD_LEN], &head);
+        let mut s = ElfScanner::new(&f[..HEAD_LEN], &head, &no_markers());
         for chunk in f.chunks(65536) {
             s.feed(chunk);
         }
@@ -768,7 +715,7 @@ mod tests {
                 },
                 "{what}"
             );
-            let mut s = ElfScanner::new(&f, &head);
+            let mut s = ElfScanner::new(&f, &head, &no_markers());
             for chunk in f.chunks(100) {
                 s.feed(chunk);
             }

@@ -3,13 +3,13 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use memlint::elf::go::{parse, MAGIC};
+use memlint::facts::go::buildinfo::{parse, MAGIC};
 
 fuzz_target!(|data: &[u8]| {
     let _ = parse(data);
     let mut blob = MAGIC.to_vec();
     blob.extend_from_slice(data);
     if let Some(info) = parse(&blob) {
-        assert!(info.deps.len() <= memlint::elf::go::MAX_DEPS);
+        assert!(info.deps.len() <= memlint::facts::go::buildinfo::MAX_DEPS);
     }
 });

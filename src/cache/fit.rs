@@ -13,7 +13,13 @@ use crate::tree::{Entries, EntryKind, Interests, Limits};
 /// with the flags.
 pub(super) fn fit(entries: &mut Entries, made_with: &Interests, wanted: &Interests, limits: &Limits) -> bool {
     let per_file = |c: u64| c.min(limits.max_kept_bytes_per_file);
-    let elf_missing = (wanted.elf_heads && !made_with.elf_heads) || (wanted.elf_scan && !made_with.elf_scan);
+    // A marker the entry was not searched for, or searched for as declared differently then.
+    let marker_missing = wanted
+        .elf_markers
+        .iter()
+        .any(|m| !made_with.elf_markers.contains(m));
+    let elf_missing = (wanted.elf_heads && !made_with.elf_heads)
+        || (wanted.elf_scan && (!made_with.elf_scan || marker_missing));
     entries.all_mut(|e, content, elf| {
         if e.kind != EntryKind::File || e.size == 0 {
             // The reader never looks inside these.
@@ -62,6 +68,8 @@ pub(super) fn fit(entries: &mut Entries, made_with: &Interests, wanted: &Interes
             if let Some(elf) = elf.as_mut() {
                 elf.scan = ElfScan::default();
             }
+        } else if let Some(elf) = elf.as_mut() {
+            elf.scan.markers.retain(&wanted.elf_markers);
         }
         true
     })
@@ -71,6 +79,7 @@ pub(super) fn fit(entries: &mut Entries, made_with: &Interests, wanted: &Interes
 mod tests {
     use super::super::sample::{interests, read, sample, view};
     use super::*;
+    use crate::elf::marker::{ElfMarker, Find};
     use crate::tree::interest::PathPattern;
     use crate::tree::LayerDiff;
 
@@ -141,5 +150,51 @@ mod tests {
         let mut entries = read(&tar, &base, &limits).entries;
         assert!(fit(&mut entries, &base, &no_elf, &limits));
         assert!(entries.to_vec().iter().all(|e| e.elf.is_none()));
+    }
+
+    /// Every ELF file starts with its magic: a marker every ELF of the sample has.
+    static START: ElfMarker = ElfMarker {
+        key: "start",
+        find: Find::Label(&[(b"\x7fELF", "elf")]),
+        null_when_absent: true,
+    };
+    /// The same marker declared otherwise (a longer needle): what it finds may differ.
+    static START_CHANGED: ElfMarker = ElfMarker {
+        key: "start",
+        find: Find::Label(&[(b"\x7fELF\x02", "elf")]),
+        null_when_absent: true,
+    };
+
+    /// A marker changed since an entry was written makes the entry miss, without a new FORMAT;
+    /// a marker the entry searched for that is not wanted now is trimmed away.
+    #[test]
+    fn an_entry_serves_only_the_markers_it_was_searched_for_as_declared_now() {
+        let limits = Limits::default();
+        let tar = sample();
+        let bound = crate::cache::read_bound(&limits);
+        let with = |m: &'static ElfMarker| interests().scan_elf_for(&[m]);
+        let written = read(&tar, &with(&START), &limits);
+        assert!(written
+            .entries
+            .to_vec()
+            .iter()
+            .any(|e| e
+                .elf
+                .as_ref()
+                .is_some_and(|e| e.scan.markers.text(&START) == Some("elf"))));
+        let bytes = super::super::wire::encode(&written, &with(&START), bound)
+            .unwrap()
+            .unwrap();
+        let back = |wanted: &Interests| {
+            let (mut diff, made_with) =
+                super::super::wire::decode(&bytes, &written.diff_id, bound, &wanted.elf_markers).unwrap();
+            fit(&mut diff.entries, &made_with, wanted, &limits).then_some(diff)
+        };
+        let same = back(&with(&START)).expect("the same marker");
+        assert_eq!(view(&same), view(&written));
+        assert_ne!(START.fingerprint(), START_CHANGED.fingerprint());
+        assert!(back(&with(&START_CHANGED)).is_none(), "a changed marker misses");
+        let fewer = back(&interests()).expect("fewer markers");
+        assert_eq!(view(&fewer), view(&read(&tar, &interests(), &limits)));
     }
 }

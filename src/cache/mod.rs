@@ -261,7 +261,7 @@ impl LayerCache {
             Err(e) => Err(Rejected::Damaged(format!("it cannot be read: {e}"))),
             // It grew while it was read (another run replaced it): a miss.
             Ok(_) if bytes.len() as u64 > bound => Err(Rejected::TooLarge),
-            Ok(_) => wire::decode(&bytes, diff_id, bound),
+            Ok(_) => wire::decode(&bytes, diff_id, bound, &wanted.elf_markers),
         };
         drop(bytes);
         let (mut diff, made_with) = match decoded {

@@ -4,7 +4,7 @@
 //! folder's business ([`super::folder`]).
 
 use crate::digest::Digest;
-use crate::elf::go::{GoBuildInfo, GoModule};
+use crate::elf::marker::{ElfMarker, Finds, Found, MarkerSet};
 use crate::elf::{ElfClass, ElfDynamic, ElfHead, ElfInfo, ElfScan, ElfType};
 use crate::tree::interest::{KeepRule, PathPattern};
 use crate::tree::{Compression, Content, Entries, Interests, LayerDiff};
@@ -14,9 +14,10 @@ use std::borrow::Cow;
 use std::io::{self, Read};
 
 /// The layout of an entry. Bump it whenever the wire types below or what the layer reader
-/// records change (a new field, a new ELF fact): the memlint version alone does not change
-/// between development builds.
-pub const FORMAT: u32 = 4;
+/// records change (a new field): the memlint version alone does not change between
+/// development builds. What the ELF markers find needs no bump: an entry records each marker's
+/// fingerprint ([`ElfMarker::fingerprint`]) and serves only a read with the same ones.
+pub const FORMAT: u32 = 5;
 const MAGIC: &[u8; 8] = b"MLLAYER\0";
 /// The memlint that wrote an entry; only the same one reads it.
 pub(super) const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -47,6 +48,8 @@ struct WireInterests<'a> {
     scripts: Vec<Cow<'a, str>>,
     elf_heads: bool,
     elf_scan: bool,
+    /// The key and fingerprint of each marker searched for.
+    elf_markers: Vec<(Cow<'a, str>, Cow<'a, str>)>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -58,28 +61,14 @@ struct WireElf<'a> {
     interpreter: Option<Cow<'a, str>>,
     dynamic: bool,
     scan_dynamic: Option<WireDynamic<'a>>,
-    embedded_allocator: Option<Cow<'a, str>>,
-    node_release: Option<Cow<'a, str>>,
-    glibc_release: Option<Cow<'a, str>>,
-    go: Option<WireGo<'a>>,
-    jemalloc_conf_variable: Option<Cow<'a, str>>,
+    /// What each marker found, by key.
+    found: Vec<(Cow<'a, str>, WireFound<'a>)>,
 }
 
 #[derive(Serialize, Deserialize)]
-struct WireGo<'a> {
-    go_version: Option<Cow<'a, str>>,
-    main_path: Option<Cow<'a, str>>,
-    main_module: Option<WireGoModule<'a>>,
-    cgo: Option<bool>,
-    deps: Vec<WireGoModule<'a>>,
-    complete: bool,
-}
-
-#[derive(Serialize, Deserialize)]
-struct WireGoModule<'a> {
-    path: Cow<'a, str>,
-    version: Cow<'a, str>,
-    replace: Option<Cow<'a, str>>,
+enum WireFound<'a> {
+    Text(Cow<'a, str>),
+    Bytes(Bytes<'a>),
 }
 
 #[derive(Serialize, Deserialize)]
@@ -161,11 +150,7 @@ fn wire_elf(e: &ElfInfo) -> WireElf<'_> {
     } = head;
     let ElfScan {
         dynamic: scan_dynamic,
-        embedded_allocator,
-        jemalloc_conf_variable,
-        node_release,
-        glibc_release,
-        go,
+        markers,
     } = scan;
     WireElf {
         class: match class {
@@ -199,63 +184,24 @@ fn wire_elf(e: &ElfInfo) -> WireElf<'_> {
                 complete: *complete,
             }
         }),
-        embedded_allocator: embedded_allocator.map(Cow::Borrowed),
-        node_release: node_release.as_deref().map(Cow::Borrowed),
-        glibc_release: glibc_release.as_deref().map(Cow::Borrowed),
-        go: go.as_deref().map(wire_go),
-        jemalloc_conf_variable: jemalloc_conf_variable.map(Cow::Borrowed),
+        found: markers
+            .found
+            .iter()
+            .map(|(m, f)| {
+                let f = match f {
+                    Found::Text(t) => WireFound::Text(Cow::Borrowed(t)),
+                    Found::Bytes(b) => WireFound::Bytes(Bytes(Cow::Borrowed(b))),
+                };
+                (Cow::Borrowed(m.key), f)
+            })
+            .collect(),
     }
 }
 
-fn wire_go(g: &GoBuildInfo) -> WireGo<'_> {
-    let GoBuildInfo {
-        go_version,
-        main_path,
-        main_module,
-        cgo,
-        deps,
-        complete,
-    } = g;
-    WireGo {
-        go_version: go_version.as_deref().map(Cow::Borrowed),
-        main_path: main_path.as_deref().map(Cow::Borrowed),
-        main_module: main_module.as_ref().map(wire_go_module),
-        cgo: *cgo,
-        deps: deps.iter().map(wire_go_module).collect(),
-        complete: *complete,
-    }
-}
-
-fn wire_go_module(m: &GoModule) -> WireGoModule<'_> {
-    let GoModule {
-        path,
-        version,
-        replace,
-    } = m;
-    WireGoModule {
-        path: Cow::Borrowed(path),
-        version: Cow::Borrowed(version),
-        replace: replace.as_deref().map(Cow::Borrowed),
-    }
-}
-
-fn from_wire_go(w: WireGo) -> GoBuildInfo {
-    let module = |m: WireGoModule| GoModule {
-        path: m.path.into_owned(),
-        version: m.version.into_owned(),
-        replace: m.replace.map(Cow::into_owned),
-    };
-    GoBuildInfo {
-        go_version: w.go_version.map(Cow::into_owned),
-        main_path: w.main_path.map(Cow::into_owned),
-        main_module: w.main_module.map(module),
-        cgo: w.cgo,
-        deps: w.deps.into_iter().map(module).collect(),
-        complete: w.complete,
-    }
-}
-
-fn from_wire_elf(w: WireElf) -> Result<ElfInfo, String> {
+/// The ELF facts of an entry, with the finds of the markers in `known` (those whose
+/// fingerprints the entry recorded); finds of other markers are left out, as a read that
+/// searched only for `known` would.
+fn from_wire_elf(w: WireElf, known: &MarkerSet) -> Result<ElfInfo, String> {
     let owned = |s: Option<Cow<str>>| s.map(Cow::into_owned);
     Ok(ElfInfo {
         head: ElfHead {
@@ -285,25 +231,28 @@ fn from_wire_elf(w: WireElf) -> Result<ElfInfo, String> {
                 runpath: d.runpath.into_owned(),
                 complete: d.complete,
             }),
-            embedded_allocator: match w.embedded_allocator {
-                None => None,
-                Some(name) => Some(
-                    crate::elf::known_allocator(&name)
-                        .ok_or_else(|| format!("unknown allocator `{name}`"))?,
-                ),
-            },
-            jemalloc_conf_variable: match w.jemalloc_conf_variable {
-                None => None,
-                Some(name) => Some(
-                    crate::elf::known_jemalloc_conf_variable(&name)
-                        .ok_or_else(|| format!("unknown jemalloc option variable `{name}`"))?,
-                ),
-            },
-            node_release: owned(w.node_release),
-            glibc_release: owned(w.glibc_release),
-            go: w.go.map(|g| Box::new(from_wire_go(g))),
+            markers: from_wire_found(w.found, known)?,
         },
     })
+}
+
+fn from_wire_found(found: Vec<(Cow<str>, WireFound)>, known: &MarkerSet) -> Result<Finds, String> {
+    let mut finds = Finds::default();
+    finds.retain(known);
+    for (key, f) in found {
+        let Some(marker) = known.iter().find(|m| m.key == key) else {
+            continue;
+        };
+        let f = match f {
+            WireFound::Text(t) => Found::Text(t.into_owned()),
+            WireFound::Bytes(b) => Found::Bytes(b.0.into_owned()),
+        };
+        if !marker.accepts(&f) {
+            return Err(format!("marker `{key}` holds what it cannot find"));
+        }
+        finds.set(marker, f);
+    }
+    Ok(finds)
 }
 
 fn wire_interests(i: &Interests) -> WireInterests<'_> {
@@ -312,6 +261,7 @@ fn wire_interests(i: &Interests) -> WireInterests<'_> {
         scripts,
         elf_heads,
         elf_scan,
+        elf_markers,
     } = i;
     WireInterests {
         keep: keep
@@ -321,10 +271,25 @@ fn wire_interests(i: &Interests) -> WireInterests<'_> {
         scripts: scripts.iter().map(|p| Cow::Borrowed(p.as_str())).collect(),
         elf_heads: *elf_heads,
         elf_scan: *elf_scan,
+        elf_markers: elf_markers
+            .iter()
+            .map(|m| (Cow::Borrowed(m.key), Cow::Owned(m.fingerprint())))
+            .collect(),
     }
 }
 
-fn from_wire_interests(w: WireInterests) -> Interests {
+/// The interests an entry was read with; of its markers, those of `known` with the same
+/// fingerprint (a marker declared differently now is as if it had not been searched for).
+fn from_wire_interests(w: WireInterests, known: &MarkerSet) -> Interests {
+    let markers: Vec<&'static ElfMarker> = known
+        .iter()
+        .copied()
+        .filter(|m| {
+            w.elf_markers
+                .iter()
+                .any(|(key, fingerprint)| key == m.key && *fingerprint == m.fingerprint())
+        })
+        .collect();
     Interests {
         keep: w
             .keep
@@ -337,6 +302,7 @@ fn from_wire_interests(w: WireInterests) -> Interests {
         scripts: w.scripts.iter().map(|p| PathPattern::new(p)).collect(),
         elf_heads: w.elf_heads,
         elf_scan: w.elf_scan,
+        elf_markers: crate::elf::marker::union(&markers, &[]),
     }
 }
 
@@ -385,9 +351,14 @@ pub(super) enum Rejected {
     Damaged(String),
 }
 
-/// Reads an entry back.
-pub(super) fn decode(bytes: &[u8], key: &Digest, bound: u64) -> Result<(LayerDiff, Interests), Rejected> {
-    match decode_within(bytes, key, bound) {
+/// Reads an entry back, with the finds of the `known` markers it recorded.
+pub(super) fn decode(
+    bytes: &[u8],
+    key: &Digest,
+    bound: u64,
+    known: &MarkerSet,
+) -> Result<(LayerDiff, Interests), Rejected> {
+    match decode_within(bytes, key, bound, known) {
         Ok(Some(d)) => Ok(d),
         Ok(None) => Err(Rejected::TooLarge),
         Err(reason) => Err(Rejected::Damaged(reason)),
@@ -400,6 +371,7 @@ pub(super) fn decode_within(
     bytes: &[u8],
     key: &Digest,
     bound: u64,
+    known: &MarkerSet,
 ) -> Result<Option<(LayerDiff, Interests)>, String> {
     let cut = || "it is cut short".to_string();
     if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
@@ -475,10 +447,14 @@ pub(super) fn decode_within(
             })
         })
         .collect();
+    let made_with = from_wire_interests(stored.made_with, known);
     let elves = stored
         .elves
         .into_iter()
-        .map(|e| e.map(|e| from_wire_elf(e).map(Box::new)).transpose())
+        .map(|e| {
+            e.map(|e| from_wire_elf(e, &made_with.elf_markers).map(Box::new))
+                .transpose()
+        })
         .collect::<Result<_, _>>()?;
     let count = usize::try_from(stored.count).map_err(|_| "too many entries".to_string())?;
     let chunks = stored.packed.into_iter().map(|c| c.0.into_owned()).collect();
@@ -491,7 +467,7 @@ pub(super) fn decode_within(
         compression,
         entries,
     };
-    Ok(Some((diff, from_wire_interests(stored.made_with))))
+    Ok(Some((diff, made_with)))
 }
 
 #[cfg(test)]
@@ -508,7 +484,8 @@ mod tests {
         let diff = read(&sample(), &interests, &limits);
         assert!(diff.entries.to_vec().iter().any(|e| e.elf.is_some()));
         let bytes = encode(&diff, &interests, read_bound(&limits)).unwrap().unwrap();
-        let (back, made_with) = decode(&bytes, &diff.diff_id, read_bound(&limits)).unwrap();
+        let known = &interests.elf_markers;
+        let (back, made_with) = decode(&bytes, &diff.diff_id, read_bound(&limits), known).unwrap();
         assert_eq!(view(&back), view(&diff));
         assert_eq!(back.diff_id, diff.diff_id);
         assert_eq!(back.blob_digest, diff.blob_digest);
@@ -520,15 +497,15 @@ mod tests {
         let mid = flipped.len() / 2;
         flipped[mid] ^= 1;
         let bound = read_bound(&limits);
-        assert!(decode_within(&flipped, &diff.diff_id, bound)
+        assert!(decode_within(&flipped, &diff.diff_id, bound, known)
             .unwrap_err()
             .contains("checksum"));
-        let cut = decode_within(&bytes[..bytes.len() - 7], &diff.diff_id, bound).unwrap_err();
+        let cut = decode_within(&bytes[..bytes.len() - 7], &diff.diff_id, bound, known).unwrap_err();
         assert!(cut.contains("header says"), "{cut}");
-        assert!(decode_within(&bytes[..10], &diff.diff_id, bound).is_err());
-        assert!(decode_within(b"", &diff.diff_id, bound).is_err());
+        assert!(decode_within(&bytes[..10], &diff.diff_id, bound, known).is_err());
+        assert!(decode_within(b"", &diff.diff_id, bound, known).is_err());
         let other = Digest::of(b"other");
-        assert!(decode_within(&bytes, &other, bound)
+        assert!(decode_within(&bytes, &other, bound, known)
             .unwrap_err()
             .contains("holds layer"));
         // Another memlint's entry with a valid checksum.
@@ -538,13 +515,13 @@ mod tests {
         let n = old.len() - 32;
         let sum = Sha256::digest(&old[..n]);
         old[n..].copy_from_slice(&sum);
-        assert!(decode_within(&old, &diff.diff_id, bound)
+        assert!(decode_within(&old, &diff.diff_id, bound, known)
             .unwrap_err()
             .contains("written by memlint 9"));
         // An entry that unpacks past the bound is refused before it is decoded
         // (a miss that keeps the entry, not damage).
         assert!(matches!(
-            decode(&bytes, &diff.diff_id, 100),
+            decode(&bytes, &diff.diff_id, 100, known),
             Err(Rejected::TooLarge)
         ));
     }

@@ -6,8 +6,12 @@ use super::entrypoint::Entrypoint;
 use super::libc::{Libc, LibcFamily};
 use super::loader::Loader;
 pub use super::preload::Allocator;
-use super::preload::{allocator_of, Preload, PreloadSource, PreloadStatus};
+use super::preload::{
+    allocator_of, embedded_allocator, Preload, PreloadSource, PreloadStatus, EMBEDDED_ALLOCATOR,
+};
 use super::Env;
+use crate::elf::marker::{ElfMarker, Find, Found};
+use crate::elf::ElfInfo;
 use crate::finding::Evidence;
 use crate::tree::Interests;
 use serde::Serialize;
@@ -88,7 +92,7 @@ pub struct AllocatorFacts {
     pub prefixed_jemalloc: Vec<PrefixedJemalloc>,
 }
 
-/// A file with a jemalloc built with a name prefix ([`crate::elf::ElfScan::jemalloc_conf_variable`]).
+/// A file with a jemalloc built with a name prefix ([`PREFIXED_JEMALLOC`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct PrefixedJemalloc {
     pub path: String,
@@ -108,7 +112,7 @@ fn prefixed_jemalloc(loader: &Loader, program: Option<&str>) -> Vec<PrefixedJema
     let tree = loader.tree();
     let mut found: Vec<(String, &'static str)> = Vec::new();
     for id in tree.walk() {
-        let Some(variable) = tree.elf(id).and_then(|e| e.scan.jemalloc_conf_variable) else {
+        let Some(variable) = tree.elf(id).and_then(jemalloc_conf_variable) else {
             continue;
         };
         found.push((tree.path_of(id), variable));
@@ -312,10 +316,33 @@ pub fn arena_cap(env: &Env) -> Option<ArenaCap> {
     })
 }
 
+/// The option variables of prefixed jemalloc builds, as C strings in their read-only data:
+/// jemalloc names it `JEMALLOC_CPREFIX "MALLOC_CONF"` (`src/jemalloc.c`), and tikv-jemallocator
+/// (Rust's jemalloc crate, and so polars and other Rust extensions) builds with the `_rjem_`
+/// prefix. The terminating NUL keeps out text that merely mentions the name.
+pub static PREFIXED_JEMALLOC: ElfMarker = ElfMarker {
+    key: "jemalloc_conf_variable",
+    find: Find::Label(&[(b"_RJEM_MALLOC_CONF\0", "_RJEM_MALLOC_CONF")]),
+    null_when_absent: false,
+};
+
+/// The variable a prefixed jemalloc linked into `elf` reads its options from instead of
+/// `MALLOC_CONF`.
+fn jemalloc_conf_variable(elf: &ElfInfo) -> Option<&'static str> {
+    label(elf, &PREFIXED_JEMALLOC)
+}
+
+fn label(elf: &ElfInfo, marker: &'static ElfMarker) -> Option<&'static str> {
+    match elf.scan.markers.get(marker)? {
+        Found::Text(t) => marker.label(t),
+        Found::Bytes(_) => None,
+    }
+}
+
 /// What [`derive`] reads: the dynamic sections and the allocator markers of the entrypoint
 /// and the libraries it loads.
 pub fn interests() -> Interests {
-    Interests::default().scan_elf()
+    Interests::default().scan_elf_for(&[&EMBEDDED_ALLOCATOR, &PREFIXED_JEMALLOC])
 }
 
 pub fn derive(
@@ -370,7 +397,7 @@ pub fn derive(
                 for name in &dynamic.needed {
                     let r = loader.resolve(name, Some(&obj));
                     if let Some(path) = r.path {
-                        let embedded = loader.elf_at(&path).and_then(|e| e.scan.embedded_allocator);
+                        let embedded = loader.elf_at(&path).and_then(embedded_allocator);
                         if let Some(a) = allocator_of(name, embedded) {
                             if in_effect.is_none() {
                                 evidence.push(Evidence::naming(
@@ -391,7 +418,7 @@ pub fn derive(
     }
     if in_effect.is_none() {
         if let Some(prog) = program {
-            let embedded = loader.elf_at(prog).and_then(|e| e.scan.embedded_allocator);
+            let embedded = loader.elf_at(prog).and_then(embedded_allocator);
             if let Some(a) = embedded.and_then(Allocator::replacement_named) {
                 evidence.push(Evidence::naming(
                     format!("{prog} carries {a}'s own messages: {a} is linked in"),

@@ -7,9 +7,10 @@ use super::script;
 use super::Env;
 use crate::arch::Arch;
 use crate::shell;
-use crate::tree::{FileTree, Interests, NodeKind};
+use crate::tree::{FileTree, Interests, NodeId, NodeKind};
 use oci_spec::image::ImageConfiguration;
 use serde::Serialize;
+use std::borrow::Cow;
 
 /// Docker's default when an image sets no PATH.
 pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -184,18 +185,18 @@ pub fn derive(
         e.note = Some("the image sets neither Entrypoint nor Cmd".to_string());
         return e;
     }
-    let mut path_var = env.get("PATH").unwrap_or(DEFAULT_PATH).to_string();
-    // The environment the next program starts with: the config's, plus what scripts export.
-    let mut seen = std::borrow::Cow::Borrowed(env);
-    // What the scripts on the way may assign and expand, all of them together.
-    let budget = script::Budget::new(env);
+    let mut walk = Walk {
+        tree,
+        arch,
+        working_dir,
+        image,
+        budget: script::Budget::new(env),
+        path_var: env.get("PATH").unwrap_or(DEFAULT_PATH).to_string(),
+        seen: Cow::Borrowed(env),
+    };
     let mut current = argv;
     for _ in 0..MAX_STEPS {
-        let finder = Finder {
-            tree,
-            path_var: &path_var,
-            working_dir: &working_dir,
-        };
+        let finder = walk.finder();
         let Some(first) = current.first().cloned() else {
             e.note = Some("the command is empty after following the steps".to_string());
             return e;
@@ -228,7 +229,8 @@ pub fn derive(
         let Some(path) = finder.find(&first) else {
             e.kind = ProgramKind::Missing;
             e.note = Some(format!(
-                "`{first}` is not in the image (searched PATH={path_var})"
+                "`{first}` is not in the image (searched PATH={})",
+                walk.path_var
             ));
             e.args = current;
             return e;
@@ -244,7 +246,6 @@ pub fn derive(
             continue;
         }
         let id = tree.lookup(&path).ok().flatten();
-        let node = id.map(|id| tree.node(id));
         if let Some(elf) = id.and_then(|id| tree.elf(id)) {
             e.kind = ProgramKind::Elf;
             e.interpreter = elf.head.interpreter.clone();
@@ -252,9 +253,52 @@ pub fn derive(
             e.args = current;
             return e;
         }
+        match walk.script_step(&mut e, id, path, current) {
+            Some(next) => current = next,
+            None => return e,
+        }
+    }
+    e.note = Some(format!("stopped after {MAX_STEPS} steps"));
+    e.args = current;
+    e
+}
+
+/// What following the entrypoint carries from step to step.
+struct Walk<'a> {
+    tree: &'a FileTree,
+    arch: Option<Arch>,
+    working_dir: String,
+    image: &'a script::ImageBudget,
+    /// What the scripts on the way may assign and expand, all of them together.
+    budget: script::Budget,
+    path_var: String,
+    /// The environment the next program starts with: the config's, plus what scripts export.
+    seen: Cow<'a, Env>,
+}
+
+impl Walk<'_> {
+    fn finder(&self) -> Finder<'_> {
+        Finder {
+            tree: self.tree,
+            path_var: &self.path_var,
+            working_dir: &self.working_dir,
+        }
+    }
+
+    /// The step from `path`, which is not ELF: a script's `#!` interpreter, or the program a
+    /// shell script `exec`s (with what it exports on the way). `None` when the walk ends here,
+    /// with `e` saying where.
+    fn script_step(
+        &mut self,
+        e: &mut Entrypoint,
+        id: Option<NodeId>,
+        path: String,
+        current: Vec<String>,
+    ) -> Option<Vec<String>> {
         // The program may be anywhere the config's PATH or a script points: its contents are
         // known only where an interest asked for them.
-        let content = id.and_then(|id| tree.kept_content(id));
+        let content = id.and_then(|id| self.tree.kept_content(id));
+        let node = id.map(|id| self.tree.node(id));
         let text = content.map(|c| String::from_utf8_lossy(&c.bytes).into_owned());
         let Some(text) = text.filter(|t| t.starts_with("#!")) else {
             e.program = Some(path);
@@ -265,7 +309,7 @@ pub fn derive(
             } else {
                 ProgramKind::Other
             };
-            return e;
+            return None;
         };
         let shebang: Vec<String> = text.lines().next().unwrap_or("")[2..]
             .split_whitespace()
@@ -276,25 +320,25 @@ pub fn derive(
             e.program = Some(path);
             e.args = current;
             e.note = Some("the script's #! line names no interpreter".into());
-            return e;
+            return None;
         };
         let interp_base = interp.rsplit('/').next().unwrap_or(&interp).to_string();
         let script_args: Vec<String> = current[1..].to_vec();
         if is_shell(&interp_base) {
-            match exec_target(&text, &script_args, &finder) {
+            match exec_target(&text, &script_args, &self.finder()) {
                 Some(next) => {
                     let cx = script::Context {
-                        tree,
-                        arch,
-                        working_dir: &working_dir,
-                        image,
-                        budget: &budget,
+                        tree: self.tree,
+                        arch: self.arch,
+                        working_dir: &self.working_dir,
+                        image: self.image,
+                        budget: &self.budget,
                     };
-                    let exported = script::exports(&text, &path, &seen, &cx);
-                    seen.to_mut().extend(&exported);
+                    let exported = script::exports(&text, &path, &self.seen, &cx);
+                    self.seen.to_mut().extend(&exported);
                     e.exports.extend(exported);
-                    if let Some(p) = seen.get("PATH").filter(|_| seen.from_script("PATH")) {
-                        path_var = p.to_string();
+                    if let Some(p) = self.seen.get("PATH").filter(|_| self.seen.from_script("PATH")) {
+                        self.path_var = p.to_string();
                     }
                     e.steps.push(Step {
                         argv: current.clone(),
@@ -302,8 +346,7 @@ pub fn derive(
                         how: "exec in shell script".into(),
                         kind: StepKind::ShellScript,
                     });
-                    current = next;
-                    continue;
+                    return Some(next);
                 }
                 None => {
                     e.kind = ProgramKind::Script;
@@ -311,7 +354,7 @@ pub fn derive(
                     e.program = Some(path);
                     e.args = current;
                     e.note = Some("the script does not plainly `exec` a program".into());
-                    return e;
+                    return None;
                 }
             }
         }
@@ -325,11 +368,8 @@ pub fn derive(
             how: "#! interpreter".into(),
             kind: StepKind::Interpreter,
         });
-        current = next;
+        Some(next)
     }
-    e.note = Some(format!("stopped after {MAX_STEPS} steps"));
-    e.args = current;
-    e
 }
 
 fn is_shell(base: &str) -> bool {

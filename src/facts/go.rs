@@ -1,16 +1,43 @@
 //! Go programs the container may run: the ELF executables on the entrypoint's path and in the
 //! `PATH` folders that carry Go build info (`go version -m`): the Go version, the
 //! `CGO_ENABLED` build setting and the modules they were built from. The build info is found
-//! by the layer reader while each file streams by ([`crate::elf::go`]), since it often lies
-//! past the prefix memlint keeps of an ELF file.
+//! by the layer reader while each file streams by (the marker [`GO_BUILDINFO`], decoded by
+//! [`buildinfo`]), since it often lies past the prefix memlint keeps of an ELF file.
 
 use super::entrypoint::{Entrypoint, DEFAULT_PATH};
 use super::Env;
-use crate::elf::go::GoModule;
+use crate::elf::marker::{Blob, ElfMarker, Find, Found};
+use crate::elf::ElfInfo;
 use crate::tree::{FileTree, Interests, NodeId, NodeKind};
 use serde::Serialize;
 
+pub mod buildinfo;
 pub mod memlimit;
+
+pub use buildinfo::{GoBuildInfo, GoModule};
+
+/// The build info blob Go's linker puts in the `.go.buildinfo` section of a program's writable
+/// data, 16-byte aligned, starting with its magic ([`buildinfo`] has the format).
+pub static GO_BUILDINFO: ElfMarker = ElfMarker {
+    key: "go",
+    find: Find::Blob(Blob {
+        magic: buildinfo::MAGIC,
+        align: buildinfo::ALIGN,
+        min_len: buildinfo::HEADER,
+        cap: buildinfo::CAPTURE_CAP,
+        whole: buildinfo::blob_complete,
+        show: |held| serde_json::to_value(buildinfo::parse(held)).unwrap_or_default(),
+    }),
+    null_when_absent: true,
+};
+
+/// The build info of a Go program, from the blob the scan held.
+pub fn build_info(elf: &ElfInfo) -> Option<GoBuildInfo> {
+    match elf.scan.markers.get(&GO_BUILDINFO)? {
+        Found::Bytes(held) => buildinfo::parse(held),
+        Found::Text(_) => None,
+    }
+}
 
 /// Go programs listed at most; an image with more lists the first ones found.
 const MAX_BINARIES: usize = 256;
@@ -94,7 +121,7 @@ impl GoFacts {
 
 /// What [`derive`] reads: the build info and dynamic section the ELF scan records.
 pub fn interests() -> Interests {
-    Interests::default().scan_elf()
+    Interests::default().scan_elf_for(&[&GO_BUILDINFO])
 }
 
 /// The environment this module reads, in one place.
@@ -143,7 +170,7 @@ pub fn derive(tree: &FileTree, env: &Env, entry: &Entrypoint) -> GoFacts {
             continue;
         }
         let Some(elf) = tree.elf(id) else { continue };
-        let Some(go) = elf.scan.go.as_deref() else {
+        let Some(go) = build_info(elf) else {
             continue;
         };
         out.binaries.push(GoBinary {
@@ -263,24 +290,27 @@ pub fn reads_gomemlimit(go_version: Option<&str>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::elf::go::GoBuildInfo;
-    use crate::elf::{ElfClass, ElfInfo};
+    use crate::elf::ElfClass;
     use crate::facts::loader::tests::elf;
+    use crate::facts::testing::set_build_info;
     use crate::tree::{EntryKind, LayerEntry};
 
     fn go_binary(path: &str, cgo: bool) -> LayerEntry {
         let mut info: ElfInfo = elf(62, ElfClass::Elf64, None, &["libc.so.6"], &[], &[]);
-        info.scan.go = Some(Box::new(GoBuildInfo {
-            go_version: Some("go1.19.8".into()),
-            cgo: Some(cgo),
-            deps: vec![GoModule {
-                path: "github.com/mattn/go-sqlite3".into(),
-                version: "v1.14.22".into(),
-                replace: None,
-            }],
-            complete: true,
-            ..GoBuildInfo::default()
-        }));
+        set_build_info(
+            &mut info,
+            &GoBuildInfo {
+                go_version: Some("go1.19.8".into()),
+                cgo: Some(cgo),
+                deps: vec![GoModule {
+                    path: "github.com/mattn/go-sqlite3".into(),
+                    version: "v1.14.22".into(),
+                    replace: None,
+                }],
+                complete: true,
+                ..GoBuildInfo::default()
+            },
+        );
         LayerEntry {
             size: 4096,
             mode: 0o755,

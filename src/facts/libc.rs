@@ -4,6 +4,7 @@
 use super::entrypoint::{Entrypoint, ProgramKind};
 use super::os::OsFacts;
 use super::platform::PlatformFacts;
+use crate::elf::marker::{ElfMarker, Find};
 use crate::tree::{FileTree, Interests};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -59,8 +60,20 @@ pub struct Libc {
 /// What [`derive`] reads: the interpreter every ELF file names, and the release string in
 /// glibc's libc.so.6 (a marker the scan finds).
 pub fn interests() -> Interests {
-    Interests::default().scan_elf()
+    Interests::default().scan_elf_for(&[&GLIBC_RELEASE])
 }
+
+/// The release glibc's `libc.so.6` (and its `ld.so`) announces: "GNU C Library (Debian GLIBC
+/// 2.36-9+deb12u14) stable release version 2.36."
+pub static GLIBC_RELEASE: ElfMarker = ElfMarker {
+    key: "glibc_release",
+    find: Find::Version {
+        anchor: Some((b"GNU C Library", 160)),
+        after: b"stable release version ",
+        parts: 2,
+    },
+    null_when_absent: true,
+};
 
 pub fn derive(tree: &FileTree, os: &OsFacts, entry: &Entrypoint, platform: &PlatformFacts) -> Libc {
     let mut evidence = Vec::new();
@@ -76,14 +89,14 @@ pub fn derive(tree: &FileTree, os: &OsFacts, entry: &Entrypoint, platform: &Plat
                 *interps.entry(i.clone()).or_default() += 1;
             }
             if (name == "libc.so.6" || name.starts_with("libc-2.")) && glibc_release.is_none() {
-                if let Some(v) = &elf.scan.glibc_release {
-                    glibc_release = Some((v.clone(), tree.path_of(id)));
+                if let Some(v) = elf.scan.markers.text(&GLIBC_RELEASE) {
+                    glibc_release = Some((v.to_string(), tree.path_of(id)));
                 }
             }
             if name.starts_with("ld-musl-") || name.starts_with("libc.musl-") {
                 musl_files.push(tree.path_of(id));
             }
-            if name == "libc.so.6" && elf.scan.glibc_release.is_some() {
+            if name == "libc.so.6" && elf.scan.markers.get(&GLIBC_RELEASE).is_some() {
                 glibc_files.push(tree.path_of(id));
             }
         }

@@ -381,9 +381,15 @@ mod tests {
         let interp = "/lib64/ld-linux-x86-64.so.2";
         let mut node = elf(62, ElfClass::Elf64, Some(interp), &["libc.so.6"], &[], &[]);
         node.head.elf_type = crate::elf::ElfType::Executable;
-        node.scan.node_release = Some("20.11.1".into());
+        node.scan.markers.set(
+            &node::NODE_RELEASE,
+            crate::elf::marker::Found::Text("20.11.1".into()),
+        );
         let mut libc = elf(62, ElfClass::Elf64, None, &[], &[], &[]);
-        libc.scan.glibc_release = Some("2.36".into());
+        libc.scan.markers.set(
+            &libc::GLIBC_RELEASE,
+            crate::elf::marker::Found::Text("2.36".into()),
+        );
         let entries = vec![
             text("etc/os-release", "ID=debian\nVERSION_ID=12\n"),
             text(
@@ -452,6 +458,42 @@ mod tests {
     /// Every facts module reads only what it declares: with the contents kept for what the
     /// facts declare, a read of anything else would panic (debug builds), and each read
     /// below finds its file.
+    /// The markers the facts declare: one definition per key (two modules that read one marker
+    /// share its declaration), each found within the overlap of the scanner's windows (a marker
+    /// and what is read after it, else a marker cut by a chunk boundary would be missed).
+    #[test]
+    fn declared_elf_markers_are_one_each_and_fit_the_scan_window() {
+        use crate::elf::marker::Find;
+        use crate::elf::MARKER_TAIL;
+        let markers = interests().elf_markers;
+        // The union keeps one marker per key: two modules declaring a key differently would
+        // lose one of them.
+        let mut by_key = std::collections::BTreeMap::new();
+        for (module, declared) in DECLARED {
+            for m in declared().elf_markers.iter() {
+                let fingerprint = m.fingerprint();
+                if let Some(other) = by_key.insert(m.key, fingerprint.clone()) {
+                    assert_eq!(other, fingerprint, "{module} declares `{}` otherwise", m.key);
+                }
+            }
+        }
+        assert_eq!(by_key.len(), markers.len());
+        assert!(by_key.contains_key("embedded_allocator") && by_key.contains_key("go"));
+        for m in markers.iter() {
+            let reach = match &m.find {
+                Find::Label(labels) => labels.iter().map(|(n, _)| n.len()).max().unwrap_or(0),
+                Find::Version {
+                    anchor: Some((_, within)),
+                    ..
+                } => *within,
+                // The marker and a version of up to 32 characters.
+                Find::Version { after, .. } => after.len() + 32,
+                Find::Blob(_) => 0,
+            };
+            assert!(reach <= MARKER_TAIL, "{}: {reach}", m.key);
+        }
+    }
+
     #[test]
     fn every_read_is_declared() {
         let image = image(|c| interests().union(interests_for(c)));

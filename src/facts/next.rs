@@ -172,6 +172,48 @@ pub fn interests() -> Interests {
 }
 
 pub fn derive(tree: &FileTree) -> Option<NextFacts> {
+    let (installs, manifests) = installs_and_manifests(tree);
+    if installs.is_empty() && manifests.is_empty() {
+        return None;
+    }
+    let mut notes = Vec::new();
+    let manifest = running_manifest(tree, &manifests, &mut notes);
+    let install = resolved_install(tree, manifest, &installs, &mut notes);
+    let version_str = install.and_then(|i| i.version.clone());
+    let version = version_str.as_deref().and_then(Version::parse);
+    let config = manifest
+        .and_then(|m| m.json.as_ref())
+        .and_then(|j| j.get("config"))
+        .filter(|c| c.is_object());
+    let images = config.and_then(|c| c.get("images")).filter(|i| i.is_object());
+    let image = image_config(images, version.as_ref());
+    let static_export = config.and_then(|c| c.get("output")).and_then(Value::as_str) == Some("export");
+    let optimizer_in_use = install.is_some()
+        && !image.unoptimized
+        && image.loader.as_deref() == Some("default")
+        && !image.custom_loader_file
+        && !static_export;
+    config_notes(
+        &image,
+        config,
+        manifest.is_some(),
+        static_export,
+        version_str.as_deref(),
+        &mut notes,
+    );
+    Some(NextFacts {
+        version: version_str,
+        package: install.map(|i| i.path.clone()).unwrap_or_default(),
+        standalone: manifest.map(|m| m.path.clone()),
+        config_found: config.is_some(),
+        image,
+        optimizer_in_use,
+        notes,
+    })
+}
+
+/// Every `node_modules/next/package.json` and `.next/required-server-files.json` of the image.
+fn installs_and_manifests(tree: &FileTree) -> (Vec<Install>, Vec<Manifest>) {
     let mut installs = Vec::new();
     let mut manifests = Vec::new();
     for id in tree.walk() {
@@ -212,13 +254,16 @@ pub fn derive(tree: &FileTree) -> Option<NextFacts> {
             _ => {}
         }
     }
-    if installs.is_empty() && manifests.is_empty() {
-        return None;
-    }
-    let mut notes = Vec::new();
+    (installs, manifests)
+}
 
-    // The manifest of the app that runs: beside a standalone server.js, then one whose root
-    // resolves a Next package, then the first.
+/// The build manifest of the app that runs: beside a standalone server.js, then one whose root
+/// resolves a Next package, then the first; the others are noted.
+fn running_manifest<'m>(
+    tree: &FileTree,
+    manifests: &'m [Manifest],
+    notes: &mut Vec<String>,
+) -> Option<&'m Manifest> {
     let manifest_index = manifests
         .iter()
         .position(|m| m.has_server_js && m.json.is_some())
@@ -240,7 +285,16 @@ pub fn derive(tree: &FileTree) -> Option<NextFacts> {
         }
     }
 
-    // The install node's resolution finds from the app root, else the first.
+    manifest
+}
+
+/// The Next.js install the app resolves from its root, else the first; the others are noted.
+fn resolved_install<'i>(
+    tree: &FileTree,
+    manifest: Option<&Manifest>,
+    installs: &'i [Install],
+    notes: &mut Vec<String>,
+) -> Option<&'i Install> {
     let resolved = manifest.and_then(|m| resolve_next(tree, m.root_id));
     let install_index = resolved
         .as_ref()
@@ -271,19 +325,16 @@ pub fn derive(tree: &FileTree) -> Option<NextFacts> {
         notes.push("node_modules/next/package.json names no version (unreadable or cut short)".to_string());
     }
 
-    let version_str = install.and_then(|i| i.version.clone());
-    let version = version_str.as_deref().and_then(Version::parse);
-    let config = manifest
-        .and_then(|m| m.json.as_ref())
-        .and_then(|j| j.get("config"))
-        .filter(|c| c.is_object());
-    let images = config.and_then(|c| c.get("images")).filter(|i| i.is_object());
+    install
+}
 
+/// The image optimizer's settings: the build manifest's `images`, else this version's defaults.
+fn image_config(images: Option<&Value>, version: Option<&Version>) -> NextImageConfig {
     let mut image = NextImageConfig {
-        disk_cache_size_supported: version.as_ref().and_then(disk_cache_size_supported),
+        disk_cache_size_supported: version.and_then(disk_cache_size_supported),
         ..Default::default()
     };
-    let default_ttl = version.as_ref().and_then(default_minimum_cache_ttl);
+    let default_ttl = version.and_then(default_minimum_cache_ttl);
     let configured_ttl = images.and_then(|i| i.get("minimumCacheTTL")).and_then(json_u64);
     image.minimum_cache_ttl = configured_ttl.or(default_ttl);
     image.minimum_cache_ttl_default = match (configured_ttl, default_ttl) {
@@ -327,23 +378,29 @@ pub fn derive(tree: &FileTree) -> Option<NextFacts> {
         None => vec!["image/webp".to_string()],
     };
 
-    let static_export = config.and_then(|c| c.get("output")).and_then(Value::as_str) == Some("export");
-    let optimizer_in_use = install.is_some()
-        && !image.unoptimized
-        && image.loader.as_deref() == Some("default")
-        && !image.custom_loader_file
-        && !static_export;
+    image
+}
 
+/// What the notes say of the config: settings this version ignores, a static export, defaults
+/// taken for want of a config, a custom cache handler or dist folder.
+fn config_notes(
+    image: &NextImageConfig,
+    config: Option<&Value>,
+    manifest_found: bool,
+    static_export: bool,
+    version: Option<&str>,
+    notes: &mut Vec<String>,
+) {
     if image.maximum_disk_cache_size.is_some() && image.disk_cache_size_supported == Some(false) {
         notes.push(format!(
             "images.maximumDiskCacheSize is set but Next.js {} ignores it (15.5.14+ and 16.1.7+ have it)",
-            version_str.as_deref().unwrap_or("?")
+            version.unwrap_or("?")
         ));
     }
     if static_export {
         notes.push("output: 'export': no server, so no image optimizer".to_string());
     }
-    if config.is_none() && manifest.is_none() {
+    if config.is_none() && !manifest_found {
         notes.push("no .next/required-server-files.json: image settings are this version's defaults (next.config.* is not read)".to_string());
     } else if config.is_none() {
         notes.push(
@@ -363,16 +420,6 @@ pub fn derive(tree: &FileTree) -> Option<NextFacts> {
             ));
         }
     }
-
-    Some(NextFacts {
-        version: version_str,
-        package: install.map(|i| i.path.clone()).unwrap_or_default(),
-        standalone: manifest.map(|m| m.path.clone()),
-        config_found: config.is_some(),
-        image,
-        optimizer_in_use,
-        notes,
-    })
 }
 
 fn json_u64(v: &Value) -> Option<u64> {

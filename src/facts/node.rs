@@ -18,6 +18,7 @@
 use super::entrypoint::{Entrypoint, DEFAULT_PATH};
 use super::os::OsFacts;
 use super::Env;
+use crate::elf::marker::{ElfMarker, Find};
 use crate::tree::{FileTree, Interests, NodeId, NodeKind};
 use crate::version::Version;
 use serde::Serialize;
@@ -132,8 +133,20 @@ impl NodeFacts {
 pub fn interests() -> Interests {
     Interests::default()
         .keep("**/include/node/node_version.h", super::SMALL_FILE)
-        .scan_elf()
+        .scan_elf_for(&[&NODE_RELEASE])
 }
+
+/// The release of an official node binary, from the headers download URL built into it
+/// (`https://nodejs.org/download/release/v20.11.1/node-v20.11.1-headers.tar.gz`).
+pub static NODE_RELEASE: ElfMarker = ElfMarker {
+    key: "node_release",
+    find: Find::Version {
+        anchor: None,
+        after: b"/download/release/v",
+        parts: 3,
+    },
+    null_when_absent: true,
+};
 
 pub fn derive(tree: &FileTree, env: &Env, entry: &Entrypoint, os: &OsFacts) -> Option<NodeFacts> {
     let entry_node = entry.program.as_deref().filter(|p| is_node_program(tree, p));
@@ -195,7 +208,8 @@ fn is_node_program(tree: &FileTree, path: &str) -> bool {
     let Ok(Some(id)) = tree.lookup(path) else {
         return false;
     };
-    tree.elf(id).is_some_and(|e| e.scan.node_release.is_some())
+    tree.elf(id)
+        .is_some_and(|e| e.scan.markers.get(&NODE_RELEASE).is_some())
 }
 
 /// The first `node` (or `nodejs`) execvp would find in PATH, canonical.
@@ -222,7 +236,7 @@ fn find_anywhere(tree: &FileTree) -> Option<String> {
             return None;
         }
         let in_bin = tree.node(tree.parent(id)).name() == "bin";
-        (elf.scan.node_release.is_some() || in_bin).then(|| tree.path_of(id))
+        (elf.scan.markers.get(&NODE_RELEASE).is_some() || in_bin).then(|| tree.path_of(id))
     })
 }
 
@@ -254,7 +268,7 @@ fn version(tree: &FileTree, env: &Env, binary: &str, os: &OsFacts) -> Option<(St
         .ok()
         .flatten()
         .and_then(|id| tree.elf(id))
-        .and_then(|e| e.scan.node_release.clone());
+        .and_then(|e| e.scan.markers.text(&NODE_RELEASE).map(str::to_string));
     if let Some(v) = release {
         return Some((v, binary.to_string()));
     }
@@ -585,11 +599,13 @@ mod tests {
                 interpreter: Some("/lib64/ld-linux-x86-64.so.2".into()),
                 dynamic: true,
             },
-            scan: ElfScan {
-                node_release: release.map(str::to_string),
-                ..Default::default()
-            },
+            scan: ElfScan::default(),
         }));
+        if let (Some(elf), Some(release)) = (e.elf.as_mut(), release) {
+            elf.scan
+                .markers
+                .set(&NODE_RELEASE, crate::elf::marker::Found::Text(release.into()));
+        }
         e
     }
 

@@ -18,7 +18,8 @@ use super::libc::LibcFamily;
 use super::loader::{Loader, Resolution, Via};
 use super::Env;
 use crate::arch::{Arch, TRIPLETS};
-use crate::elf::ElfType;
+use crate::elf::marker::{ElfMarker, Find};
+use crate::elf::{ElfInfo, ElfType};
 use crate::tree::Interests;
 use serde::Serialize;
 use std::fmt;
@@ -169,12 +170,30 @@ pub fn split_file(text: &str) -> Vec<String> {
 
 const LD_SO_PRELOAD: &str = "/etc/ld.so.preload";
 
+/// Strings only an allocator prints, so finding one means the allocator is in the file (linked
+/// in statically, or the allocator library itself).
+pub static EMBEDDED_ALLOCATOR: ElfMarker = ElfMarker {
+    key: "embedded_allocator",
+    find: Find::Label(&[
+        (b"<jemalloc>: ", "jemalloc"),
+        (b"tcmalloc: large alloc", "tcmalloc"),
+        (b"mimalloc: warning: ", "mimalloc"),
+    ]),
+    null_when_absent: true,
+};
+
+/// The allocator whose own messages `elf` carries.
+pub fn embedded_allocator(elf: &ElfInfo) -> Option<&'static str> {
+    let found = elf.scan.markers.text(&EMBEDDED_ALLOCATOR)?;
+    EMBEDDED_ALLOCATOR.label(found)
+}
+
 /// What [`derive`] reads: /etc/ld.so.preload, and the ELF facts of what it preloads (its type,
 /// machine and the allocator linked into it).
 pub fn interests() -> Interests {
     Interests::default()
         .keep(LD_SO_PRELOAD, super::SMALL_FILE)
-        .scan_elf()
+        .scan_elf_for(&[&EMBEDDED_ALLOCATOR])
 }
 
 pub fn derive(loader: &Loader, env: &Env, entry: &Entrypoint) -> Vec<Preload> {
@@ -287,52 +306,7 @@ fn check(
     };
     let expanded = loader.expand(entry, None);
     let Some(path) = r.path.clone() else {
-        // Something was there but the loader passed over it: say what.
-        if let Some(s) = r
-            .skipped
-            .iter()
-            .find(|s| s.reason.starts_with("wrong ELF class") || s.reason.starts_with("built for"))
-        {
-            p.status = PreloadStatus::Incompatible;
-            p.reason = match family {
-                LibcFamily::Glibc => format!(
-                    "{} is {}; glibc skips it (`cannot open shared object file`) and the process runs without it",
-                    s.path, s.reason
-                ),
-                _ => format!("{} is {}", s.path, s.reason),
-            };
-            p.reason_paths = vec![s.path.clone()];
-            p.resolved = loader
-                .tree()
-                .lookup(&s.path)
-                .ok()
-                .flatten()
-                .map(|id| tree.path_of(id));
-        } else if let Some(s) = r.skipped.iter().find(|s| s.reason.starts_with("dangling")) {
-            p.reason = format!("{} is a {}", s.path, s.reason);
-            p.reason_paths = vec![s.path.clone()];
-        } else if let Some(layer) = removed_layer(loader, &expanded) {
-            p.removed_in_layer = Some(layer + 1);
-            p.reason = format!("{expanded} was removed by layer {}", layer + 1);
-            p.reason_paths = vec![expanded.clone()];
-        } else if let Some(t) = foreign_triplet(&expanded, loader.triplet()) {
-            p.reason = format!(
-                "{expanded} does not exist: {t} is another architecture's folder (this image's is {})",
-                loader.triplet().unwrap_or("unknown")
-            );
-            p.reason_paths = vec![expanded.clone()];
-        } else if expanded.contains('/') {
-            p.reason = format!("{expanded} does not exist in the image");
-            p.reason_paths = vec![expanded.clone()];
-        } else {
-            p.reason = format!("no {expanded} in LD_LIBRARY_PATH, the ld.so.cache or the system folders");
-        }
-        if p.status == PreloadStatus::Missing {
-            p.reason.push_str(match family {
-                LibcFamily::Musl => "; musl skips it silently",
-                _ => "; glibc prints `cannot be preloaded … ignored` at every exec and runs without it",
-            });
-        }
+        say_why_not_found(loader, &r, &expanded, &mut p);
         p.candidates = candidates.of(loader, &base, None);
         return p;
     };
@@ -340,7 +314,7 @@ fn check(
     // Every reason from here on names the file the loader opens.
     p.reason_paths = vec![path.clone()];
     let elf = tree.lookup(&path).ok().flatten().and_then(|id| tree.elf(id));
-    p.allocator = allocator_of(&path, elf.and_then(|e| e.scan.embedded_allocator)).or(p.allocator);
+    p.allocator = allocator_of(&path, elf.and_then(embedded_allocator)).or(p.allocator);
     let Some(elf) = elf else {
         p.status = PreloadStatus::Incompatible;
         p.reason = format!("{path} is not an ELF shared object");
@@ -420,6 +394,57 @@ fn check(
         format!("loads {path} through {found_as} (found through {via})")
     };
     p
+}
+
+/// Why a preload the loader did not find is missing or skipped: a file of the wrong kind the
+/// loader passed over, a dangling link, a layer that removed it, another architecture's folder,
+/// no such file; and what the libc does then.
+fn say_why_not_found(loader: &Loader, r: &Resolution, expanded: &str, p: &mut Preload) {
+    if let Some(s) = r
+        .skipped
+        .iter()
+        .find(|s| s.reason.starts_with("wrong ELF class") || s.reason.starts_with("built for"))
+    {
+        p.status = PreloadStatus::Incompatible;
+        p.reason = match loader.family() {
+            LibcFamily::Glibc => format!(
+                "{} is {}; glibc skips it (`cannot open shared object file`) and the process runs without it",
+                s.path, s.reason
+            ),
+            _ => format!("{} is {}", s.path, s.reason),
+        };
+        p.reason_paths = vec![s.path.clone()];
+        p.resolved = loader
+            .tree()
+            .lookup(&s.path)
+            .ok()
+            .flatten()
+            .map(|id| loader.tree().path_of(id));
+    } else if let Some(s) = r.skipped.iter().find(|s| s.reason.starts_with("dangling")) {
+        p.reason = format!("{} is a {}", s.path, s.reason);
+        p.reason_paths = vec![s.path.clone()];
+    } else if let Some(layer) = removed_layer(loader, expanded) {
+        p.removed_in_layer = Some(layer + 1);
+        p.reason = format!("{expanded} was removed by layer {}", layer + 1);
+        p.reason_paths = vec![expanded.to_string()];
+    } else if let Some(t) = foreign_triplet(expanded, loader.triplet()) {
+        p.reason = format!(
+            "{expanded} does not exist: {t} is another architecture's folder (this image's is {})",
+            loader.triplet().unwrap_or("unknown")
+        );
+        p.reason_paths = vec![expanded.to_string()];
+    } else if expanded.contains('/') {
+        p.reason = format!("{expanded} does not exist in the image");
+        p.reason_paths = vec![expanded.to_string()];
+    } else {
+        p.reason = format!("no {expanded} in LD_LIBRARY_PATH, the ld.so.cache or the system folders");
+    }
+    if p.status == PreloadStatus::Missing {
+        p.reason.push_str(match loader.family() {
+            LibcFamily::Musl => "; musl skips it silently",
+            _ => "; glibc prints `cannot be preloaded … ignored` at every exec and runs without it",
+        });
+    }
 }
 
 /// The layer whose whiteout removed `path` (resolving the folders it lies in).

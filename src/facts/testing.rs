@@ -13,6 +13,7 @@
 //! ```
 
 use super::Facts;
+use crate::elf::marker::Found;
 use crate::elf::{ElfClass, ElfInfo, ElfType};
 use crate::facts::loader::tests::elf;
 use crate::image::Image;
@@ -126,7 +127,9 @@ impl TestImage {
     /// reads) in the multiarch folder, `/etc/os-release` and dpkg's `libc6`.
     pub(crate) fn glibc(self) -> TestImage {
         let mut libc = library(&[]);
-        libc.scan.glibc_release = Some("2.36".into());
+        libc.scan
+            .markers
+            .set(&crate::facts::libc::GLIBC_RELEASE, Found::Text("2.36".into()));
         self.elf(GLIBC_LOADER, library(&[]))
             .elf(&format!("{LIB}/libc.so.6"), libc)
             .file(
@@ -155,7 +158,10 @@ impl TestImage {
     /// what `glibc` brings).
     pub(crate) fn jemalloc(self) -> TestImage {
         let mut lib = library(&["libc.so.6"]);
-        lib.scan.embedded_allocator = Some("jemalloc");
+        lib.scan.markers.set(
+            &crate::facts::preload::EMBEDDED_ALLOCATOR,
+            Found::Text("jemalloc".into()),
+        );
         self.elf(&format!("{LIB}/libjemalloc.so.2"), lib)
     }
 
@@ -172,7 +178,9 @@ impl TestImage {
     /// Node.js `version` at `/usr/local/bin/node` on glibc, as the official images have it.
     pub(crate) fn node(self, version: &str) -> TestImage {
         let mut node = executable(GLIBC_LOADER, &["libc.so.6"]);
-        node.scan.node_release = Some(version.into());
+        node.scan
+            .markers
+            .set(&crate::facts::node::NODE_RELEASE, Found::Text(version.into()));
         self.elf("/usr/local/bin/node", node)
     }
 
@@ -180,12 +188,12 @@ impl TestImage {
     /// info the layer reader records: its module dependencies `deps`.
     pub(crate) fn go(self, path: &str, go_version: &str, deps: &[&str]) -> TestImage {
         let mut info = executable(GLIBC_LOADER, &["libc.so.6"]);
-        info.scan.go = Some(Box::new(crate::elf::go::GoBuildInfo {
+        let build = crate::facts::go::GoBuildInfo {
             go_version: Some(go_version.into()),
             cgo: Some(false),
             deps: deps
                 .iter()
-                .map(|d| crate::elf::go::GoModule {
+                .map(|d| crate::facts::go::GoModule {
                     path: d.to_string(),
                     version: "v1.0.0".into(),
                     replace: None,
@@ -193,7 +201,8 @@ impl TestImage {
                 .collect(),
             complete: true,
             ..Default::default()
-        }));
+        };
+        set_build_info(&mut info, &build);
         self.elf(path, info)
     }
 
@@ -374,6 +383,14 @@ impl TestImage {
         let c = manifests.containers.first().expect("a container in the manifest");
         crate::facts::derive_in(&self.image(), Some(c))
     }
+}
+
+/// Gives `elf` the build info blob a Go program built as `info` says carries.
+pub(crate) fn set_build_info(elf: &mut ElfInfo, info: &crate::facts::go::GoBuildInfo) {
+    let blob = crate::facts::go::buildinfo::tests::encode(info);
+    elf.scan
+        .markers
+        .set(&crate::facts::go::GO_BUILDINFO, Found::Bytes(blob));
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ pub mod yaml;
 use quantity::Quantity;
 use serde::Serialize;
 use serde_saphyr::Spanned;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use yaml::{line_of, Node};
@@ -408,21 +409,8 @@ impl Walk<'_> {
             Some(v) if v.value != Node::Null => Some(self.string(v, "`apiVersion`")?),
             _ => None,
         };
-        if let (Some(groups), Some(api)) = (workload_api_versions(&kind), &api_version) {
-            if !groups.contains(&api.as_str()) {
-                self.out.warnings.push(format!(
-                    "{}:{line}: the {kind} `{name}` is of apiVersion `{api}`, not Kubernetes' {}: a custom resource memlint does not read, skipped",
-                    self.file,
-                    groups[0]
-                ));
-                self.out.skipped.push(Skipped {
-                    file: self.file.to_string(),
-                    line,
-                    kind: format!("{kind} ({api})"),
-                    name,
-                });
-                return Ok(());
-            }
+        if self.skip_custom_resource(&kind, &name, line, api_version.as_deref()) {
+            return Ok(());
         }
         let pod_spec_path: &[&str] = match kind.as_str() {
             "List" if depth < 4 => {
@@ -452,32 +440,9 @@ impl Walk<'_> {
                 return Ok(());
             }
         };
-        let mut at: &Spanned<Node> = doc;
-        let mut path = String::new();
-        // The pod template (`spec.template`), whose own metadata may carry annotations.
-        let mut template: Option<&Node> = None;
-        for key in pod_spec_path {
-            let parent = self.map(at, if path.is_empty() { "the document" } else { &path })?;
-            if *key == "spec" && !path.is_empty() {
-                template = Some(parent);
-            }
-            path = if path.is_empty() {
-                format!("`{key}`")
-            } else {
-                format!("{}.{key}`", path.trim_end_matches('`'))
-            };
-            match parent.get(key) {
-                Some(n) => at = n,
-                // A kustomize patch names a workload without the whole of it: nothing to run.
-                None => {
-                    self.out.warnings.push(format!(
-                        "{}:{line}: the {kind} `{name}` has no {path} (a kustomize patch?): skipped",
-                        self.file
-                    ));
-                    return Ok(());
-                }
-            }
-        }
+        let Some((at, path, template)) = self.pod_spec(doc, pod_spec_path, &kind, &name, line)? else {
+            return Ok(());
+        };
         let pod = self.map(at, &path)?;
         let base = Workload {
             file: self.file.to_string(),
@@ -507,6 +472,83 @@ impl Walk<'_> {
                 }
             }
         }
+        for c in &mut self.out.containers[first..] {
+            c.host_ipc = host_ipc;
+        }
+        self.ignores_of_workload(&base, first, meta, template)
+    }
+
+    /// Whether the object is a custom resource that reuses a workload's kind (of another API
+    /// group): skipped, with a warning.
+    fn skip_custom_resource(&mut self, kind: &str, name: &str, line: u32, api_version: Option<&str>) -> bool {
+        if let (Some(groups), Some(api)) = (workload_api_versions(kind), api_version) {
+            if !groups.contains(&api) {
+                self.out.warnings.push(format!(
+                    "{}:{line}: the {kind} `{name}` is of apiVersion `{api}`, not Kubernetes' {}: a custom resource memlint does not read, skipped",
+                    self.file,
+                    groups[0]
+                ));
+                self.out.skipped.push(Skipped {
+                    file: self.file.to_string(),
+                    line,
+                    kind: format!("{kind} ({api})"),
+                    name: name.to_string(),
+                });
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The pod spec at `pod_spec_path` in the document, its path for messages, and the pod
+    /// template (`spec.template`) it is in; `None` (with a warning) when a part is missing.
+    fn pod_spec<'d>(
+        &mut self,
+        doc: &'d Spanned<Node>,
+        pod_spec_path: &[&str],
+        kind: &str,
+        name: &str,
+        line: u32,
+    ) -> Result<Option<PodSpec<'d>>, Box<ManifestError>> {
+        let mut at: &Spanned<Node> = doc;
+        let mut path = String::new();
+        // The pod template (`spec.template`), whose own metadata may carry annotations.
+        let mut template: Option<&Node> = None;
+        for key in pod_spec_path {
+            let parent = self.map(at, if path.is_empty() { "the document" } else { &path })?;
+            if *key == "spec" && !path.is_empty() {
+                template = Some(parent);
+            }
+            path = if path.is_empty() {
+                format!("`{key}`")
+            } else {
+                format!("{}.{key}`", path.trim_end_matches('`'))
+            };
+            match parent.get(key) {
+                Some(n) => at = n,
+                // A kustomize patch names a workload without the whole of it: nothing to run.
+                None => {
+                    self.out.warnings.push(format!(
+                        "{}:{line}: the {kind} `{name}` has no {path} (a kustomize patch?): skipped",
+                        self.file
+                    ));
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(Some((at, path, template)))
+    }
+
+    /// The workload's `memlint/ignore` entries (its metadata's and its pod template's), given to
+    /// its containers (those from `first` on); an entry naming a container it does not have is
+    /// an error.
+    fn ignores_of_workload(
+        &mut self,
+        base: &Workload,
+        first: usize,
+        meta: Option<&Node>,
+        template: Option<&Node>,
+    ) -> Result<(), Box<ManifestError>> {
         let mut ignores = match meta {
             Some(m) => self.ignores(m, "`metadata`")?,
             None => Vec::new(),
@@ -519,9 +561,6 @@ impl Walk<'_> {
             ignores.extend(self.ignores(m, "the pod template's `metadata`")?);
         }
         let mine = &mut self.out.containers[first..];
-        for c in mine.iter_mut() {
-            c.host_ipc = host_ipc;
-        }
         // `RULE@container` for a container the workload does not have would hide nothing.
         if let Some(stray) = ignores.iter().find(|i| {
             i.container
@@ -805,6 +844,63 @@ impl Walk<'_> {
             _ => None,
         };
         let working_dir = self.opt_string(c, "workingDir", "`workingDir`")?;
+        let resources = self.resources(c)?;
+        let env_from = self.env_from(c)?;
+        let mut budget = Expansion {
+            container_left: MAX_CONTAINER_ARGS,
+            run_left: self.out.expansion_left.unwrap_or(MAX_RUN_EXPANSION),
+        };
+        let (env, by_name) = self.env(c, &resources, &env_from, &mut budget)?;
+        // `$(VAR)` in command and args is expanded by the kubelet from the container's env.
+        // An empty list is no list: the runtime keeps the image's Entrypoint or Cmd
+        // (containerd's `setOCIProcessArgs`). A word with an unknown reference stays as written.
+        let mut unresolved = Vec::new();
+        let refs = Refs {
+            env: &env,
+            by_name: &by_name,
+            env_from: &env_from,
+        };
+        let mut expand = |l: Option<Lined<Vec<String>>>| {
+            l.filter(|l| !l.value.is_empty()).map(|l| Lined {
+                value: l
+                    .value
+                    .iter()
+                    .map(|s| {
+                        // The word and its NUL, as execve counts it.
+                        expand_refs(s, &refs, &mut budget, 1).unwrap_or_else(|why| {
+                            unresolved.push(format!("`{s}`: {why}"));
+                            s.clone()
+                        })
+                    })
+                    .collect(),
+                line: l.line,
+            })
+        };
+        let command = expand(command);
+        let args = expand(args);
+        self.out.expansion_left = Some(budget.run_left);
+        let mounts = self.volume_mounts(c, volumes)?;
+        Ok(Some(Container {
+            workload,
+            image,
+            command,
+            args,
+            env,
+            env_from,
+            limits_memory: resources.limits_memory,
+            requests_memory: resources.requests_memory,
+            limits_ephemeral_storage: resources.limits_ephemeral_storage,
+            hugepages: resources.hugepages,
+            mounts,
+            host_ipc: false,
+            working_dir,
+            unresolved_args: unresolved,
+            ignores: Arc::from([]),
+        }))
+    }
+
+    /// A container's memory and ephemeral-storage requests and limits, and its huge pages.
+    fn resources(&mut self, c: &Node) -> Result<ContainerResources, Box<ManifestError>> {
         let (mut limits_memory, mut requests_memory, mut limits_ephemeral_storage) = (None, None, None);
         let mut hugepages = Vec::new();
         if let Some(res) = c.get("resources").filter(|r| r.value != Node::Null) {
@@ -819,14 +915,14 @@ impl Walk<'_> {
                     if q.value.text.ends_with('m') {
                         let number = q.value.text.trim_end_matches('m');
                         self.out.warnings.push(format!(
-                            "{}:{}: `resources.{key}.memory: {}` is {number} thousandths of a byte (Kubernetes reads `m` as milli), {} byte(s) once rounded up: did you mean `{number}Mi`?",
-                            self.file, q.line, q.value.text, q.value.value,
-                        ));
+                        "{}:{}: `resources.{key}.memory: {}` is {number} thousandths of a byte (Kubernetes reads `m` as milli), {} byte(s) once rounded up: did you mean `{number}Mi`?",
+                        self.file, q.line, q.value.text, q.value.value,
+                    ));
                     } else if q.value.fractional {
                         self.out.warnings.push(format!(
-                            "{}:{}: `resources.{key}.memory: {}` is not a whole number of bytes: Kubernetes rounds it up to {}",
-                            self.file, q.line, q.value.text, q.value.value,
-                        ));
+                        "{}:{}: `resources.{key}.memory: {}` is not a whole number of bytes: Kubernetes rounds it up to {}",
+                        self.file, q.line, q.value.text, q.value.value,
+                    ));
                     }
                     if slot == 0 {
                         limits_memory = Some(q);
@@ -856,6 +952,16 @@ impl Walk<'_> {
                 }
             }
         }
+        Ok(ContainerResources {
+            limits_memory,
+            requests_memory,
+            limits_ephemeral_storage,
+            hugepages,
+        })
+    }
+
+    /// What each `envFrom` entry brings in, named for messages.
+    fn env_from(&self, c: &Node) -> Result<Vec<String>, Box<ManifestError>> {
         let mut env_from = Vec::new();
         if let Some(list) = c.get("envFrom") {
             for e in self.seq(list, "`envFrom`")? {
@@ -876,14 +982,22 @@ impl Walk<'_> {
                 env_from.push(source);
             }
         }
+        Ok(env_from)
+    }
+
+    /// A container's `env`, each `$(NAME)` in a value expanded from the entries before it, and
+    /// the index of the last entry of each name.
+    fn env(
+        &self,
+        c: &Node,
+        resources: &ContainerResources,
+        env_from: &[String],
+        budget: &mut Expansion,
+    ) -> Result<(Vec<EnvEntry>, EnvIndex), Box<ManifestError>> {
         let mut env: Vec<EnvEntry> = Vec::new();
         // The last entry of each name, for `$(NAME)`: a reverse scan per reference cost the
         // entries times the references (minutes for a manifest of a few MB).
-        let mut by_name: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-        let mut budget = Expansion {
-            container_left: MAX_CONTAINER_ARGS,
-            run_left: self.out.expansion_left.unwrap_or(MAX_RUN_EXPANSION),
-        };
+        let mut by_name: HashMap<String, usize> = HashMap::new();
         if let Some(list) = c.get("env") {
             for e in self.seq(list, "`env`")? {
                 let m = self.map(e, "an `env` entry")?;
@@ -905,10 +1019,10 @@ impl Walk<'_> {
                     let refs = Refs {
                         env: &env,
                         by_name: &by_name,
-                        env_from: &env_from,
+                        env_from,
                     };
                     // `NAME=VALUE` and its NUL, as execve counts it.
-                    match expand_refs(&raw, &refs, &mut budget, var.len() + 2) {
+                    match expand_refs(&raw, &refs, budget, var.len() + 2) {
                         Ok(value) => EnvValue::Value { value },
                         Err(why) => EnvValue::Unknown { why },
                     }
@@ -916,9 +1030,9 @@ impl Walk<'_> {
                     let from = self.map(from, "`valueFrom`")?;
                     self.value_from(
                         from,
-                        limits_memory.as_ref(),
-                        requests_memory.as_ref(),
-                        limits_ephemeral_storage.as_ref(),
+                        resources.limits_memory.as_ref(),
+                        resources.requests_memory.as_ref(),
+                        resources.limits_ephemeral_storage.as_ref(),
                     )?
                 } else {
                     EnvValue::Value { value: String::new() }
@@ -931,34 +1045,11 @@ impl Walk<'_> {
                 });
             }
         }
-        // `$(VAR)` in command and args is expanded by the kubelet from the container's env.
-        // An empty list is no list: the runtime keeps the image's Entrypoint or Cmd
-        // (containerd's `setOCIProcessArgs`). A word with an unknown reference stays as written.
-        let mut unresolved = Vec::new();
-        let refs = Refs {
-            env: &env,
-            by_name: &by_name,
-            env_from: &env_from,
-        };
-        let mut expand = |l: Option<Lined<Vec<String>>>| {
-            l.filter(|l| !l.value.is_empty()).map(|l| Lined {
-                value: l
-                    .value
-                    .iter()
-                    .map(|s| {
-                        // The word and its NUL, as execve counts it.
-                        expand_refs(s, &refs, &mut budget, 1).unwrap_or_else(|why| {
-                            unresolved.push(format!("`{s}`: {why}"));
-                            s.clone()
-                        })
-                    })
-                    .collect(),
-                line: l.line,
-            })
-        };
-        let command = expand(command);
-        let args = expand(args);
-        self.out.expansion_left = Some(budget.run_left);
+        Ok((env, by_name))
+    }
+
+    /// A container's `volumeMounts`, each with what the pod's volume of that name is.
+    fn volume_mounts(&self, c: &Node, volumes: &[(String, Mount)]) -> Result<Vec<Mount>, Box<ManifestError>> {
         let mut mounts = Vec::new();
         if let Some(list) = c.get("volumeMounts") {
             for m in self.seq(list, "`volumeMounts`")? {
@@ -1005,23 +1096,7 @@ impl Walk<'_> {
                 mounts.push(mount);
             }
         }
-        Ok(Some(Container {
-            workload,
-            image,
-            command,
-            args,
-            env,
-            env_from,
-            limits_memory,
-            requests_memory,
-            limits_ephemeral_storage,
-            hugepages,
-            mounts,
-            host_ipc: false,
-            working_dir,
-            unresolved_args: unresolved,
-            ignores: Arc::from([]),
-        }))
+        Ok(mounts)
     }
 
     fn value_from(
@@ -1105,6 +1180,20 @@ pub const MAX_CONTAINER_ARGS: usize = 2 << 20;
 pub const MAX_RUN_EXPANSION: usize = 16 << 20;
 
 /// What `$(VAR)` expansion may still produce: for this container, and for the run.
+/// The index in a container's env of the last entry of each name.
+type EnvIndex = HashMap<String, usize>;
+
+/// A workload's pod spec, its path for messages, and the pod template it is in.
+type PodSpec<'d> = (&'d Spanned<Node>, String, Option<&'d Node>);
+
+/// What a container asks of the node's memory and disk, as its `resources` say.
+struct ContainerResources {
+    limits_memory: Option<Lined<Quantity>>,
+    requests_memory: Option<Lined<Quantity>>,
+    limits_ephemeral_storage: Option<Lined<Quantity>>,
+    hugepages: Vec<HugePages>,
+}
+
 struct Expansion {
     container_left: usize,
     run_left: usize,

@@ -140,7 +140,7 @@ fn check(f: &Facts) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::elf::go::GoModule;
+    use crate::facts::go::GoModule;
 
     fn binary(deps: &[&str], needed: &[&str]) -> GoBinary {
         GoBinary {
@@ -177,14 +177,14 @@ mod tests {
         assert!(libs(&binary(&["modernc.org/sqlite"], &["libc.so.6"])).is_empty());
     }
 
-    use crate::elf::go::GoBuildInfo;
+    use crate::facts::go::GoBuildInfo;
     use crate::facts::testing::{executable, TestImage, GLIBC_LOADER, MUSL_LOADER};
 
     /// A program built by Go 1.22 with cgo (or not) from module example.com/thumbs,
     /// which uses govips (libvips), on the loader `interp`.
     fn thumbs(interp: &str, cgo: bool) -> crate::elf::ElfInfo {
         let mut e = executable(interp, &["libvips.so.42", "libc.so.6"]);
-        e.scan.go = Some(Box::new(GoBuildInfo {
+        let build = GoBuildInfo {
             go_version: Some("go1.22.1".into()),
             main_path: Some("example.com/thumbs".into()),
             main_module: Some(GoModule {
@@ -199,7 +199,8 @@ mod tests {
                 replace: None,
             }],
             complete: true,
-        }));
+        };
+        crate::facts::testing::set_build_info(&mut e, &build);
         e
     }
 

@@ -301,8 +301,8 @@ mod tests {
     /// A Python extension built with tikv-jemallocator, as the polars-runtime-32 wheel ships it.
     fn polars(env: &[&str]) -> TestImage {
         let mut so = crate::facts::testing::library(&["libc.so.6"]);
-        so.scan.embedded_allocator = Some("jemalloc");
-        so.scan.jemalloc_conf_variable = Some("_RJEM_MALLOC_CONF");
+        so.scan.markers.set(&crate::facts::preload::EMBEDDED_ALLOCATOR, crate::elf::marker::Found::Text("jemalloc".into()));
+        so.scan.markers.set(&crate::facts::allocator::PREFIXED_JEMALLOC, crate::elf::marker::Found::Text("_RJEM_MALLOC_CONF".into()));
         TestImage::new()
             .glibc()
             .program("/usr/bin/python3.11")
@@ -338,7 +338,7 @@ mod tests {
         assert!(f.fix.contains("# keep MALLOC_CONF"), "{}", f.fix);
         // A file outside the extension folders that the program does not load is not counted.
         let mut tool = crate::facts::testing::library(&[]);
-        tool.scan.jemalloc_conf_variable = Some("_RJEM_MALLOC_CONF");
+        tool.scan.markers.set(&crate::facts::allocator::PREFIXED_JEMALLOC, crate::elf::marker::Found::Text("_RJEM_MALLOC_CONF".into()));
         let t = glibc_app(&["MALLOC_CONF=narenas:2"]).elf("/opt/tools/lib/libtool.so", tool);
         assert_eq!(messages(&check(&t.facts())), ["MALLOC_CONF is set but no jemalloc is in effect: nothing reads it"]);
     }

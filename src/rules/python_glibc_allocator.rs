@@ -212,7 +212,7 @@ mod tests {
         let mut python = elf(62, ElfClass::Elf64, Some(interp), &["libc.so.6"], &[], &[]);
         python.head.elf_type = ElfType::Executable;
         let mut libc = elf(62, ElfClass::Elf64, None, &[], &[], &[]);
-        libc.scan.glibc_release = Some("2.36".into());
+        libc.scan.markers.set(&crate::facts::libc::GLIBC_RELEASE, crate::elf::marker::Found::Text("2.36".into()));
         let binary = |path: &str, info| LayerEntry {
             size: 4096,
             mode: 0o755,

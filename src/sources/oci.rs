@@ -293,31 +293,10 @@ impl Walker<'_> {
         let kind = match media_type.as_str() {
             OCI_MANIFEST | DOCKER_MANIFEST => Kind::Manifest,
             OCI_INDEX | DOCKER_LIST => Kind::Index,
-            other => {
-                // Some writers put a generic media type on index entries; the blob says what it is.
-                if !present {
-                    self.skipped.push(format!(
-                        "{} has unknown media type `{other}` and its blob is absent",
-                        digest.short()
-                    ));
-                    return Ok(());
-                }
-                let bytes = read_small(store, &member, "manifest")?;
-                let value: serde_json::Value = parse_json(&bytes, &format!("manifest {member}"), &location)?;
-                match value.get("mediaType").and_then(|m| m.as_str()) {
-                    Some(OCI_MANIFEST | DOCKER_MANIFEST) => Kind::Manifest,
-                    Some(OCI_INDEX | DOCKER_LIST) => Kind::Index,
-                    _ if value.get("manifests").is_some() => Kind::Index,
-                    _ if value.get("layers").is_some() && value.get("config").is_some() => Kind::Manifest,
-                    _ => {
-                        self.skipped.push(format!(
-                            "{} has media type `{other}`, which is not an image",
-                            digest.short()
-                        ));
-                        return Ok(());
-                    }
-                }
-            }
+            other => match self.kind_from_blob(other, present, &digest, &member)? {
+                Some(kind) => kind,
+                None => return Ok(()),
+            },
         };
         // Entries reached through one top-level index are platforms of one image; unnamed
         // top-level manifests are taken as platforms of one unnamed image.
@@ -425,6 +404,42 @@ impl Walker<'_> {
             }
         }
         Ok(())
+    }
+
+    /// What a descriptor of the unknown media type `other` points at, from its blob's own
+    /// `mediaType` or shape (some writers put a generic media type on index entries); `None`
+    /// when it is absent or not an image (noted in `skipped`).
+    fn kind_from_blob(
+        &mut self,
+        other: &str,
+        present: bool,
+        digest: &Digest,
+        member: &str,
+    ) -> Result<Option<Kind>> {
+        let store = self.store;
+        let location = store.location();
+        if !present {
+            self.skipped.push(format!(
+                "{} has unknown media type `{other}` and its blob is absent",
+                digest.short()
+            ));
+            return Ok(None);
+        }
+        let bytes = read_small(store, member, "manifest")?;
+        let value: serde_json::Value = parse_json(&bytes, &format!("manifest {member}"), &location)?;
+        Ok(match value.get("mediaType").and_then(|m| m.as_str()) {
+            Some(OCI_MANIFEST | DOCKER_MANIFEST) => Some(Kind::Manifest),
+            Some(OCI_INDEX | DOCKER_LIST) => Some(Kind::Index),
+            _ if value.get("manifests").is_some() => Some(Kind::Index),
+            _ if value.get("layers").is_some() && value.get("config").is_some() => Some(Kind::Manifest),
+            _ => {
+                self.skipped.push(format!(
+                    "{} has media type `{other}`, which is not an image",
+                    digest.short()
+                ));
+                return Ok(None);
+            }
+        })
     }
 }
 

@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::tree::layer::{
     describe_start, read_layer_in, stored_size, tar_reason, Guard, GzipCrc, LayerError,
 };
-use crate::tree::{Budget, Compression};
+use crate::tree::{Budget, Compression, Limits};
 use std::collections::HashMap;
 use std::io::{self, Read};
 use std::sync::Mutex;
@@ -75,28 +75,13 @@ pub fn read(input: impl Read, label: &str, options: &Options) -> Result<StreamSt
         }
         let raw = entry.path_bytes();
         let link = entry.link_name_bytes();
-        if raw.len() > limits.max_path_len || link.as_ref().is_some_and(|l| l.len() > limits.max_path_len) {
-            return Err(limit_error(
-                "max_path_len",
-                limits.max_path_len as u64,
-                format!(
-                    "the name of member `{}…`",
-                    crate::tree::layer::printable(&String::from_utf8_lossy(&raw[..raw.len().min(64)]))
-                ),
-                label,
-            ));
-        }
+        check_member_name(&raw, link.as_deref(), limits, label)?;
         let name = member_name(&raw);
         let link = link.map(|l| l.into_owned());
         let etype = entry.header().entry_type();
         if etype.is_symlink() || etype.is_hard_link() {
             if let Some(target) = link {
-                let target = if etype.is_symlink() && !target.starts_with(b"/") {
-                    let dir = name.rsplit_once('/').map(|(d, _)| d).unwrap_or("");
-                    member_name(&[dir.as_bytes(), b"/", &target].concat())
-                } else {
-                    member_name(&target)
-                };
+                let target = link_target(&name, &target, etype.is_symlink());
                 links.push((name, target));
             }
             guard.arm_after(data_end);
@@ -148,29 +133,7 @@ pub fn read(input: impl Read, label: &str, options: &Options) -> Result<StreamSt
                 // Read before the manifest that would give its digest: nothing else checks it.
                 GzipCrc::Check,
             )
-            .map_err(|e| match e {
-                LayerError::Limit {
-                    name: limit,
-                    limit: value,
-                    what,
-                } => limit_error(limit, value, format!("layer {name}: {what}"), label),
-                LayerError::PathTooLong {
-                    name: limit,
-                    limit: value,
-                    start,
-                } => limit_error(
-                    limit,
-                    value as u64,
-                    format!("layer {name}: the path of entry `{start}…`"),
-                    label,
-                ),
-                e => Error::Layer {
-                    layer: name.clone(),
-                    location: label.to_string(),
-                    reason: e.to_string(),
-                    help: "the stream was cut short or is damaged; save the image again".to_string(),
-                },
-            })?;
+            .map_err(|e| layer_error(e, &name, label))?;
             layer_sizes.insert(name.clone(), diff.blob_size);
             layers.insert(name, diff);
         }
@@ -191,6 +154,59 @@ pub fn read(input: impl Read, label: &str, options: &Options) -> Result<StreamSt
         layers: Mutex::new(layers),
         layer_sizes,
     })
+}
+
+/// Refuses a member whose name or link target is longer than `max_path_len`.
+fn check_member_name(raw: &[u8], link: Option<&[u8]>, limits: &Limits, label: &str) -> Result<()> {
+    if raw.len() > limits.max_path_len || link.is_some_and(|l| l.len() > limits.max_path_len) {
+        return Err(limit_error(
+            "max_path_len",
+            limits.max_path_len as u64,
+            format!(
+                "the name of member `{}…`",
+                crate::tree::layer::printable(&String::from_utf8_lossy(&raw[..raw.len().min(64)]))
+            ),
+            label,
+        ));
+    }
+    Ok(())
+}
+
+/// The error of a layer member that does not read.
+fn layer_error(e: LayerError, name: &str, label: &str) -> Error {
+    match e {
+        LayerError::Limit {
+            name: limit,
+            limit: value,
+            what,
+        } => limit_error(limit, value, format!("layer {name}: {what}"), label),
+        LayerError::PathTooLong {
+            name: limit,
+            limit: value,
+            start,
+        } => limit_error(
+            limit,
+            value as u64,
+            format!("layer {name}: the path of entry `{start}…`"),
+            label,
+        ),
+        e => Error::Layer {
+            layer: name.to_string(),
+            location: label.to_string(),
+            reason: e.to_string(),
+            help: "the stream was cut short or is damaged; save the image again".to_string(),
+        },
+    }
+}
+
+/// The member a link member names: a symbolic link's target is relative to its folder.
+fn link_target(name: &str, target: &[u8], symlink: bool) -> String {
+    if symlink && !target.starts_with(b"/") {
+        let dir = name.rsplit_once('/').map(|(d, _)| d).unwrap_or("");
+        member_name(&[dir.as_bytes(), b"/", target].concat())
+    } else {
+        member_name(target)
+    }
 }
 
 /// An archive on a stream that may be gzip, zstd, xz or bzip2 compressed (`docker save app | gzip |

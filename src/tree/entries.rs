@@ -67,9 +67,9 @@ fn elf_bytes(e: &ElfInfo) -> u64 {
             .map(|s| string + s.len() as u64)
             .sum()
     });
-    // A Go program's build info (at most the bytes its scanner held of it).
-    let go = e.scan.go.as_ref().map_or(0, |g| g.heap_bytes());
-    (std::mem::size_of::<ElfInfo>() + std::mem::size_of::<Box<ElfInfo>>()) as u64 + h + d + go
+    // What the markers found (a blob: at most the bytes its scanner held of it).
+    let found = e.scan.markers.heap_bytes();
+    (std::mem::size_of::<ElfInfo>() + std::mem::size_of::<Box<ElfInfo>>()) as u64 + h + d + found
 }
 
 fn kind_code(k: &EntryKind) -> u8 {

@@ -6,6 +6,8 @@
 //! remembers what it was read for, so that a read nobody asked for fails in tests instead of
 //! reading as absent ([`super::FileTree::contents`]).
 
+use crate::elf::marker::{self, ElfMarker, MarkerSet};
+
 /// A path pattern over absolute image paths: `*` matches within one component, `**` matches
 /// any number of components (none included).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -92,7 +94,7 @@ pub struct KeepRule {
 pub const SCRIPT_CAP: u64 = 64 * 1024;
 
 /// The file contents that later stages need.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Interests {
     pub keep: Vec<KeepRule>,
     /// Keep files that start with `#!` (scripts) under these patterns, up to [`SCRIPT_CAP`].
@@ -100,8 +102,22 @@ pub struct Interests {
     /// Classify every regular file from its first bytes (ELF class, machine, interpreter).
     pub elf_heads: bool,
     /// Read ELF files to their end: dynamic section (DT_NEEDED, SONAME, RPATH, RUNPATH) and
-    /// the markers of a linked-in allocator or Node.js release.
+    /// the markers in `elf_markers`.
     pub elf_scan: bool,
+    /// What the ELF scan looks for, as the facts that read the finds declare it.
+    pub elf_markers: MarkerSet,
+}
+
+impl Default for Interests {
+    fn default() -> Interests {
+        Interests {
+            keep: Vec::new(),
+            scripts: Vec::new(),
+            elf_heads: false,
+            elf_scan: false,
+            elf_markers: marker::union(&[], &[]),
+        }
+    }
 }
 
 impl Interests {
@@ -139,11 +155,18 @@ impl Interests {
         self
     }
 
-    /// Asks for ELF files to be read to their end (dynamic section, markers); implies heads.
+    /// Asks for ELF files to be read to their end (dynamic section); implies heads.
     pub fn scan_elf(mut self) -> Self {
         self.elf_heads = true;
         self.elf_scan = true;
         self
+    }
+
+    /// Asks for ELF files to be read to their end, looking for `markers` too.
+    pub fn scan_elf_for(self, markers: &[&'static ElfMarker]) -> Self {
+        let mut scan = self.scan_elf();
+        scan.elf_markers = marker::union(&scan.elf_markers, markers);
+        scan
     }
 
     /// Everything `self` or `other` asks for; a rule or pattern asked for twice is kept once.
@@ -164,6 +187,9 @@ impl Interests {
         }
         self.elf_heads |= other.elf_heads;
         self.elf_scan |= other.elf_scan;
+        if !other.elf_markers.is_empty() {
+            self.elf_markers = marker::union(&self.elf_markers, &other.elf_markers);
+        }
         self
     }
 

@@ -986,7 +986,7 @@ pub(crate) fn probe_file(
     let head = ElfHead::parse(&buf[..n]).filter(|_| interests.elf_heads);
     let mut kept = cap.map(|c| buf[..n.min(c as usize)].to_vec());
     let mut scanner = head.as_ref().filter(|_| interests.elf_scan).map(|h| {
-        let mut s = ElfScanner::new(&buf[..n], h);
+        let mut s = ElfScanner::new(&buf[..n], h, &interests.elf_markers);
         s.feed(&buf[..n]);
         s
     });

@@ -42,152 +42,38 @@ type Pair = (String, Option<String>);
 /// and separators were left). `None` overall for a syntax error.
 fn key_value_pair(chars: &[char], mut pos: usize) -> Option<(usize, Option<Pair>)> {
     use State::*;
-    let mut buffer = String::new();
-    let mut key: Option<String> = None;
-    let mut value: Option<String> = None;
-    let mut state = NothingYet;
+    let mut pairing = Pairing {
+        state: NothingYet,
+        buffer: String::new(),
+        key: None,
+        value: None,
+    };
     let mut current = '\0';
     'chars: while pos < chars.len() {
         current = chars[pos];
         // One character can pass through two states (the C# `goto case`): loop until it is
         // consumed (`continue 'chars` after advancing), appended (`break`), or ends the pair.
         loop {
-            match state {
-                NothingYet => {
-                    if current == ';' || current.is_whitespace() {
-                        pos += 1;
-                        continue 'chars;
-                    }
-                    if current == '\0' {
-                        state = NullTermination;
-                        pos += 1;
-                        continue 'chars;
-                    }
-                    if current.is_control() {
-                        return None;
-                    }
-                    if current == '=' {
-                        state = KeyEqual;
-                        pos += 1;
-                        continue 'chars;
-                    }
-                    state = Key;
-                    break;
+            match pairing.take(current) {
+                Step::Skip => {
+                    pos += 1;
+                    continue 'chars;
                 }
-                Key => {
-                    if current == '=' {
-                        state = KeyEqual;
-                        pos += 1;
-                        continue 'chars;
-                    }
-                    if !current.is_whitespace() && current.is_control() {
-                        return None;
-                    }
-                    break;
-                }
-                KeyEqual => {
-                    if current == '=' {
-                        // `==`: a literal `=` in the key.
-                        state = Key;
-                        break;
-                    }
-                    let name = key_name(&buffer);
-                    if name.is_empty() {
-                        return None;
-                    }
-                    key = Some(name);
-                    buffer.clear();
-                    state = KeyEnd;
-                    continue;
-                }
-                KeyEnd => {
-                    if current.is_whitespace() {
-                        pos += 1;
-                        continue 'chars;
-                    }
-                    if current == '\'' {
-                        state = SingleQuoteValue;
-                        pos += 1;
-                        continue 'chars;
-                    }
-                    if current == '"' {
-                        state = DoubleQuoteValue;
-                        pos += 1;
-                        continue 'chars;
-                    }
-                    if current == ';' || current == '\0' {
-                        break 'chars;
-                    }
-                    if current.is_control() {
-                        return None;
-                    }
-                    state = UnquotedValue;
-                    break;
-                }
-                UnquotedValue => {
-                    if !current.is_whitespace() && (current.is_control() || current == ';') {
-                        break 'chars;
-                    }
-                    break;
-                }
-                DoubleQuoteValue | SingleQuoteValue => {
-                    let quote = if state == DoubleQuoteValue { '"' } else { '\'' };
-                    if current == quote {
-                        state = if state == DoubleQuoteValue {
-                            DoubleQuoteValueQuote
-                        } else {
-                            SingleQuoteValueQuote
-                        };
-                        pos += 1;
-                        continue 'chars;
-                    }
-                    if current == '\0' {
-                        return None;
-                    }
-                    break;
-                }
-                DoubleQuoteValueQuote | SingleQuoteValueQuote => {
-                    let quote = if state == DoubleQuoteValueQuote { '"' } else { '\'' };
-                    if current == quote {
-                        // A doubled quote stands for one.
-                        state = if state == DoubleQuoteValueQuote {
-                            DoubleQuoteValue
-                        } else {
-                            SingleQuoteValue
-                        };
-                        break;
-                    }
-                    value = Some(buffer.clone());
-                    state = QuotedValueEnd;
-                    continue;
-                }
-                QuotedValueEnd => {
-                    if current.is_whitespace() {
-                        pos += 1;
-                        continue 'chars;
-                    }
-                    if current == ';' {
-                        break 'chars;
-                    }
-                    if current == '\0' {
-                        state = NullTermination;
-                        pos += 1;
-                        continue 'chars;
-                    }
-                    return None;
-                }
-                NullTermination => {
-                    if current == '\0' || current.is_whitespace() {
-                        pos += 1;
-                        continue 'chars;
-                    }
-                    return None;
-                }
+                Step::Keep => break,
+                Step::Again => continue,
+                Step::EndPair => break 'chars,
+                Step::Reject => return None,
             }
         }
-        buffer.push(current);
+        pairing.buffer.push(current);
         pos += 1;
     }
+    let Pairing {
+        state,
+        buffer,
+        mut key,
+        mut value,
+    } = pairing;
     match state {
         Key | DoubleQuoteValue | SingleQuoteValue => return None,
         KeyEqual => {
@@ -211,6 +97,160 @@ fn key_value_pair(chars: &[char], mut pos: usize) -> Option<(usize, Option<Pair>
         pos += 1;
     }
     Some((pos, key.map(|k| (k, value))))
+}
+
+/// What one character does to the pair being read.
+enum Step {
+    /// Consumed: on to the next character.
+    Skip,
+    /// Part of the key or value: appended to the buffer.
+    Keep,
+    /// Read again in the new state (the C# `goto case`).
+    Again,
+    /// The end of this pair.
+    EndPair,
+    /// A syntax error: the builder rejects the string.
+    Reject,
+}
+
+/// The pair being read: the state of `GetKeyValuePair`, the characters so far, and the key and
+/// value once known.
+struct Pairing {
+    state: State,
+    buffer: String,
+    key: Option<String>,
+    value: Option<String>,
+}
+
+impl Pairing {
+    fn take(&mut self, current: char) -> Step {
+        use State::*;
+        match self.state {
+            NothingYet => {
+                if current == ';' || current.is_whitespace() {
+                    return Step::Skip;
+                }
+                if current == '\0' {
+                    self.state = NullTermination;
+                    return Step::Skip;
+                }
+                if current.is_control() {
+                    return Step::Reject;
+                }
+                if current == '=' {
+                    self.state = KeyEqual;
+                    return Step::Skip;
+                }
+                self.state = Key;
+                Step::Keep
+            }
+            Key => {
+                if current == '=' {
+                    self.state = KeyEqual;
+                    return Step::Skip;
+                }
+                if !current.is_whitespace() && current.is_control() {
+                    return Step::Reject;
+                }
+                Step::Keep
+            }
+            KeyEqual => {
+                if current == '=' {
+                    // `==`: a literal `=` in the key.
+                    self.state = Key;
+                    return Step::Keep;
+                }
+                let name = key_name(&self.buffer);
+                if name.is_empty() {
+                    return Step::Reject;
+                }
+                self.key = Some(name);
+                self.buffer.clear();
+                self.state = KeyEnd;
+                Step::Again
+            }
+            KeyEnd => {
+                if current.is_whitespace() {
+                    return Step::Skip;
+                }
+                if current == '\'' {
+                    self.state = SingleQuoteValue;
+                    return Step::Skip;
+                }
+                if current == '"' {
+                    self.state = DoubleQuoteValue;
+                    return Step::Skip;
+                }
+                if current == ';' || current == '\0' {
+                    return Step::EndPair;
+                }
+                if current.is_control() {
+                    return Step::Reject;
+                }
+                self.state = UnquotedValue;
+                Step::Keep
+            }
+            UnquotedValue => {
+                if !current.is_whitespace() && (current.is_control() || current == ';') {
+                    return Step::EndPair;
+                }
+                Step::Keep
+            }
+            DoubleQuoteValue | SingleQuoteValue => {
+                let quote = if self.state == DoubleQuoteValue { '"' } else { '\'' };
+                if current == quote {
+                    self.state = if self.state == DoubleQuoteValue {
+                        DoubleQuoteValueQuote
+                    } else {
+                        SingleQuoteValueQuote
+                    };
+                    return Step::Skip;
+                }
+                if current == '\0' {
+                    return Step::Reject;
+                }
+                Step::Keep
+            }
+            DoubleQuoteValueQuote | SingleQuoteValueQuote => {
+                let quote = if self.state == DoubleQuoteValueQuote {
+                    '"'
+                } else {
+                    '\''
+                };
+                if current == quote {
+                    // A doubled quote stands for one.
+                    self.state = if self.state == DoubleQuoteValueQuote {
+                        DoubleQuoteValue
+                    } else {
+                        SingleQuoteValue
+                    };
+                    return Step::Keep;
+                }
+                self.value = Some(self.buffer.clone());
+                self.state = QuotedValueEnd;
+                Step::Again
+            }
+            QuotedValueEnd => {
+                if current.is_whitespace() {
+                    return Step::Skip;
+                }
+                if current == ';' {
+                    return Step::EndPair;
+                }
+                if current == '\0' {
+                    self.state = NullTermination;
+                    return Step::Skip;
+                }
+                Step::Reject
+            }
+            NullTermination => {
+                if current == '\0' || current.is_whitespace() {
+                    return Step::Skip;
+                }
+                Step::Reject
+            }
+        }
+    }
 }
 
 /// Trailing white space trimmed, lower-cased (`GetKeyName`).

@@ -1,4 +1,5 @@
-//! Go build info (what `go version -m` prints), found while an ELF file streams by.
+//! Go build info (what `go version -m` prints): the blob the ELF scanner holds for
+//! [`super::GO_BUILDINFO`] while an ELF file streams by, decoded when the facts read it.
 //!
 //! The format is Go's own (`src/debug/buildinfo/buildinfo.go`, `src/runtime/debug/mod.go`,
 //! `cmd/go/internal/modload/build.go` of Go 1.19, read from Debian's golang-1.19-src): a blob
@@ -16,16 +17,16 @@
 //! does, so that the magic quoted in the code of a program that reads build info is not
 //! taken for it), a magic counts only at a 16-byte aligned file offset (the segment's file
 //! offset and address agree modulo the page size), and at most [`CAPTURE_CAP`] bytes after
-//! it are held while the file streams.
+//! it are held while the file streams (the marker's declaration, [`super::GO_BUILDINFO`]).
 
 use serde::Serialize;
 
 pub const MAGIC: &[u8; 14] = b"\xff Go buildinf:";
-const ALIGN: u64 = 16;
-const HEADER: usize = 32;
+pub(super) const ALIGN: u64 = 16;
+pub(super) const HEADER: usize = 32;
 /// Bytes held from the magic on while a file streams: the header and both strings of all but
 /// the largest programs (the module info of a program with 500 modules is about 50 KiB).
-pub const CAPTURE_CAP: usize = 128 * 1024;
+pub(super) const CAPTURE_CAP: usize = 128 * 1024;
 /// Modules kept of one program; the rest are counted out through [`GoBuildInfo::complete`].
 pub const MAX_DEPS: usize = 1000;
 /// Bytes kept of one path, version or setting.
@@ -62,24 +63,6 @@ pub struct GoBuildInfo {
     /// False when the module info was longer than what memlint holds ([`CAPTURE_CAP`],
     /// [`MAX_DEPS`]), so `deps` (and perhaps `cgo`) may miss entries.
     pub complete: bool,
-}
-
-impl GoBuildInfo {
-    /// Roughly the bytes this holds, for the reader's metadata budget.
-    pub fn heap_bytes(&self) -> u64 {
-        let s = std::mem::size_of::<String>() as u64;
-        let module = |m: &GoModule| {
-            std::mem::size_of::<GoModule>() as u64
-                + m.path.len() as u64
-                + m.version.len() as u64
-                + m.replace.as_ref().map_or(0, |r| s + r.len() as u64)
-        };
-        std::mem::size_of::<GoBuildInfo>() as u64
-            + self.go_version.as_ref().map_or(0, |v| v.len() as u64)
-            + self.main_path.as_ref().map_or(0, |v| v.len() as u64)
-            + self.main_module.as_ref().map_or(0, module)
-            + self.deps.iter().map(module).sum::<u64>()
-    }
 }
 
 /// Decodes a build info blob that starts with [`MAGIC`]; `blob` may be cut short (what was held
@@ -242,100 +225,8 @@ fn varint_string(data: &[u8]) -> (Option<Held<'_>>, &[u8]) {
     (None, &[])
 }
 
-/// Follows one ELF file's bytes for a build info blob in its writable data.
-pub(crate) struct GoScanner {
-    /// File ranges (start, end) of the writable, non-executable PT_LOAD segments.
-    ranges: Vec<(u64, u64)>,
-    state: State,
-}
-
-enum State {
-    /// Searching; the last bytes of the range seen so far (a magic cut by a chunk's end) and
-    /// their offset.
-    Looking { carry: Vec<u8>, at: u64 },
-    /// Found at a 16-byte boundary: the bytes from the magic on.
-    Holding(Vec<u8>),
-}
-
-impl GoScanner {
-    /// A scanner over the given data ranges (file offset, size), or `None` when there are none.
-    pub(crate) fn new(ranges: impl IntoIterator<Item = (u64, u64)>) -> Option<GoScanner> {
-        let ranges: Vec<(u64, u64)> = ranges
-            .into_iter()
-            .filter(|&(_, size)| size as usize >= HEADER)
-            .map(|(off, size)| (off, off.saturating_add(size)))
-            .take(16)
-            .collect();
-        (!ranges.is_empty()).then_some(GoScanner {
-            ranges,
-            state: State::Looking {
-                carry: Vec::new(),
-                at: 0,
-            },
-        })
-    }
-
-    /// The bytes of the file at `start..start + chunk.len()`, fed in order.
-    pub(crate) fn feed(&mut self, start: u64, chunk: &[u8]) {
-        let end = start.saturating_add(chunk.len() as u64);
-        if let State::Holding(held) = &mut self.state {
-            if held.len() < CAPTURE_CAP && !blob_complete(held) {
-                let room = (CAPTURE_CAP - held.len()).min(chunk.len());
-                held.extend_from_slice(&chunk[..room]);
-            }
-            return;
-        }
-        for i in 0..self.ranges.len() {
-            let (lo_r, hi_r) = self.ranges[i];
-            let (lo, hi) = (lo_r.max(start), hi_r.min(end));
-            if lo >= hi {
-                continue;
-            }
-            let State::Looking { carry, at } = &mut self.state else {
-                return;
-            };
-            // The carry joins only bytes that follow it in the file.
-            let mut window = if *at + carry.len() as u64 == lo && !carry.is_empty() {
-                std::mem::take(carry)
-            } else {
-                carry.clear();
-                Vec::new()
-            };
-            let window_at = lo - window.len() as u64;
-            let from = (lo - start) as usize;
-            window.extend_from_slice(&chunk[from..]);
-            // A magic must start inside the range.
-            let in_range = (hi - window_at) as usize;
-            let found = memchr::memmem::find_iter(&window, MAGIC)
-                .take_while(|&p| p < in_range)
-                .find(|&p| (window_at + p as u64).is_multiple_of(ALIGN));
-            if let Some(p) = found {
-                window.drain(..p);
-                window.truncate(CAPTURE_CAP);
-                self.state = State::Holding(window);
-                return;
-            }
-            // Keep what could be the start of a magic cut by the chunk's end.
-            let keep_from = in_range.saturating_sub(MAGIC.len() - 1);
-            if hi == end {
-                *at = window_at + keep_from as u64;
-                window.truncate(in_range);
-                window.drain(..keep_from);
-                *carry = window;
-            }
-        }
-    }
-
-    pub(crate) fn finish(self) -> Option<GoBuildInfo> {
-        match self.state {
-            State::Holding(held) => parse(&held),
-            State::Looking { .. } => None,
-        }
-    }
-}
-
 /// Whether the held bytes already hold the header and both strings.
-fn blob_complete(held: &[u8]) -> bool {
+pub(super) fn blob_complete(held: &[u8]) -> bool {
     if held.len() < HEADER {
         return false;
     }
@@ -350,8 +241,21 @@ fn blob_complete(held: &[u8]) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use crate::elf::marker::{BlobScanner, Found};
+
+    fn scanner(ranges: [(u64, u64); 1]) -> BlobScanner {
+        BlobScanner::new(&super::super::GO_BUILDINFO, ranges).unwrap()
+    }
+
+    /// What the scanner held, decoded as the facts decode it.
+    fn held(s: BlobScanner) -> Option<GoBuildInfo> {
+        match s.finish()? {
+            (_, Found::Bytes(b)) => parse(&b),
+            _ => None,
+        }
+    }
 
     fn varint(mut n: u64, out: &mut Vec<u8>) {
         while n >= 0x80 {
@@ -377,6 +281,40 @@ mod tests {
         .concat();
         varint(framed.len() as u64, &mut b);
         b.extend_from_slice(&framed);
+        b
+    }
+
+    /// The blob a program with this build info carries (tests build files from it).
+    pub(crate) fn encode(info: &GoBuildInfo) -> Vec<u8> {
+        let Some(version) = &info.go_version else {
+            // The pointer format of Go before 1.18.
+            let mut old = MAGIC.to_vec();
+            old.extend_from_slice(&[8, 0]);
+            old.resize(HEADER, 0);
+            return old;
+        };
+        let mut lines = String::new();
+        let replace = |lines: &mut String, m: &GoModule| {
+            if let Some(r) = &m.replace {
+                lines.push_str(&format!("=>\t{r}\t\t\n"));
+            }
+        };
+        if let Some(p) = &info.main_path {
+            lines.push_str(&format!("path\t{p}\n"));
+        }
+        if let Some(m) = &info.main_module {
+            lines.push_str(&format!("mod\t{}\t{}\t\n", m.path, m.version));
+            replace(&mut lines, m);
+        }
+        for d in &info.deps {
+            lines.push_str(&format!("dep\t{}\t{}\t\n", d.path, d.version));
+            replace(&mut lines, d);
+        }
+        if let Some(cgo) = info.cgo {
+            lines.push_str(&format!("build\tCGO_ENABLED={}\n", u8::from(cgo)));
+        }
+        let b = blob(version, &lines);
+        assert_eq!(parse(&b).as_ref(), Some(info), "a build info a blob can carry");
         b
     }
 
@@ -437,24 +375,24 @@ mod tests {
         file.extend_from_slice(&b);
         file.resize(8192, 0);
         for step in [1, 3, 7, 13, 14, 15, 16, 100, 4096, 8192] {
-            let mut s = GoScanner::new([(4000, 3000)]).unwrap();
+            let mut s = scanner([(4000, 3000)]);
             for (i, c) in file.chunks(step).enumerate() {
                 s.feed((i * step) as u64, c);
             }
-            let info = s.finish().unwrap_or_else(|| panic!("step {step}"));
+            let info = held(s).unwrap_or_else(|| panic!("step {step}"));
             assert_eq!(info.deps.len(), 2, "step {step}");
         }
         let outside = {
-            let mut s = GoScanner::new([(0, 4000)]).unwrap();
+            let mut s = scanner([(0, 4000)]);
             s.feed(0, &file);
-            s.finish()
+            held(s)
         };
         assert!(outside.is_none());
         let mut unaligned = vec![0u8; 4100];
         unaligned.extend_from_slice(&b);
-        let mut s = GoScanner::new([(0, 8000)]).unwrap();
+        let mut s = scanner([(0, 8000)]);
         s.feed(0, &unaligned);
-        assert!(s.finish().is_none());
+        assert!(held(s).is_none());
     }
 
     /// Hostile blobs: every prefix, and bytes flipped at every place, never panic.
@@ -480,9 +418,9 @@ mod tests {
             if let Some(info) = parse(&m) {
                 assert!(info.deps.len() <= MAX_DEPS);
             }
-            if let Some(mut s) = GoScanner::new([(0, m.len() as u64)]) {
+            if let Some(mut s) = BlobScanner::new(&super::super::GO_BUILDINFO, [(0, m.len() as u64)]) {
                 s.feed(0, &m);
-                let _ = s.finish();
+                let _ = held(s);
             }
         }
         // A length that claims the whole address space.
@@ -524,7 +462,7 @@ mod tests {
     /// A real program streamed through the layer reader, in a tar, as a layer is read.
     fn through_layer(name: &str, bytes: &[u8]) -> crate::elf::ElfInfo {
         use crate::tree::layer::read_layer;
-        use crate::tree::{Interests, Limits};
+        use crate::tree::Limits;
         let mut b = tar::Builder::new(Vec::new());
         let mut h = tar::Header::new_gnu();
         h.set_size(bytes.len() as u64);
@@ -532,7 +470,7 @@ mod tests {
         h.set_cksum();
         b.append_data(&mut h, name, bytes).unwrap();
         let tar = b.into_inner().unwrap();
-        let diff = read_layer(&tar[..], &Interests::default().scan_elf(), &Limits::default()).unwrap();
+        let diff = read_layer(&tar[..], &super::super::interests(), &Limits::default()).unwrap();
         diff.entries.elf(0).cloned().unwrap()
     }
 
@@ -543,7 +481,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cgo = go_build(&recipe("cgo-sqlite/app"), true, &dir.path().join("cgoapp"));
         let info = through_layer("usr/local/bin/cgoapp", &cgo);
-        let go = info.scan.go.as_deref().expect("build info of the cgo program");
+        let go = super::super::build_info(&info).expect("build info of the cgo program");
         let version = std::process::Command::new("go")
             .arg("env")
             .arg("GOVERSION")
@@ -564,7 +502,7 @@ mod tests {
             "a cgo program links the C library"
         );
         let nocgo = go_build(&recipe("nocgo"), false, &dir.path().join("nocgo"));
-        let go = through_layer("app/server", &nocgo).scan.go.unwrap();
+        let go = super::super::build_info(&through_layer("app/server", &nocgo)).unwrap();
         assert_eq!(go.cgo, Some(false));
         assert!(go.deps.is_empty());
         // Every cut of the real file, and bytes changed around the blob, never panic.
@@ -604,10 +542,7 @@ mod tests {
         let bytes = go_build(&src, false, &dir.path().join("big"));
         let at = memchr::memmem::find(&bytes, MAGIC).unwrap();
         assert!(at > crate::elf::PREFIX_CAP, "the blob is at {at}");
-        let go = through_layer("big", &bytes)
-            .scan
-            .go
-            .expect("build info past the prefix");
+        let go = super::super::build_info(&through_layer("big", &bytes)).expect("build info past the prefix");
         assert_eq!(go.main_path.as_deref(), Some("example.com/memlint/big"));
         assert_eq!(go.cgo, Some(false));
     }

@@ -95,7 +95,7 @@ impl<'a> JavaEnv<'a> {
 }
 
 /// Which JVM implementation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Jvm {
     HotSpot,
@@ -103,7 +103,7 @@ pub enum Jvm {
 }
 
 /// Where an option comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub enum OptionSource {
     #[serde(rename = "JAVA_TOOL_OPTIONS")]
     JavaToolOptions,
@@ -163,7 +163,7 @@ impl OptionSource {
 }
 
 /// One JVM option and where it came from.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct JavaOption {
     pub option: String,
     pub source: OptionSource,
@@ -480,7 +480,7 @@ pub fn trim_native_heap_history() -> String {
     )
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct JavaFacts {
     /// The `java` launcher that runs (canonical path), when known.
     #[serde(skip_serializing_if = "Option::is_none")]

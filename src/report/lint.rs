@@ -155,6 +155,18 @@ impl<'a> LintReport<'a> {
         self.findings.iter().map(|f| f.severity).max()
     }
 
+    /// The counts of the findings by severity, those past the cap included.
+    pub fn summary(&self) -> super::model::Summary {
+        super::model::Summary {
+            errors: self.count(Severity::Error),
+            warnings: self.count(Severity::Warning),
+            notes: self.count(Severity::Note),
+            ignored: self.ignored_count(),
+            baselined: self.baselined_count(),
+            fixed: self.fixed.len(),
+        }
+    }
+
     /// The JSON document: the inspect JSON plus `findings[]`.
     pub fn json(&self) -> serde_json::Value {
         #[derive(Serialize)]
@@ -166,16 +178,10 @@ impl<'a> LintReport<'a> {
             baselined: &'b [Finding],
             /// Baseline entries of this report's subject that no longer occur.
             fixed: &'b [Entry],
-            summary: Summary,
-        }
-        #[derive(Serialize)]
-        struct Summary {
-            errors: usize,
-            warnings: usize,
-            notes: usize,
-            ignored: usize,
-            baselined: usize,
-            fixed: usize,
+            summary: super::model::Summary,
+            /// Absent when there is nothing to say.
+            #[serde(skip_serializing_if = "<[String]>::is_empty")]
+            notes: &'b [String],
         }
         #[derive(Serialize)]
         struct WithK8s<'b> {
@@ -189,14 +195,8 @@ impl<'a> LintReport<'a> {
             ignored: &self.ignored,
             baselined: &self.baselined,
             fixed: &self.fixed,
-            summary: Summary {
-                errors: self.count(Severity::Error),
-                warnings: self.count(Severity::Warning),
-                notes: self.count(Severity::Note),
-                ignored: self.ignored_count(),
-                baselined: self.baselined_count(),
-                fixed: self.fixed.len(),
-            },
+            summary: self.summary(),
+            notes: &self.notes,
         };
         match self.k8s {
             Some(c) => serde_json::to_value(WithK8s {

@@ -312,6 +312,10 @@ pub(crate) fn json(
     };
     if let Some(obj) = value.as_object_mut() {
         obj.insert("fail_on".to_string(), serde_json::json!(fail_on.as_str()));
+        obj.insert(
+            "schema_version".to_string(),
+            serde_json::json!(crate::report::model::SCHEMA_VERSION),
+        );
     }
     crate::untrusted::write_json(w, &value)
 }

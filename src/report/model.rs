@@ -278,7 +278,7 @@ struct ManyReports {
     /// In manifest order (`--k8s`), or by platform.
     reports: Vec<ContainerDoc>,
     /// `--platform all`: how the platforms differ.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     differences: Option<Vec<String>>,
 }
 
@@ -294,9 +294,16 @@ struct OneReport {
     report: ContainerDoc,
 }
 
+/// Schemas of what memlint writes (a key it leaves out when empty is not required).
+fn generator() -> schemars::SchemaGenerator {
+    schemars::generate::SchemaSettings::draft2020_12()
+        .for_serialize()
+        .into_generator()
+}
+
 /// The JSON Schema (draft 2020-12) of memlint's JSON reports.
 pub fn report_schema() -> schemars::Schema {
-    let mut s = schemars::schema_for!(ReportFile);
+    let mut s = generator().into_root_schema_for::<ReportFile>();
     s.insert("title".to_string(), "memlint report".into());
     s.insert(
         "$comment".to_string(),
@@ -308,7 +315,7 @@ pub fn report_schema() -> schemars::Schema {
 /// The JSON Schema (draft 2020-12) of the facts (`inspect --format json`'s and each report's
 /// `facts`).
 pub fn facts_schema() -> schemars::Schema {
-    let mut s = schemars::schema_for!(crate::facts::Facts);
+    let mut s = generator().into_root_schema_for::<crate::facts::Facts>();
     s.insert("title".to_string(), "memlint facts".into());
     s.insert(
         "$comment".to_string(),

@@ -84,64 +84,7 @@ pub(crate) fn run(
             )));
         }
     }
-    // Each container with the reference a registry reads for its image: the manifests, the
-    // --image stand-ins and the image arguments are matched by it.
-    let keyed: Vec<(String, Container)> = manifests
-        .containers
-        .into_iter()
-        .map(|c| (normalise(&c.image), c))
-        .collect();
-    let stand_ins: Vec<(String, &str)> = args
-        .image_map
-        .iter()
-        .map(|(r, s)| (normalise(r), s.as_str()))
-        .collect();
-    // An --image that no container runs is a typo or a stale manifest: linting the registry's
-    // image in its place would pass a check that never saw the new build.
-    for ((reference, source), (key, _)) in args.image_map.iter().zip(&stand_ins) {
-        if !keyed.iter().any(|(k, _)| k == key) {
-            let mut run: Vec<&str> = keyed.iter().map(|(_, c)| c.image.as_str()).collect();
-            run.sort_unstable();
-            run.dedup();
-            return Err(Error::BadArgument {
-                what: format!("--image {reference}={source}"),
-                help: format!(
-                    "no container of the manifests runs `{reference}`; they run: {}",
-                    if run.is_empty() {
-                        "nothing".to_string()
-                    } else {
-                        run.join(", ")
-                    }
-                ),
-            });
-        }
-    }
-    let wanted_refs: Vec<String> = args.images.iter().map(|i| normalise(i)).collect();
-    let (keys, containers): (Vec<String>, Vec<Container>) = keyed
-        .into_iter()
-        .filter(|(k, _)| wanted_refs.is_empty() || wanted_refs.contains(k))
-        .unzip();
-    let mut by_key: BTreeMap<String, Wanted> = BTreeMap::new();
-    for (i, (key, c)) in keys.into_iter().zip(&containers).enumerate() {
-        let source = stand_ins
-            .iter()
-            .find(|(k, _)| *k == key)
-            .map(|(_, s)| s.to_string())
-            .unwrap_or_else(|| format!("registry:{}", c.image));
-        by_key
-            .entry(key.clone())
-            .or_insert(Wanted {
-                key,
-                source,
-                containers: Vec::new(),
-            })
-            .containers
-            .push(i);
-    }
-    let mut wanted: Vec<Wanted> = by_key.into_values().collect();
-    if let Some(shard) = args.shard {
-        wanted.retain(|w| in_shard(&w.key, shard));
-    }
+    let (containers, wanted) = wanted_images(args, manifests.containers)?;
     if containers.is_empty() {
         super::eprint_line("memlint: the manifests run no containers (kinds memlint lints: Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, List)");
     }
@@ -244,6 +187,67 @@ pub(crate) fn run(
     Ok(super::exit_for(fail_on, worst))
 }
 
+/// The containers to lint (those running the images asked for, if any) and the distinct
+/// images they run, each with where it is read from (its `--image` stand-in, else the
+/// registry), in this shard.
+fn wanted_images(args: &LintArgs, all: Vec<Container>) -> Result<(Vec<Container>, Vec<Wanted>)> {
+    // Each container with the reference a registry reads for its image: the manifests, the
+    // --image stand-ins and the image arguments are matched by it.
+    let keyed: Vec<(String, Container)> = all.into_iter().map(|c| (normalise(&c.image), c)).collect();
+    let stand_ins: Vec<(String, &str)> = args
+        .image_map
+        .iter()
+        .map(|(r, s)| (normalise(r), s.as_str()))
+        .collect();
+    // An --image that no container runs is a typo or a stale manifest: linting the registry's
+    // image in its place would pass a check that never saw the new build.
+    for ((reference, source), (key, _)) in args.image_map.iter().zip(&stand_ins) {
+        if !keyed.iter().any(|(k, _)| k == key) {
+            let mut run: Vec<&str> = keyed.iter().map(|(_, c)| c.image.as_str()).collect();
+            run.sort_unstable();
+            run.dedup();
+            return Err(Error::BadArgument {
+                what: format!("--image {reference}={source}"),
+                help: format!(
+                    "no container of the manifests runs `{reference}`; they run: {}",
+                    if run.is_empty() {
+                        "nothing".to_string()
+                    } else {
+                        run.join(", ")
+                    }
+                ),
+            });
+        }
+    }
+    let wanted_refs: Vec<String> = args.images.iter().map(|i| normalise(i)).collect();
+    let (keys, containers): (Vec<String>, Vec<Container>) = keyed
+        .into_iter()
+        .filter(|(k, _)| wanted_refs.is_empty() || wanted_refs.contains(k))
+        .unzip();
+    let mut by_key: BTreeMap<String, Wanted> = BTreeMap::new();
+    for (i, (key, c)) in keys.into_iter().zip(&containers).enumerate() {
+        let source = stand_ins
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, s)| s.to_string())
+            .unwrap_or_else(|| format!("registry:{}", c.image));
+        by_key
+            .entry(key.clone())
+            .or_insert(Wanted {
+                key,
+                source,
+                containers: Vec::new(),
+            })
+            .containers
+            .push(i);
+    }
+    let mut wanted: Vec<Wanted> = by_key.into_values().collect();
+    if let Some(shard) = args.shard {
+        wanted.retain(|w| in_shard(&w.key, shard));
+    }
+    Ok((containers, wanted))
+}
+
 /// What every image's worker needs to lint and render its containers.
 struct Plan<'a> {
     containers: &'a [Container],
@@ -322,7 +326,7 @@ impl Plan<'_> {
             &r.ignored_fingerprints,
             self.rules_run,
         );
-        let mut view = View::of_lint(&r, true);
+        let mut view = r.view();
         if self.formats.iter().any(|((f, _), _)| *f == LintFormat::Json) {
             view.json = Some(r.json());
         }

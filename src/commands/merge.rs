@@ -372,60 +372,7 @@ pub fn run(args: MergeArgs) -> Result<ExitCode> {
             let file = open_report(path)?;
             (path.display().to_string(), Box::new(file))
         };
-        let budget = Budget {
-            pos: Cell::new(0),
-            file_end: MAX_FILE_BYTES,
-            total_end: MAX_TOTAL_BYTES.saturating_sub(total),
-            value_end: Cell::new(MAX_REPORT_BYTES),
-            hit: Cell::new(None),
-        };
-        let refused = RefCell::new(None);
-        // The buffer outside the bound: serde_json reads a byte at a time, the bound counts
-        // in buffers (so a report's bound is exact to within one buffer).
-        let reader = std::io::BufReader::with_capacity(
-            64 << 10,
-            Bounded {
-                inner: input,
-                budget: &budget,
-            },
-        );
-        let mut de = serde_json::Deserializer::from_reader(reader);
-        let read = FileSeed {
-            merge: &merge,
-            budget: &budget,
-            refused: &refused,
-        }
-        .deserialize(&mut de)
-        .and_then(|found| de.end().map(|_| found));
-        total += budget.pos.get();
-        let bounded = |help: String| {
-            Error::BadArgument {
-            what: format!("{name}: {help}"),
-            help: "merge the JSON reports of `memlint lint --k8s --shard I/N … --format json` runs; split a larger fleet into more shards, or merge fewer at once".to_string(),
-        }
-        };
-        if let Some(bound) = budget.hit.get() {
-            return Err(bounded(bound.describe()));
-        }
-        if let Some(why) = refused.into_inner() {
-            return Err(bounded(why));
-        }
-        match read {
-            Ok(true) => {}
-            Ok(false) => {
-                return Err(Error::BadArgument {
-                    what: format!("{name} (no `reports` list)"),
-                    help: "merge takes the JSON of `memlint lint --k8s … --format json`".to_string(),
-                })
-            }
-            Err(e) => {
-                return Err(Error::BadJson {
-                    what: "the report".to_string(),
-                    location: name,
-                    source: e,
-                })
-            }
-        }
+        read_file(&merge, name, input, &mut total)?;
     }
     let Merge {
         formats,
@@ -467,6 +414,66 @@ pub fn run(args: MergeArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     Ok(super::exit_for(args.fail_on, worst))
+}
+
+/// Reads one report file into the merge, within the bounds of a file and of the merge
+/// (`total`: what the files before it held).
+fn read_file(merge: &RefCell<Merge>, name: String, input: Box<dyn Read>, total: &mut u64) -> Result<()> {
+    let budget = Budget {
+        pos: Cell::new(0),
+        file_end: MAX_FILE_BYTES,
+        total_end: MAX_TOTAL_BYTES.saturating_sub(*total),
+        value_end: Cell::new(MAX_REPORT_BYTES),
+        hit: Cell::new(None),
+    };
+    let refused = RefCell::new(None);
+    // The buffer outside the bound: serde_json reads a byte at a time, the bound counts
+    // in buffers (so a report's bound is exact to within one buffer).
+    let reader = std::io::BufReader::with_capacity(
+        64 << 10,
+        Bounded {
+            inner: input,
+            budget: &budget,
+        },
+    );
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    let read = FileSeed {
+        merge,
+        budget: &budget,
+        refused: &refused,
+    }
+    .deserialize(&mut de)
+    .and_then(|found| de.end().map(|_| found));
+    *total += budget.pos.get();
+    let bounded = |help: String| {
+        Error::BadArgument {
+        what: format!("{name}: {help}"),
+        help: "merge the JSON reports of `memlint lint --k8s --shard I/N … --format json` runs; split a larger fleet into more shards, or merge fewer at once".to_string(),
+    }
+    };
+    if let Some(bound) = budget.hit.get() {
+        return Err(bounded(bound.describe()));
+    }
+    if let Some(why) = refused.into_inner() {
+        return Err(bounded(why));
+    }
+    match read {
+        Ok(true) => {}
+        Ok(false) => {
+            return Err(Error::BadArgument {
+                what: format!("{name} (no `reports` list)"),
+                help: "merge takes the JSON of `memlint lint --k8s … --format json`".to_string(),
+            })
+        }
+        Err(e) => {
+            return Err(Error::BadJson {
+                what: "the report".to_string(),
+                location: name,
+                source: e,
+            })
+        }
+    }
+    Ok(())
 }
 
 /// A report file, opened without blocking (a FIFO with no writer would block `open` itself)

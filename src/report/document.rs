@@ -322,7 +322,7 @@ impl Format for Junit {
             junit::write_unread(&mut out, &junit::Unread::of_view(v))?;
             return Ok(whole(out, Tally::default()));
         }
-        let (xml, tests, failures) = junit::suite_of_view(v, self.fail_on)?.into_parts();
+        let (xml, tests, failures) = junit::suite_of_view(v, self.fail_on, false)?.into_parts();
         Ok(whole(
             xml,
             Tally {

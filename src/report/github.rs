@@ -11,7 +11,7 @@ use std::io::{self, Write};
 /// then escaped as actions/toolkit does, so no line break or command comes from the image.
 pub fn write(w: &mut dyn Write, reports: &[LintReport]) -> io::Result<()> {
     for r in reports {
-        write_view(w, &View::of_lint(r, false))?;
+        write_view(w, &r.view())?;
     }
     Ok(())
 }

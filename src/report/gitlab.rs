@@ -28,7 +28,7 @@ pub fn render(reports: &[LintReport]) -> Value {
     Value::Array(
         reports
             .iter()
-            .flat_map(|r| issues_of_view(&View::of_lint(r, false), several))
+            .flat_map(|r| issues_of_view(&r.view(), several))
             .collect(),
     )
 }

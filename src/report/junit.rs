@@ -74,12 +74,18 @@ pub struct Suite {
 
 /// The suite of one report.
 pub fn suite_of(r: &LintReport, fail_on: FailOn) -> io::Result<Suite> {
-    suite_of_view(&View::of_lint(r, false), fail_on)
+    suite_of_view(&r.view(), fail_on, true)
 }
 
-/// The suite of one report's view.
-pub fn suite_of_view(v: &View, fail_on: FailOn) -> io::Result<Suite> {
-    let input = input_of(v, fail_on);
+/// The suite of one report's view; `reasons`: say why a rule could not decide (a live run's
+/// report of one image: the JSON of a fleet's reports has no reasons to give `merge`).
+pub fn suite_of_view(v: &View, fail_on: FailOn, reasons: bool) -> io::Result<Suite> {
+    let mut input = input_of(v, fail_on);
+    if !reasons {
+        for r in &mut input.results {
+            r.1 = None;
+        }
+    }
     let mut xml = Vec::new();
     write_suite(&mut xml, &input, fail_on)?;
     Ok(Suite {

@@ -8,6 +8,7 @@ use crate::judge::{self, Policy, Verdict};
 use crate::k8s::Container;
 use crate::locate::{self, DockerfileContext};
 use crate::report::inspect::InspectReport;
+use crate::report::model::{View, WorkloadDoc};
 use crate::rules::RuleResult;
 use crate::settings::{Date, ScopedIgnore, Settings};
 use serde::Serialize;
@@ -153,6 +154,40 @@ impl<'a> LintReport<'a> {
     /// The most severe finding, if any.
     pub fn worst(&self) -> Option<Severity> {
         self.findings.iter().map(|f| f.severity).max()
+    }
+
+    /// The view every format renders.
+    pub fn view(&self) -> View<'a> {
+        let libc = match &self.facts.libc.version {
+            Some(v) => format!("{} {v}", self.facts.libc.family),
+            None => self.facts.libc.family.to_string(),
+        };
+        View {
+            reference: self.image.reference.clone(),
+            name: self.image.name.clone(),
+            platform: self.image.platform.to_string(),
+            manifest_digest: self.image.manifest_digest.as_ref().map(ToString::to_string),
+            libc,
+            k8s: self.k8s.map(|c| WorkloadDoc::from(&c.workload)),
+            error: None,
+            findings: self.findings.clone(),
+            ignored: self.ignored.clone(),
+            baselined: self.baselined.clone(),
+            summary: self.summary(),
+            notes: self.notes.clone(),
+            rules: self
+                .results
+                .iter()
+                .map(|res| {
+                    (
+                        res.rule.id,
+                        res.outcome.undecided.as_ref().map(ToString::to_string),
+                    )
+                })
+                .collect(),
+            facts: Some(self.facts),
+            json: None,
+        }
     }
 
     /// The counts of the findings by severity, those past the cap included.

@@ -1,10 +1,9 @@
 //! The one report model: what every format renders of one image's (or container's) report,
-//! built from a live run ([`View::of_lint`]) or from memlint's JSON read back
+//! built from a live run (`LintReport::view`) or from memlint's JSON read back
 //! ([`View::of_doc`], `memlint merge`), and the typed JSON document that carries it both ways
 //! ([`ContainerDoc`]). A format renders a [`View`] and nothing else, so a merged report says
 //! what the unsharded run said.
 
-use super::lint::LintReport;
 use crate::facts::Facts;
 use crate::finding::{Finding, Severity};
 use schemars::JsonSchema;
@@ -342,9 +341,9 @@ pub struct View<'a> {
     pub baselined: Vec<Finding>,
     pub summary: Summary,
     pub notes: Vec<String>,
-    /// The rules that ran, each with why it could not decide when it could not (a live run of
-    /// one image only: a fleet's JSON keeps no reasons, so no format of a fleet shows them).
-    /// `-v` text and JUnit show the reasons.
+    /// The rules that ran, each with why it could not decide when it could not (a live run
+    /// only: the JSON keeps no reasons, so a document of many reports leaves them out of JUnit;
+    /// `-v` text, which `merge` has not, shows them).
     pub rules: Vec<(&'static str, Option<String>)>,
     /// The facts, for `-v` (a live run only).
     pub facts: Option<&'a Facts>,
@@ -353,40 +352,6 @@ pub struct View<'a> {
 }
 
 impl<'a> View<'a> {
-    /// The view of a live run's report. `fleet`: a container of `lint --k8s`, whose formats
-    /// show what its JSON carries and no more (but the facts of `-v`, which `merge` has not),
-    /// so that `merge` of its shards says the same.
-    pub fn of_lint(r: &LintReport<'a>, fleet: bool) -> View<'a> {
-        let libc = match &r.facts.libc.version {
-            Some(v) => format!("{} {v}", r.facts.libc.family),
-            None => r.facts.libc.family.to_string(),
-        };
-        View {
-            reference: r.image.reference.clone(),
-            name: r.image.name.clone(),
-            platform: r.image.platform.to_string(),
-            manifest_digest: r.image.manifest_digest.as_ref().map(ToString::to_string),
-            libc,
-            k8s: r.k8s.map(|c| WorkloadDoc::from(&c.workload)),
-            error: None,
-            findings: r.findings.clone(),
-            ignored: r.ignored.clone(),
-            baselined: r.baselined.clone(),
-            summary: r.summary(),
-            notes: r.notes.clone(),
-            rules: r
-                .results
-                .iter()
-                .map(|res| {
-                    let why = res.outcome.undecided.as_ref().filter(|_| !fleet);
-                    (res.rule.id, why.map(ToString::to_string))
-                })
-                .collect(),
-            facts: Some(r.facts),
-            json: None,
-        }
-    }
-
     /// The view of a report read back from JSON (`memlint merge`). Every rule of this
     /// memlint counts as run: the shards' `rules-version` pin is not in their JSON.
     pub fn of_doc(d: ContainerDoc) -> Result<View<'static>, String> {

@@ -51,7 +51,7 @@ impl Paint {
 /// config goes through [`line`] (or [`lines`] for a fix), so that it stays on its line and
 /// drives neither a terminal nor a CI runner.
 pub fn write(w: &mut dyn Write, r: &LintReport, o: TextOptions) -> io::Result<()> {
-    write_view(w, &View::of_lint(r, false), o)
+    write_view(w, &r.view(), o)
 }
 
 /// A container's section of a fleet's text report (`lint --k8s`, `merge`): its heading, then

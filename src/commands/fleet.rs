@@ -121,7 +121,7 @@ pub(crate) fn run(
         automation_id: sarif_automation_id(args.category.as_deref()),
         several: wanted.iter().map(|w| w.containers.len()).sum::<usize>() > 1,
     };
-    let formats: Vec<((LintFormat, bool), Box<dyn Format>)> = kinds
+    let formats: Vec<Renderer> = kinds
         .iter()
         .map(|&(f, c)| ((f, c), super::document_format(f, c, &doc)))
         .collect();
@@ -248,6 +248,9 @@ fn wanted_images(args: &LintArgs, all: Vec<Container>) -> Result<(Vec<Container>
     Ok((containers, wanted))
 }
 
+/// A format asked for, whether its text is in colour, and its renderer.
+type Renderer = ((LintFormat, bool), Box<dyn Format>);
+
 /// What every image's worker needs to lint and render its containers.
 struct Plan<'a> {
     containers: &'a [Container],
@@ -255,7 +258,7 @@ struct Plan<'a> {
     ctx: &'a ReportContext<'a>,
     /// The formats asked for (`--format`, each `-o`), each with whether its text is in
     /// colour, and its renderer.
-    formats: &'a [((LintFormat, bool), Box<dyn Format>)],
+    formats: &'a [Renderer],
     verbose: bool,
     image_lines: bool,
     /// The rules the run runs: only their baseline entries can be fixed.
@@ -395,8 +398,6 @@ fn order(a: &Container, b: &Container) -> std::cmp::Ordering {
     }
     key(a).cmp(&key(b))
 }
-
-/// `Deployment shop/api, container app (deploy.yaml:19)`.
 
 /// The manifests' reference as a registry reads it: `nginx` is `docker.io/library/nginx:latest`.
 pub(crate) fn normalise(reference: &str) -> String {

@@ -193,13 +193,13 @@ fn tally_fixed(
     tally
 }
 
+/// An image read, with its facts.
+type Loaded = (Image, Facts);
+
 /// Every image of the run, read with its facts, and those that could not be read (each
 /// reported on standard error as it fails); a single image that cannot be read is the run's
 /// error.
-fn read_images(
-    args: &LintArgs,
-    options: &sources::Options,
-) -> Result<(Vec<(Image, Facts)>, Vec<junit::Unread>)> {
+fn read_images(args: &LintArgs, options: &sources::Options) -> Result<(Vec<Loaded>, Vec<junit::Unread>)> {
     let mut loaded: Vec<(Image, Facts)> = Vec::new();
     // Images that could not be read (their reference and what failed), for the JUnit report.
     let mut unread: Vec<junit::Unread> = Vec::new();

@@ -263,7 +263,7 @@ pub struct ContainerDoc {
 #[allow(dead_code)]
 enum ReportFile {
     Many(ManyReports),
-    One(OneReport),
+    One(Box<OneReport>),
 }
 
 /// The reports of a fleet (`lint --k8s`, `merge`) or of an image's platforms.

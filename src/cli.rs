@@ -40,6 +40,23 @@ pub enum Command {
     Man(ManArgs),
     /// Join the JSON reports of `lint --k8s --shard` runs into one report
     Merge(MergeArgs),
+    /// Print the JSON Schema (draft 2020-12) of memlint's JSON reports or facts
+    Schema(SchemaArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SchemaArgs {
+    /// Which document: `report` (`lint --format json`, `merge`) or `facts` (`inspect --format
+    /// json`'s `facts`, as each report carries them)
+    #[arg(value_enum, value_name = "DOCUMENT")]
+    pub document: SchemaDocument,
+}
+
+/// The documents `memlint schema` describes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SchemaDocument {
+    Report,
+    Facts,
 }
 
 #[derive(Debug, clap::Args)]
@@ -82,7 +99,23 @@ pub enum MergeFormat {
     Text,
     Sarif,
     Github,
+    Gitlab,
     Junit,
+    // `html` joins here with the HTML report (issue #33 item 4).
+}
+
+impl MergeFormat {
+    /// The same format of `lint`: a merge renders as `lint --k8s` does.
+    pub fn as_lint(self) -> LintFormat {
+        match self {
+            MergeFormat::Json => LintFormat::Json,
+            MergeFormat::Text => LintFormat::Text,
+            MergeFormat::Sarif => LintFormat::Sarif,
+            MergeFormat::Github => LintFormat::Github,
+            MergeFormat::Gitlab => LintFormat::Gitlab,
+            MergeFormat::Junit => LintFormat::Junit,
+        }
+    }
 }
 
 #[derive(Debug, clap::Args)]

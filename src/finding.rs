@@ -6,7 +6,18 @@ use std::fmt;
 
 /// How bad a finding is. Ordered: a note is below a warning, a warning below an error.
 #[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize, clap::ValueEnum,
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+    clap::ValueEnum,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
@@ -32,7 +43,7 @@ impl fmt::Display for Severity {
 }
 
 /// The least severity that fails a run (`--fail-on`, `fail-on` in `.memlint.toml`), or never.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum FailOn {
     Error,
@@ -122,6 +133,15 @@ impl fmt::Display for Evidence {
     }
 }
 
+impl schemars::JsonSchema for Evidence {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Evidence".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "string" })
+    }
+}
+
 impl Serialize for Evidence {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(&self.text)
@@ -188,7 +208,7 @@ pub struct Finding {
 }
 
 /// A place in the repository: a Dockerfile and a line range.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Location {
     /// Repository-relative path, `/`-separated.
     pub path: String,

@@ -46,6 +46,7 @@ fn lint(dir: &Path, stand_ins: &[(&str, &str)], extra: &[&str]) -> (Option<i32>,
     let out = memlint_in(dir, &args);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("JSON ({e}): {stderr}"));
+    common::assert_valid_report(&v);
     (out.status.code(), v, stderr)
 }
 
@@ -490,7 +491,7 @@ fn an_image_without_k8s_is_known_by_its_repository() {
     let rebuilt = rebuilt_with_a_layer_below(&api, &d.join("demo"));
     let out = memlint_in(d, &["lint", "--baseline", "b.json", "--format", "json", &rebuilt]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = common::valid_report(&out.stdout);
     assert_eq!(v["summary"]["baselined"], 1);
     assert_eq!(v["baselined"][0]["rule"], "ld-preload-missing");
     assert_eq!(v["findings"], json!([]));

@@ -262,10 +262,7 @@ reason = "matches nothing"
     .unwrap();
     let (v, code) = {
         let o = memlint_in(dir.path(), &["lint", "--format", "json", &image]);
-        (
-            serde_json::from_slice::<Value>(&o.stdout).unwrap(),
-            o.status.code(),
-        )
+        (common::valid_report(&o.stdout), o.status.code())
     };
     assert_eq!(code, Some(0), "only a note is left");
     assert_eq!(v["findings"][0]["rule"], "dotnet-glibc-allocator");
@@ -297,7 +294,7 @@ reason = "matches nothing"
     fs::write(dir.path().join(".memlint.toml"), expired).unwrap();
     let o = memlint_in(dir.path(), &["lint", "--format", "json", &image]);
     assert_eq!(o.status.code(), Some(1));
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v = common::valid_report(&o.stdout);
     let f = v["findings"]
         .as_array()
         .unwrap()
@@ -381,7 +378,7 @@ reason = "only in the evidence words"
     )
     .unwrap();
     let o = memlint_in(dir.path(), &["lint", "--format", "json", &image]);
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v = common::valid_report(&o.stdout);
     let rules = |key: &str| -> Vec<String> {
         v[key]
             .as_array()

@@ -27,14 +27,20 @@ fn memlint_stdin(dir: &Path, args: &[&str], stdin: &str) -> Output {
     child.wait_with_output().unwrap()
 }
 
+/// The JSON on standard output; a report of memlint (a list of reports, or one with findings)
+/// is checked against the published schema.
 fn json_of(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "JSON ({e}): {}\n{}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         )
-    })
+    });
+    if v.get("reports").is_some() || v.get("findings").is_some() {
+        common::assert_valid_report(&v);
+    }
+    v
 }
 
 /// `memlint lint --k8s MANIFEST --image STAND_IN… --format json --fail-on never` in `dir`, which
@@ -518,7 +524,7 @@ fn shards_cover_every_image_once_and_merge_gives_the_unsharded_report() {
         args.extend_from_slice(extra);
         let o = memlint_in(dir.path(), &args);
         assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
-        serde_json::from_slice::<Value>(&std::fs::read(dir.path().join(out)).unwrap()).unwrap()
+        common::valid_report(&std::fs::read(dir.path().join(out)).unwrap())
     };
     let whole = run(&["--parallel", "3"], "whole.json");
     assert_eq!(whole["reports"].as_array().unwrap().len(), 6);

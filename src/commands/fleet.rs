@@ -10,11 +10,11 @@ use crate::image::Image;
 use crate::k8s::{self, Container, Input};
 use crate::locate::DockerfileContext;
 use crate::reference::Reference;
+use crate::report::document::{self, Format, Part};
 use crate::report::lint::{LintReport, ReportContext};
-use crate::report::sarif;
-use crate::report::spool::{Chunk, Spool, Spooled};
-use crate::report::text::{self, TextOptions};
-use crate::report::{github, gitlab, html, junit, write_json_at, JsonArray};
+use crate::report::model::{ReadFailure, View, WorkloadDoc};
+use crate::report::spool::Spool;
+use crate::report::text::TextOptions;
 use crate::rules;
 use crate::settings::{self, Settings};
 use crate::sources::{self, ConfigInterests, ProgressMode};
@@ -84,13 +84,116 @@ pub(crate) fn run(
             )));
         }
     }
+    let (containers, wanted) = wanted_images(args, manifests.containers)?;
+    if containers.is_empty() {
+        super::eprint_line("memlint: the manifests run no containers (kinds memlint lints: Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, List)");
+    }
+    let parallel = args
+        .parallel
+        .unwrap_or(DEFAULT_PARALLEL)
+        .max(1)
+        .min(wanted.len().max(1));
+    // Layer progress bars of several images at once would tangle: one line per image instead.
+    if parallel > 1 || options.progress == ProgressMode::Lines {
+        options.progress = ProgressMode::Off;
+    }
+    let ctx = ReportContext {
+        settings,
+        dockerfile: df_ctx,
+        artifact: &args.sarif_artifact,
+        today: settings::today(),
+        in_source: &[],
+        baseline,
+        workload: None,
+    };
+    let rules_run = super::baseline::rules_run(settings.rules_version.as_ref());
+    let mut kinds: Vec<(LintFormat, bool)> = vec![(args.format, color && args.format == LintFormat::Text)];
+    kinds.extend(args.outputs.iter().map(|(f, _)| (*f, false)));
+    kinds.dedup();
+    let doc = super::DocumentOptions {
+        fail_on,
+        text: TextOptions {
+            color: false,
+            quiet: args.quiet,
+            verbose: args.verbose,
+            show_ignored: args.show_ignored,
+        },
+        automation_id: sarif_automation_id(args.category.as_deref()),
+        several: wanted.iter().map(|w| w.containers.len()).sum::<usize>() > 1,
+    };
+    let formats: Vec<Renderer> = kinds
+        .iter()
+        .map(|&(f, c)| ((f, c), super::document_format(f, c, &doc)))
+        .collect();
+    let plan = Plan {
+        containers: &containers,
+        files: &files,
+        ctx: &ctx,
+        formats: &formats,
+        verbose: args.verbose,
+        image_lines: !args.quiet,
+        rules_run: &rules_run,
+        keep_seen: baseline.is_some() || baseline_options.write.is_some(),
+    };
+    let spool = Mutex::new(Spool::new().map_err(|e| Error::Output {
+        path: "a temporary file (TMPDIR) for the rendered reports".to_string(),
+        source: e,
+    })?);
+    let (mut rendered, unread) = lint_images(&wanted, &plan, &options, parallel, &spool);
+    for u in &unread {
+        rendered.push(plan.render_unread(u, &spool).map_err(|e| Error::Output {
+            path: "a temporary file (TMPDIR) for the rendered reports".to_string(),
+            source: e,
+        })?);
+    }
+    let spooled = spool
+        .into_inner()
+        .map_err(|_| std::io::Error::other("a worker stopped while it wrote its reports"))
+        .and_then(Spool::finish)
+        .map_err(|e| Error::Output {
+            path: "a temporary file (TMPDIR) for the rendered reports".to_string(),
+            source: e,
+        })?;
+    rendered.sort_by(|a, b| order(&containers[a.container], &containers[b.container]));
+    let render = |format: LintFormat, color: bool, w: &mut dyn Write| -> std::io::Result<()> {
+        let i = formats
+            .iter()
+            .position(|(k, _)| *k == (format, color))
+            .or_else(|| formats.iter().position(|((f, _), _)| *f == format))
+            .ok_or_else(|| std::io::Error::other("a format that was not rendered"))?;
+        let parts: Vec<&Part> = rendered.iter().filter_map(|r| r.parts.get(i)).collect();
+        formats[i].1.write(w, &parts, &spooled)
+    };
+    super::emit_formats(args.output.as_deref(), args.format, &args.outputs, color, render)?;
+    let worst = rendered.iter().filter_map(|r| r.worst).max();
+    let mut tally = super::baseline::Tally::default();
+    for r in rendered {
+        if let Some((subject, seen, ignored, baselined)) = r.baseline {
+            tally.add(&subject, &seen, &ignored, baselined);
+        }
+    }
+    super::baseline::finish(baseline_options, baseline, tally, &rules_run, args.quiet)?;
+    if !unread.is_empty() {
+        let mut failed: Vec<&str> = unread.iter().map(|u| u.failure.source.as_str()).collect();
+        failed.sort_unstable();
+        failed.dedup();
+        super::eprint_line(&line(&format!(
+            "memlint: {} container(s) not linted: their image could not be read ({})",
+            unread.len(),
+            failed.join(", ")
+        )));
+        return Ok(ExitCode::from(2));
+    }
+    Ok(super::exit_for(fail_on, worst))
+}
+
+/// The containers to lint (those running the images asked for, if any) and the distinct
+/// images they run, each with where it is read from (its `--image` stand-in, else the
+/// registry), in this shard.
+fn wanted_images(args: &LintArgs, all: Vec<Container>) -> Result<(Vec<Container>, Vec<Wanted>)> {
     // Each container with the reference a registry reads for its image: the manifests, the
     // --image stand-ins and the image arguments are matched by it.
-    let keyed: Vec<(String, Container)> = manifests
-        .containers
-        .into_iter()
-        .map(|c| (normalise(&c.image), c))
-        .collect();
+    let keyed: Vec<(String, Container)> = all.into_iter().map(|c| (normalise(&c.image), c)).collect();
     let stand_ins: Vec<(String, &str)> = args
         .image_map
         .iter()
@@ -142,151 +245,22 @@ pub(crate) fn run(
     if let Some(shard) = args.shard {
         wanted.retain(|w| in_shard(&w.key, shard));
     }
-    if containers.is_empty() {
-        super::eprint_line("memlint: the manifests run no containers (kinds memlint lints: Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, List)");
-    }
-    let parallel = args
-        .parallel
-        .unwrap_or(DEFAULT_PARALLEL)
-        .max(1)
-        .min(wanted.len().max(1));
-    // Layer progress bars of several images at once would tangle: one line per image instead.
-    if parallel > 1 || options.progress == ProgressMode::Lines {
-        options.progress = ProgressMode::Off;
-    }
-    let ctx = ReportContext {
-        settings,
-        dockerfile: df_ctx,
-        artifact: &args.sarif_artifact,
-        today: settings::today(),
-        in_source: &[],
-        baseline,
-        workload: None,
-    };
-    let rules_run = super::baseline::rules_run(settings.rules_version.as_ref());
-    let mut formats: Vec<(LintFormat, bool)> = vec![(args.format, color && args.format == LintFormat::Text)];
-    formats.extend(args.outputs.iter().map(|(f, _)| (*f, false)));
-    let plan = Plan {
-        containers: &containers,
-        files: &files,
-        ctx: &ctx,
-        formats: &formats,
-        several: wanted.iter().map(|w| w.containers.len()).sum::<usize>() > 1,
-        text_options: TextOptions {
-            color: false,
-            quiet: args.quiet,
-            verbose: args.verbose,
-            show_ignored: args.show_ignored,
-        },
-        fail_on,
-        image_lines: !args.quiet,
-        single_properties: Mutex::new(None),
-        rules_run: &rules_run,
-        keep_seen: baseline.is_some() || baseline_options.write.is_some(),
-    };
-    let spool = Mutex::new(Spool::new().map_err(|e| Error::Output {
-        path: "a temporary file (TMPDIR) for the rendered reports".to_string(),
-        source: e,
-    })?);
-    let (mut rendered, mut unread) = lint_images(&wanted, &plan, &options, parallel, &spool);
-    let spooled = spool
-        .into_inner()
-        .map_err(|_| std::io::Error::other("a worker stopped while it wrote its reports"))
-        .and_then(Spool::finish)
-        .map_err(|e| Error::Output {
-            path: "a temporary file (TMPDIR) for the rendered reports".to_string(),
-            source: e,
-        })?;
-    rendered.sort_by(|a, b| order(&containers[a.container], &containers[b.container]));
-    unread.sort_by(|a, b| order(&containers[a.container], &containers[b.container]));
-    let single_properties = plan.single_properties.lock().ok().and_then(|mut p| p.take());
-    let out = Outputs {
-        rendered: &rendered,
-        unread: &unread,
-        containers: &containers,
-        spooled: &spooled,
-    };
-
-    let render = |format: LintFormat, color: bool, w: &mut dyn Write| -> std::io::Result<()> {
-        match format {
-            LintFormat::Json => out.json(w, fail_on),
-            LintFormat::Text => out.text(w, color, args.quiet),
-            LintFormat::Sarif => {
-                let id = sarif::automation_id(args.category.as_deref(), "memlint/k8s");
-                let mut s = sarif::SarifWriter::start(w, &id)?;
-                for r in &rendered {
-                    let Some(pieces) = &r.sarif else { continue };
-                    s.note_report(|| single_properties.clone().unwrap_or_default());
-                    let bytes = spooled.read(pieces.chunk)?;
-                    for result in pieces.split(&bytes) {
-                        s.rendered(result)?;
-                    }
-                }
-                s.finish()
-            }
-            LintFormat::Github => {
-                for r in &rendered {
-                    if let Some(g) = r.github {
-                        spooled.copy(g, w)?;
-                    }
-                }
-                Ok(())
-            }
-            LintFormat::Gitlab => {
-                w.write_all(b"[")?;
-                let mut issues = JsonArray::new(0);
-                for r in &rendered {
-                    let Some(pieces) = &r.gitlab else { continue };
-                    let bytes = spooled.read(pieces.chunk)?;
-                    for issue in pieces.split(&bytes) {
-                        issues.next(w)?;
-                        w.write_all(issue)?;
-                    }
-                }
-                issues.end(w)?;
-                w.write_all(b"\n")
-            }
-            LintFormat::Junit => out.junit(w),
-            LintFormat::Html => out.html(w, fail_on),
-        }
-    };
-    super::emit_formats(args.output.as_deref(), args.format, &args.outputs, color, render)?;
-    let worst = rendered.iter().filter_map(|r| r.worst).max();
-    let mut tally = super::baseline::Tally::default();
-    for r in rendered {
-        if let Some((subject, seen, ignored, baselined)) = r.baseline {
-            tally.add(&subject, &seen, &ignored, baselined);
-        }
-    }
-    super::baseline::finish(baseline_options, baseline, tally, &rules_run, args.quiet)?;
-    if !unread.is_empty() {
-        let mut failed: Vec<&str> = unread.iter().map(|u| u.failure.source.as_str()).collect();
-        failed.sort_unstable();
-        failed.dedup();
-        super::eprint_line(&line(&format!(
-            "memlint: {} container(s) not linted: their image could not be read ({})",
-            unread.len(),
-            failed.join(", ")
-        )));
-        return Ok(ExitCode::from(2));
-    }
-    Ok(super::exit_for(fail_on, worst))
+    Ok((containers, wanted))
 }
+
+/// A format asked for, whether its text is in colour, and its renderer.
+type Renderer = ((LintFormat, bool), Box<dyn Format>);
 
 /// What every image's worker needs to lint and render its containers.
 struct Plan<'a> {
     containers: &'a [Container],
     files: &'a BTreeMap<String, ManifestFile>,
     ctx: &'a ReportContext<'a>,
-    /// The formats asked for (`--format`, each `-o`), and whether that text is in colour.
-    formats: &'a [(LintFormat, bool)],
-    /// More than one report in the run (SARIF categories, GitLab fingerprints).
-    several: bool,
-    text_options: TextOptions,
-    fail_on: FailOn,
+    /// The formats asked for (`--format`, each `-o`), each with whether its text is in
+    /// colour, and its renderer.
+    formats: &'a [Renderer],
+    verbose: bool,
     image_lines: bool,
-    /// The SARIF run's properties should the fleet have one container (its image).
-    single_properties: Mutex<Option<serde_json::Value>>,
     /// The rules the run runs: only their baseline entries can be fixed.
     rules_run: &'a std::collections::HashSet<&'static str>,
     /// Each container's findings are kept for the baseline (`--baseline`, `--write-baseline`).
@@ -299,18 +273,9 @@ struct Plan<'a> {
 /// lies in the spool.
 struct Rendered {
     container: usize,
-    json: Option<Chunk>,
-    /// Text, plain and in colour.
-    text: [Option<Chunk>; 2],
-    sarif: Option<Pieces>,
-    github: Option<Chunk>,
-    gitlab: Option<Pieces>,
-    /// The suite, its tests and its failing rules.
-    junit: Option<(Chunk, usize, usize)>,
-    /// The container's section of the HTML page, and what the page's summary needs of it.
-    html: Option<(Chunk, html::Tally)>,
+    /// Its part of each format's document, as `Plan::formats` lists them.
+    parts: Vec<Part>,
     worst: Option<crate::finding::Severity>,
-    counts: [usize; 3],
     /// For the baseline: the container's subject, its findings no ignore hides (before the
     /// cap), the fingerprints of those an ignore hides, and how many the baseline holds.
     baseline: Option<BaselineTally>,
@@ -323,30 +288,9 @@ type BaselineTally = (
     usize,
 );
 
-/// Elements of a JSON array (SARIF results, Code Quality issues) spooled together: the run
-/// caps them one by one.
-struct Pieces {
-    chunk: Chunk,
-    lens: Vec<u32>,
-}
-
-impl Pieces {
-    fn split<'b>(&self, bytes: &'b [u8]) -> impl Iterator<Item = &'b [u8]> + use<'b, '_> {
-        self.lens.iter().scan(0usize, move |at, &len| {
-            let start = *at;
-            *at = (start + len as usize).min(bytes.len());
-            bytes.get(start..*at)
-        })
-    }
-}
-
-/// Elements rendered apart, to spool as one piece.
-fn joined(elements: Vec<Vec<u8>>) -> std::io::Result<(Vec<u8>, Vec<u32>)> {
-    let lens = elements
-        .iter()
-        .map(|e| u32::try_from(e.len()).map_err(std::io::Error::other))
-        .collect::<std::io::Result<Vec<u32>>>()?;
-    Ok((elements.concat(), lens))
+/// The `automationDetails.id` of a fleet's SARIF run (and of its merge).
+pub(crate) fn sarif_automation_id(category: Option<&str>) -> String {
+    crate::report::sarif::automation_id(category, "memlint/k8s")
 }
 
 impl Plan<'_> {
@@ -357,7 +301,6 @@ impl Plan<'_> {
         shared: &facts::PerImage,
         spool: &Mutex<Spool>,
     ) -> std::io::Result<Rendered> {
-        use crate::finding::Severity;
         let c = &self.containers[ci];
         let f = facts::derive_for(image, Some(c), shared);
         let artifact = self
@@ -386,107 +329,19 @@ impl Plan<'_> {
             &r.ignored_fingerprints,
             self.rules_run,
         );
-        let wants = |format: LintFormat| self.formats.iter().any(|(f, _)| *f == format);
-        let json = if wants(LintFormat::Json) {
-            let mut out = Vec::new();
-            write_json_at(&mut out, &r.json(), 2)?;
-            Some(out)
-        } else {
-            None
-        };
-        let mut text_parts: [Option<Vec<u8>>; 2] = [None, None];
-        for (format, color) in self.formats {
-            if *format == LintFormat::Text && text_parts[usize::from(*color)].is_none() {
-                let mut out = Vec::new();
-                writeln!(out, "== {}", line(&describe(c)))?;
-                text::write(
-                    &mut out,
-                    &r,
-                    TextOptions {
-                        color: *color,
-                        ..self.text_options
-                    },
-                )?;
-                text_parts[usize::from(*color)] = Some(out);
-            }
+        let mut view = r.view();
+        if self.formats.iter().any(|((f, _), _)| *f == LintFormat::Json) {
+            view.json = Some(r.json());
         }
-        let github = if wants(LintFormat::Github) {
-            let mut out = Vec::new();
-            github::write(&mut out, std::slice::from_ref(&r))?;
-            Some(out)
-        } else {
-            None
-        };
-        let junit = if wants(LintFormat::Junit) {
-            Some(junit::suite_of(&r, self.fail_on)?.into_parts())
-        } else {
-            None
-        };
-        let sarif = if wants(LintFormat::Sarif) {
-            if let Ok(mut p) = self.single_properties.lock() {
-                if p.is_none() {
-                    *p = Some(sarif::run_properties(&r));
-                }
-            }
-            let subject = sarif::Subject::of(&r);
-            Some(joined(sarif::rendered_results(
-                &subject,
-                r.findings.iter().chain(&r.ignored).chain(&r.baselined),
-            )?)?)
-        } else {
-            None
-        };
-        let gitlab = if wants(LintFormat::Gitlab) {
-            let issues = gitlab::issues_of(&r, self.several)
-                .iter()
-                .map(|i| {
-                    let mut out = Vec::new();
-                    write_json_at(&mut out, i, 1).map(|_| out)
-                })
-                .collect::<std::io::Result<Vec<Vec<u8>>>>()?;
-            Some(joined(issues)?)
-        } else {
-            None
-        };
-        let html = if wants(LintFormat::Html) {
-            let mut out = Vec::new();
-            let tally = html::section(&mut out, &r, ci)?;
-            Some((out, tally))
-        } else {
-            None
-        };
-        let mut spool = spool
-            .lock()
-            .map_err(|_| std::io::Error::other("another worker stopped while it wrote its reports"))?;
-        let mut put = |bytes: Option<Vec<u8>>| bytes.map(|b| spool.put(&b)).transpose();
-        let [plain, colour] = text_parts;
+        if self.formats.iter().any(|((f, _), _)| *f == LintFormat::Html) {
+            let mut section = Vec::new();
+            let tally = crate::report::html::section(&mut section, &r, ci)?;
+            view.html = Some((section, tally));
+        }
+        let parts = self.spool_parts(&view, spool)?;
         Ok(Rendered {
             container: ci,
-            json: put(json)?,
-            text: [put(plain)?, put(colour)?],
-            github: put(github)?,
-            sarif: match sarif {
-                Some((bytes, lens)) => Some(Pieces {
-                    chunk: spool.put(&bytes)?,
-                    lens,
-                }),
-                None => None,
-            },
-            gitlab: match gitlab {
-                Some((bytes, lens)) => Some(Pieces {
-                    chunk: spool.put(&bytes)?,
-                    lens,
-                }),
-                None => None,
-            },
-            junit: match junit {
-                Some((xml, tests, failures)) => Some((spool.put(&xml)?, tests, failures)),
-                None => None,
-            },
-            html: match html {
-                Some((page, tally)) => Some((spool.put(&page)?, tally)),
-                None => None,
-            },
+            parts,
             worst: r.worst(),
             baseline: self.keep_seen.then(|| {
                 (
@@ -496,12 +351,39 @@ impl Plan<'_> {
                     r.baselined_count(),
                 )
             }),
-            counts: [
-                r.count(Severity::Error),
-                r.count(Severity::Warning),
-                r.count(Severity::Note),
-            ],
         })
+    }
+
+    /// The report of a container whose image could not be read.
+    fn render_unread(&self, u: &Unread, spool: &Mutex<Spool>) -> std::io::Result<Rendered> {
+        let c = &self.containers[u.container];
+        let view = View::unread(
+            WorkloadDoc::from(&c.workload),
+            u.failure.source.clone(),
+            ReadFailure {
+                code: u.failure.code.clone(),
+                message: u.failure.message.clone(),
+            },
+        );
+        Ok(Rendered {
+            container: u.container,
+            parts: self.spool_parts(&view, spool)?,
+            worst: None,
+            baseline: None,
+        })
+    }
+
+    /// The view rendered in every format asked for, and spooled.
+    fn spool_parts(&self, view: &View, spool: &Mutex<Spool>) -> std::io::Result<Vec<Part>> {
+        let pieces = self
+            .formats
+            .iter()
+            .map(|(_, f)| f.render(view))
+            .collect::<std::io::Result<Vec<_>>>()?;
+        let mut spool = spool
+            .lock()
+            .map_err(|_| std::io::Error::other("another worker stopped while it wrote its reports"))?;
+        document::spool(&mut spool, pieces)
     }
 }
 
@@ -520,25 +402,6 @@ fn order(a: &Container, b: &Container) -> std::cmp::Ordering {
         )
     }
     key(a).cmp(&key(b))
-}
-
-/// `Deployment shop/api, container app (deploy.yaml:19)`.
-fn describe(c: &Container) -> String {
-    let w = &c.workload;
-    let ns = w
-        .namespace
-        .as_deref()
-        .map(|n| format!("{n}/"))
-        .unwrap_or_default();
-    format!(
-        "{} {ns}{}, {}container {} ({}:{})",
-        w.kind,
-        w.name,
-        if w.init { "init " } else { "" },
-        w.container,
-        w.file,
-        w.line
-    )
 }
 
 /// The manifests' reference as a registry reads it: `nginx` is `docker.io/library/nginx:latest`.
@@ -869,7 +732,7 @@ fn lint_images(
                     Ok(image) => {
                         // As `lint -v` of one image: how many layers were read, how many the
                         // cache served (shared base layers are read once per run).
-                        if plan.text_options.verbose {
+                        if plan.verbose {
                             if let Some(summary) = image.cache_summary(opts.cache.as_deref().map(|c| c.dir()))
                             {
                                 super::eprint_line(&line(&summary));
@@ -936,230 +799,6 @@ fn lint_images(
         }
     });
     done.into_inner().unwrap_or_default()
-}
-
-/// The fleet's reports, rendered and spooled, in manifest order, and the containers whose image
-/// could not be read.
-struct Outputs<'a> {
-    rendered: &'a [Rendered],
-    unread: &'a [Unread],
-    containers: &'a [Container],
-    spooled: &'a Spooled,
-}
-
-/// A container's place in the reports.
-enum Entry<'a> {
-    Linted(&'a Rendered),
-    Unread(&'a Unread),
-}
-
-impl Outputs<'_> {
-    /// Every container in manifest order, linted or not.
-    fn entries(&self) -> Vec<(&Container, Entry<'_>)> {
-        let mut all: Vec<(&Container, Entry)> = self
-            .rendered
-            .iter()
-            .map(|r| (&self.containers[r.container], Entry::Linted(r)))
-            .chain(
-                self.unread
-                    .iter()
-                    .map(|u| (&self.containers[u.container], Entry::Unread(u))),
-            )
-            .collect();
-        all.sort_by(|a, b| order(a.0, b.0));
-        all
-    }
-
-    /// `{"reports": [...], "fail_on": ...}`: each report with its `k8s` workload; a container
-    /// whose image could not be read has its `error` instead of findings. Written a report at a
-    /// time, as serde_json writes the whole document.
-    fn json(&self, w: &mut dyn Write, fail_on: FailOn) -> std::io::Result<()> {
-        w.write_all(b"{\n  \"fail_on\": ")?;
-        write_json_at(w, fail_on.as_str(), 1)?;
-        w.write_all(b",\n  \"reports\": [")?;
-        let mut reports = JsonArray::new(1);
-        for (c, entry) in self.entries() {
-            reports.next(w)?;
-            match entry {
-                Entry::Linted(r) => {
-                    if let Some(chunk) = r.json {
-                        self.spooled.copy(chunk, w)?;
-                    }
-                }
-                Entry::Unread(u) => write_json_at(
-                    w,
-                    &serde_json::json!({
-                        "k8s": c.workload,
-                        "reference": u.failure.source,
-                        "error": {"code": u.failure.code, "message": u.failure.message},
-                    }),
-                    2,
-                )?,
-            }
-        }
-        reports.end(w)?;
-        w.write_all(b"\n}\n")
-    }
-
-    /// Findings grouped by workload and container, in manifest order, then a summary table.
-    fn text(&self, w: &mut dyn Write, color: bool, quiet: bool) -> std::io::Result<()> {
-        let entries = self.entries();
-        let mut table = Table::default();
-        for (c, entry) in &entries {
-            match entry {
-                Entry::Linted(r) => {
-                    if let Some(t) = r.text[usize::from(color)].or(r.text[0]) {
-                        self.spooled.copy(t, w)?;
-                    }
-                }
-                Entry::Unread(u) => {
-                    writeln!(w, "== {}", line(&describe(c)))?;
-                    writeln!(
-                        w,
-                        "error: the image {} could not be read: {}",
-                        line(&u.failure.source),
-                        line(&u.failure.message)
-                    )?;
-                }
-            }
-            writeln!(w)?;
-            table.measure(&row(c, entry));
-        }
-        if quiet {
-            return Ok(());
-        }
-        table.head(w)?;
-        for (c, entry) in &entries {
-            table.row(w, &row(c, entry))?;
-        }
-        Ok(())
-    }
-
-    /// The JUnit document: each container's suite in manifest order, then those whose image
-    /// could not be read.
-    fn junit(&self, w: &mut dyn Write) -> std::io::Result<()> {
-        let entries = self.entries();
-        let suites = || {
-            entries.iter().filter_map(|(_, e)| match e {
-                Entry::Linted(r) => r.junit,
-                Entry::Unread(_) => None,
-            })
-        };
-        let tests: usize = suites().map(|s| s.1).sum::<usize>() + self.unread.len();
-        let failures: usize = suites().map(|s| s.2).sum();
-        junit::write_head(w, tests, failures, self.unread.len())?;
-        for (chunk, _, _) in suites() {
-            self.spooled.copy(chunk, w)?;
-        }
-        for (c, entry) in &entries {
-            if let Entry::Unread(u) = entry {
-                junit::write_unread(
-                    w,
-                    &junit::Unread {
-                        reference: format!("{} ({})", u.failure.source, describe(c)),
-                        code: u.failure.code.clone(),
-                        message: u.failure.message.clone(),
-                    },
-                )?;
-            }
-        }
-        junit::write_tail(w)
-    }
-
-    /// The HTML page: its summary from each container's tally, then the spooled sections in
-    /// manifest order.
-    fn html(&self, w: &mut dyn Write, fail_on: FailOn) -> std::io::Result<()> {
-        let entries = self.entries();
-        let mut tallies = Vec::new();
-        let mut unread = Vec::new();
-        for (c, entry) in &entries {
-            match entry {
-                Entry::Linted(r) => tallies.extend(r.html.as_ref().map(|(_, t)| t.clone())),
-                Entry::Unread(u) => unread.push(html::Unread {
-                    what: format!("{} ({})", describe(c), u.failure.source),
-                    why: u.failure.message.clone(),
-                }),
-            }
-        }
-        let options = html::HtmlOptions {
-            title: "memlint lint --k8s",
-            fail_on,
-        };
-        html::start(w, &tallies, &unread, &options)?;
-        for (_, entry) in &entries {
-            if let Entry::Linted(Rendered {
-                html: Some((chunk, _)),
-                ..
-            }) = entry
-            {
-                self.spooled.copy(*chunk, w)?;
-            }
-        }
-        html::finish(w)
-    }
-}
-
-/// A container's row of the summary table.
-fn row(c: &Container, entry: &Entry) -> [String; 6] {
-    let counts = match entry {
-        Entry::Linted(r) => r.counts.map(|n| n.to_string()),
-        Entry::Unread(_) => ["unread".to_string(), "-".to_string(), "-".to_string()],
-    };
-    let [e, wn, n] = counts;
-    [
-        format!("{} {}", c.workload.kind, c.workload.name),
-        c.workload.container.clone(),
-        c.image.clone(),
-        e,
-        wn,
-        n,
-    ]
-}
-
-/// The summary table (workload, container, image, findings by severity), written row by row: each row measured first, then written, so that the
-/// rows need not be kept (they are made again from what each report kept).
-#[derive(Default)]
-pub(crate) struct Table {
-    width: [usize; 6],
-}
-
-impl Table {
-    const HEAD: [&'static str; 6] = ["WORKLOAD", "CONTAINER", "IMAGE", "ERRORS", "WARNINGS", "NOTES"];
-
-    pub(crate) fn measure(&mut self, row: &[String; 6]) {
-        for (i, c) in row.iter().enumerate() {
-            self.width[i] = self.width[i].max(line(c).chars().count());
-        }
-    }
-
-    pub(crate) fn head(&mut self, w: &mut dyn Write) -> std::io::Result<()> {
-        let head = Self::HEAD.map(str::to_string);
-        self.measure(&head);
-        self.print(w, &head)
-    }
-
-    pub(crate) fn row(&self, w: &mut dyn Write, row: &[String; 6]) -> std::io::Result<()> {
-        self.print(w, row)
-    }
-
-    fn print(&self, w: &mut dyn Write, cells: &[String; 6]) -> std::io::Result<()> {
-        let mut out = String::new();
-        for (i, c) in cells.iter().enumerate() {
-            let c = line(c);
-            let pad = self.width[i].saturating_sub(c.chars().count());
-            if i >= 3 {
-                out.push_str(&" ".repeat(pad));
-                out.push_str(&c);
-            } else {
-                out.push_str(&c);
-                out.push_str(&" ".repeat(pad));
-            }
-            if i < 5 {
-                out.push_str("  ");
-            }
-        }
-        writeln!(w, "{}", out.trim_end())
-    }
 }
 
 #[cfg(test)]

@@ -8,6 +8,23 @@ use crate::report::inspect::{list_paths, InspectReport};
 use crate::sources;
 use std::process::ExitCode;
 
+/// A JSON document with the contract's version first.
+#[derive(serde::Serialize)]
+struct Versioned<'a, T: serde::Serialize> {
+    schema_version: &'static str,
+    #[serde(flatten)]
+    doc: &'a T,
+}
+
+impl<'a, T: serde::Serialize> Versioned<'a, T> {
+    fn new(doc: &'a T) -> Self {
+        Versioned {
+            schema_version: crate::report::model::SCHEMA_VERSION,
+            doc,
+        }
+    }
+}
+
 pub fn run(args: InspectArgs) -> Result<ExitCode> {
     let reference = Reference::parse(&args.image)?;
     let stdin_taken_by = (args.image == "docker-archive:-").then_some("an image (docker-archive:-)");
@@ -45,7 +62,7 @@ pub fn run(args: InspectArgs) -> Result<ExitCode> {
         match args.format {
             Format::Json => {
                 report.files.paths = report.paths.take();
-                crate::untrusted::write_json(w, &report)
+                crate::untrusted::write_json(w, &Versioned::new(&report))
             }
             Format::Text => report.write_text(w),
         }

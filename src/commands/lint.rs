@@ -57,29 +57,7 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
     let baseline = super::baseline::start(&baseline_options)?;
     let dockerfile = read_dockerfile(args.dockerfile.as_deref())?;
     let df_path = dockerfile.as_ref().map(|(p, _)| p.clone()).unwrap_or_default();
-    let df_ctx = match &dockerfile {
-        Some((_, d)) => {
-            let ctx = DockerfileContext::new(d, &df_path, args.target.as_deref());
-            if ctx.is_none() {
-                return Err(Error::BadArgument {
-                    what: match &args.target {
-                        Some(t) => format!("--target `{t}`"),
-                        None => "the Dockerfile".to_string(),
-                    },
-                    help: format!(
-                        "the Dockerfile's stages are: {}",
-                        d.stages
-                            .iter()
-                            .map(|s| s.name.clone().unwrap_or_else(|| s.base.clone()))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                });
-            }
-            ctx
-        }
-        None => None,
-    };
+    let df_ctx = dockerfile_context(dockerfile.as_ref(), &df_path, args.target.as_deref())?;
     let fail_on = args.fail_on.or(settings.fail_on).unwrap_or(FailOn::Warning);
     let stdin_taken_by = if args.k8s.iter().any(|p| p.as_os_str() == "-") {
         Some("the manifests (--k8s -)")
@@ -119,41 +97,8 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
     }
 
     // Read every image first; one that cannot be read is reported and the others go on.
-    let mut loaded: Vec<(Image, Facts)> = Vec::new();
-    let mut failed = false;
-    // Images that could not be read (their reference and what failed), for the JUnit report.
-    let mut unread: Vec<junit::Unread> = Vec::new();
-    for reference_text in &args.images {
-        let read =
-            Reference::parse(reference_text).and_then(|r| sources::open_all(reference_text, &r, &options));
-        match read {
-            Ok(images) => {
-                for image in images {
-                    if args.verbose {
-                        if let Some(line) = image.cache_summary(options.cache.as_deref().map(|c| c.dir())) {
-                            super::eprint_line(&crate::untrusted::line(&line));
-                        }
-                    }
-                    let f = facts::derive(&image);
-                    loaded.push((image, f));
-                }
-            }
-            Err(e) => {
-                if args.images.len() == 1 {
-                    return Err(e);
-                }
-                super::eprint_diagnostic(&e);
-                unread.push(junit::Unread {
-                    reference: reference_text.clone(),
-                    code: miette::Diagnostic::code(&e)
-                        .map(|c| c.to_string())
-                        .unwrap_or_else(|| "memlint::error".to_string()),
-                    message: e.to_string(),
-                });
-                failed = true;
-            }
-        }
-    }
+    let (loaded, unread) = read_images(&args, &options)?;
+    let failed = !unread.is_empty();
     let ctx = ReportContext {
         settings: &settings,
         dockerfile: df_ctx.as_ref(),
@@ -168,22 +113,7 @@ pub fn run(args: LintArgs) -> Result<ExitCode> {
         .map(|(image, f)| LintReport::new(image, f, rules::run(f, settings.rules_version.as_ref()), &ctx))
         .collect();
     let rules_run = super::baseline::rules_run(settings.rules_version.as_ref());
-    let mut tally = super::baseline::Tally::default();
-    for r in &reports {
-        tally.add(&r.subject, &r.seen, &r.ignored_fingerprints, r.baselined_count());
-    }
-    // Fixed over the whole run: a finding of one platform's report is not fixed because the
-    // other platform's report lacks it (each platform is its own subject anyway).
-    if let Some(b) = &baseline {
-        let fixed = b.fixed(&tally.linted, &rules_run, &tally.occurring);
-        for r in &mut reports {
-            r.fixed = fixed
-                .iter()
-                .filter(|e| e.subject == r.subject)
-                .map(|e| (*e).clone())
-                .collect();
-        }
-    }
+    let tally = tally_fixed(&mut reports, baseline.as_ref(), &rules_run);
     let text_options = TextOptions {
         color,
         quiet: args.quiet,
@@ -245,6 +175,103 @@ pub(crate) fn load_settings(path: Option<&Path>) -> Result<Settings> {
         Some((p, inside)) => Settings::load(&p, inside.as_deref()).map_err(Error::Config),
         None => Ok(Settings::default()),
     }
+}
+
+/// What the run found, for the baseline; each report's baseline entries that no longer occur.
+fn tally_fixed(
+    reports: &mut [LintReport],
+    baseline: Option<&crate::baseline::Baseline>,
+    rules_run: &std::collections::HashSet<&'static str>,
+) -> super::baseline::Tally {
+    let mut tally = super::baseline::Tally::default();
+    for r in reports.iter() {
+        tally.add(&r.subject, &r.seen, &r.ignored_fingerprints, r.baselined_count());
+    }
+    // Fixed over the whole run: a finding of one platform's report is not fixed because the
+    // other platform's report lacks it (each platform is its own subject anyway).
+    if let Some(b) = baseline {
+        let fixed = b.fixed(&tally.linted, rules_run, &tally.occurring);
+        for r in reports.iter_mut() {
+            r.fixed = fixed
+                .iter()
+                .filter(|e| e.subject == r.subject)
+                .map(|e| (*e).clone())
+                .collect();
+        }
+    }
+    tally
+}
+
+/// An image read, with its facts.
+type Loaded = (Image, Facts);
+
+/// Every image of the run, read with its facts, and those that could not be read (each
+/// reported on standard error as it fails); a single image that cannot be read is the run's
+/// error.
+fn read_images(args: &LintArgs, options: &sources::Options) -> Result<(Vec<Loaded>, Vec<junit::Unread>)> {
+    let mut loaded: Vec<(Image, Facts)> = Vec::new();
+    // Images that could not be read (their reference and what failed), for the JUnit report.
+    let mut unread: Vec<junit::Unread> = Vec::new();
+    for reference_text in &args.images {
+        let read =
+            Reference::parse(reference_text).and_then(|r| sources::open_all(reference_text, &r, options));
+        match read {
+            Ok(images) => {
+                for image in images {
+                    if args.verbose {
+                        if let Some(line) = image.cache_summary(options.cache.as_deref().map(|c| c.dir())) {
+                            super::eprint_line(&crate::untrusted::line(&line));
+                        }
+                    }
+                    let f = facts::derive(&image);
+                    loaded.push((image, f));
+                }
+            }
+            Err(e) => {
+                if args.images.len() == 1 {
+                    return Err(e);
+                }
+                super::eprint_diagnostic(&e);
+                unread.push(junit::Unread {
+                    reference: reference_text.clone(),
+                    code: miette::Diagnostic::code(&e)
+                        .map(|c| c.to_string())
+                        .unwrap_or_else(|| "memlint::error".to_string()),
+                    message: e.to_string(),
+                });
+            }
+        }
+    }
+    Ok((loaded, unread))
+}
+
+/// The Dockerfile's target stage (`--target`, else the last), where findings are placed.
+fn dockerfile_context<'d>(
+    dockerfile: Option<&'d (String, Dockerfile)>,
+    df_path: &'d str,
+    target: Option<&str>,
+) -> Result<Option<DockerfileContext<'d>>> {
+    let Some((_, d)) = dockerfile else {
+        return Ok(None);
+    };
+    let ctx = DockerfileContext::new(d, df_path, target);
+    if ctx.is_none() {
+        return Err(Error::BadArgument {
+            what: match target {
+                Some(t) => format!("--target `{t}`"),
+                None => "the Dockerfile".to_string(),
+            },
+            help: format!(
+                "the Dockerfile's stages are: {}",
+                d.stages
+                    .iter()
+                    .map(|s| s.name.clone().unwrap_or_else(|| s.base.clone()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        });
+    }
+    Ok(ctx)
 }
 
 /// The Dockerfile given, or ./Dockerfile when it exists; its path as a repository-relative URI.
@@ -321,6 +348,10 @@ pub(crate) fn json(
     };
     if let Some(obj) = value.as_object_mut() {
         obj.insert("fail_on".to_string(), serde_json::json!(fail_on.as_str()));
+        obj.insert(
+            "schema_version".to_string(),
+            serde_json::json!(crate::report::model::SCHEMA_VERSION),
+        );
     }
     crate::untrusted::write_json(w, &value)
 }

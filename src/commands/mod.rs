@@ -11,6 +11,7 @@ mod man;
 mod merge;
 mod output;
 mod rules;
+pub(crate) mod schema;
 
 use crate::cache::{LayerCache, DEFAULT_MAX_BYTES};
 use crate::cli::{Cli, Command};
@@ -33,6 +34,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Completions(args) => completions::run(args),
         Command::Man(args) => man::run(args),
         Command::Merge(args) => merge::run(args),
+        Command::Schema(args) => schema::run(args),
     }
 }
 
@@ -84,6 +86,39 @@ pub(crate) fn emit_formats(
         emit_with(Some(path), allow(*format, false), |w| render(*format, false, w))?;
     }
     Ok(())
+}
+
+/// What shapes a document of many reports (`lint --k8s`, `merge`) besides its format.
+pub(crate) struct DocumentOptions {
+    pub fail_on: crate::finding::FailOn,
+    pub text: crate::report::text::TextOptions,
+    /// SARIF's `automationDetails.id`.
+    pub automation_id: String,
+    /// More than one report: each Code Quality issue names its image.
+    pub several: bool,
+}
+
+/// The renderer of a document of many reports in `format` (text in colour when `color`).
+pub(crate) fn document_format(
+    format: crate::cli::LintFormat,
+    color: bool,
+    o: &DocumentOptions,
+) -> Box<dyn crate::report::document::Format> {
+    use crate::cli::LintFormat;
+    use crate::report::document as d;
+    match format {
+        LintFormat::Text => Box::new(d::Text {
+            options: crate::report::text::TextOptions { color, ..o.text },
+        }),
+        LintFormat::Json => Box::new(d::Json { fail_on: o.fail_on }),
+        LintFormat::Sarif => Box::new(d::Sarif {
+            automation_id: o.automation_id.clone(),
+        }),
+        LintFormat::Github => Box::new(d::Github),
+        LintFormat::Gitlab => Box::new(d::Gitlab { several: o.several }),
+        LintFormat::Junit => Box::new(d::Junit { fail_on: o.fail_on }),
+        LintFormat::Html => Box::new(d::Html { fail_on: o.fail_on }),
+    }
 }
 
 /// Refuses, before any work, report paths that are not regular files (FIFOs, devices,

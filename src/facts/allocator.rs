@@ -17,7 +17,7 @@ use crate::tree::Interests;
 use serde::Serialize;
 use std::fmt;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum AllocatorVia {
     /// LD_PRELOAD or /etc/ld.so.preload.
@@ -31,7 +31,7 @@ pub enum AllocatorVia {
 }
 
 /// The environment variable that caps glibc's arenas.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub enum ArenaCapSource {
     #[serde(rename = "MALLOC_ARENA_MAX")]
     MallocArenaMax,
@@ -56,7 +56,7 @@ impl fmt::Display for ArenaCapSource {
 }
 
 /// glibc's arena cap, from the environment.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ArenaCap {
     /// The value as set.
     pub value: String,
@@ -64,13 +64,13 @@ pub struct ArenaCap {
 }
 
 /// An allocator library in the image.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct AllocatorLibrary {
     pub name: Allocator,
     pub path: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct AllocatorFacts {
     /// The malloc in effect: a replacement, or the C library's (`unknown` when that is).
     pub name: Allocator,
@@ -93,7 +93,7 @@ pub struct AllocatorFacts {
 }
 
 /// A file with a jemalloc built with a name prefix ([`PREFIXED_JEMALLOC`]).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct PrefixedJemalloc {
     pub path: String,
     /// The variable its jemalloc reads its options from (`_RJEM_MALLOC_CONF`).

@@ -69,7 +69,7 @@ const DEBIAN_FLAGS_DIR: &str = "/etc/chromium.d";
 const FLAGS_CAP: u64 = 16 * 1024;
 
 /// How a launcher starts the browser.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Launcher {
     /// `selenium`, `chromedriver`, `chrome-launcher`, `lighthouse`, `puppeteer`, `playwright`
     /// or `entrypoint`.
@@ -83,7 +83,7 @@ pub struct Launcher {
 }
 
 /// The browsers and their launchers.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ChromeFacts {
     pub browsers: Vec<String>,
     pub launchers: Vec<Launcher>,

@@ -31,7 +31,7 @@ const OPTIONS_CAP: u64 = 16 * 1024;
 const MAX_OPTION_FILES: usize = 64;
 
 /// `bootstrap.memory_lock` as the server gets it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct MemoryLock {
     pub enabled: bool,
     /// `config/elasticsearch.yml line 12`, `bootstrap.memory_lock=true (set by …)`.
@@ -42,7 +42,7 @@ pub struct MemoryLock {
 }
 
 /// An Elasticsearch or OpenSearch server in the image.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct SearchEngine {
     /// `elasticsearch` or `opensearch`.
     pub product: &'static str,

@@ -16,7 +16,7 @@ use std::borrow::Cow;
 pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 const MAX_STEPS: usize = 8;
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ProgramKind {
     /// No Entrypoint and no Cmd.
@@ -33,7 +33,7 @@ pub enum ProgramKind {
 }
 
 /// One step from the config's command to the program that runs.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Step {
     pub argv: Vec<String>,
     /// The program's path in the image, when found.
@@ -60,7 +60,7 @@ pub enum StepKind {
 }
 
 /// The entrypoint process.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct Entrypoint {
     /// Entrypoint followed by Cmd, as the config gives them.
     pub argv: Vec<String>,

@@ -99,6 +99,30 @@ impl Var {
     }
 }
 
+/// The schema of [`Var`]'s JSON, as its `Serialize` writes it.
+impl schemars::JsonSchema for Var {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Var".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "object",
+            "description": "A variable the entrypoint's environment has: `status` set, unset or undecided; `value` null unless set; `why` and `if_set` when undecided; `source` image, script or manifest, with a script's `script`, `line` and `text`, or a manifest's `line`.",
+            "properties": {
+                "name": { "type": "string" },
+                "status": { "enum": ["set", "unset", "undecided"] },
+                "value": { "type": ["string", "null"] },
+                "why": { "type": "string" },
+                "source": { "type": "string" },
+                "script": { "type": "string" },
+                "line": { "type": "integer", "minimum": 0 },
+                "text": { "type": "string" }
+            },
+            "required": ["name", "status", "value"]
+        })
+    }
+}
+
 /// JSON (`facts.entrypoint.exports[]`): `name`, `status` (`set`, `unset`, `undecided`),
 /// `value` (null unless set), `why` (undecided only), `source` (`image` or `script`), and for a
 /// script its `script`, `line` and the line as written (`text`).
@@ -141,7 +165,7 @@ impl Serialize for Var {
 }
 
 /// The environment: settings in order; a later one for the same name wins, as in a process.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct Env {
     vars: Vec<Var>,
 }

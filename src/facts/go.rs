@@ -43,7 +43,7 @@ pub fn build_info(elf: &ElfInfo) -> Option<GoBuildInfo> {
 const MAX_BINARIES: usize = 256;
 
 /// One Go program.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct GoBinary {
     /// Its path in the image (links followed).
     pub path: String,
@@ -55,6 +55,7 @@ pub struct GoBinary {
     /// The main module's path.
     pub main_module: Option<String>,
     /// The module dependencies (`dep` lines), with their `=>` replacements.
+    #[schemars(with = "Vec<serde_json::Map<String, serde_json::Value>>")]
     pub deps: Vec<GoModule>,
     /// False when the build info was longer than memlint keeps, so `deps` may be missing some.
     pub deps_complete: bool,
@@ -74,7 +75,7 @@ impl GoBinary {
     }
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct GoFacts {
     pub binaries: Vec<GoBinary>,
     /// The `GOMEMLIMIT` the entrypoint's program starts with (reported under `facts.memory`).

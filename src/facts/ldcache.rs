@@ -16,7 +16,7 @@ const DECODED_PER_BYTE: usize = 4;
 const DECODED_SLACK: usize = 64 * 1024;
 
 /// One library the cache knows.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct CacheEntry {
     /// `FLAG_ELF_LIBC6` (3) in the low byte, the ABI in the next (0x0300 x86-64, 0x0a00 AArch64…).
     pub flags: i32,
@@ -25,7 +25,7 @@ pub struct CacheEntry {
     pub hwcap: u64,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct LdCache {
     pub format: &'static str,
     pub entries: Vec<CacheEntry>,

@@ -9,7 +9,7 @@ use crate::tree::{FileTree, Interests};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum LibcFamily {
     Glibc,
@@ -43,7 +43,7 @@ pub fn interpreter_family(interp: &str) -> LibcFamily {
     }
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Libc {
     /// The C library the entrypoint runs on, or the image's when the entrypoint tells nothing.
     pub family: LibcFamily,

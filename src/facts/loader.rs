@@ -23,7 +23,7 @@ use crate::tree::{FileTree, Interests, NodeKind};
 use serde::Serialize;
 
 /// Where a library was found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Via {
     /// The name held a slash and was opened as a path.
@@ -52,14 +52,14 @@ impl Via {
 }
 
 /// A candidate the loader looked at and passed over.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Skipped {
     pub path: String,
     pub reason: String,
 }
 
 /// The outcome of a search.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Resolution {
     pub name: String,
     /// The file the loader opens (canonical path in the image).
@@ -78,11 +78,12 @@ impl Resolution {
 }
 
 /// The loader's configuration, as reported.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct LoaderFacts {
     pub family: Option<LibcFamily>,
     /// The ELF class and machine of the processes (the entrypoint's, else the config's).
     pub machine: Option<u16>,
+    #[schemars(with = "Option<String>")]
     pub class: Option<ElfClass>,
     pub multiarch_triplet: Option<&'static str>,
     pub ld_library_path: Vec<String>,

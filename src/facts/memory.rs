@@ -30,7 +30,7 @@ pub const DEV_SHM_DEFAULT: u64 = 64 << 20;
 pub const DEV_SHM: &str = "/dev/shm";
 
 /// An amount of memory the manifest sets, or why it is not known.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum Amount {
     Set {
@@ -73,7 +73,7 @@ impl Amount {
 
 /// A memory-backed volume the container mounts (`emptyDir` with `medium: Memory`): a tmpfs whose
 /// pages count against the memory limit of the container that writes them.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct MemoryVolume {
     pub volume: String,
     pub path: String,
@@ -85,7 +85,7 @@ pub struct MemoryVolume {
 }
 
 /// `/dev/shm` as the container gets it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct DevShm {
     /// Its size in bytes; `null` when a memory volume with no `sizeLimit` is mounted there.
     pub bytes: Option<u64>,
@@ -119,7 +119,7 @@ pub enum Sizing {
 }
 
 /// What a runtime's setting commits of the container's memory.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Commitment {
     /// `jvm`, `node`, `go`, `dotnet`.
     pub runtime: &'static str,
@@ -194,7 +194,7 @@ impl Commitment {
 }
 
 /// The container's memory budget.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct MemoryBudget {
     /// `resources.limits.memory`.
     pub limit: Amount,

@@ -104,7 +104,7 @@ pub fn interests_for(config: &ImageConfiguration) -> Interests {
 }
 
 /// Everything memlint knows about an image. JSON keys are a contract with users' scripts.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Facts {
     /// The environment the program gets: the config's `Env` (reported under
     /// `image.config.env`) overlaid with what entrypoint scripts export (reported under
@@ -153,6 +153,7 @@ pub struct Facts {
     /// The Kubernetes container the image runs in (`lint --k8s`): its resources, env and
     /// mounts as the manifest declares them. Absent for an image linted alone.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub container: Option<crate::k8s::Container>,
 }
 

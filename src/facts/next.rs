@@ -16,7 +16,7 @@ use crate::version::Version;
 use serde::Serialize;
 use serde_json::Value;
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct NextFacts {
     pub version: Option<String>,
     /// Path of `node_modules/next/package.json` (canonical; empty when no Next.js package was
@@ -40,7 +40,7 @@ impl NextFacts {
     }
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct NextImageConfig {
     /// Seconds: the configured value, else this version's default.
     pub minimum_cache_ttl: Option<u64>,

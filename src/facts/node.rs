@@ -74,7 +74,7 @@ pub const YOUNG_GENERATION_SEMI_SPACES: u64 = 3;
 /// File names of the node executable.
 const NODE_NAMES: &[&str] = &["node", "nodejs"];
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct NodeFacts {
     /// The node executable (canonical path): the entrypoint program when it is node, else the
     /// first `node` in PATH.
@@ -100,7 +100,7 @@ pub struct NodeFacts {
 }
 
 /// A V8 heap flag node runs with (the occurrence that wins).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct NodeFlag {
     /// MiB, as written.
     pub value: String,
@@ -386,7 +386,7 @@ pub fn tokenize_node_options(s: &str) -> Option<Vec<String>> {
 }
 
 /// Where node reads a flag from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub enum FlagSource {
     /// The `NODE_OPTIONS` environment variable.
     #[serde(rename = "NODE_OPTIONS")]

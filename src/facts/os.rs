@@ -6,7 +6,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// What os-release says.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct OsRelease {
     pub id: Option<String>,
     pub id_like: Vec<String>,
@@ -16,7 +16,7 @@ pub struct OsRelease {
     pub path: String,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum PackageManager {
     Dpkg,
@@ -24,7 +24,7 @@ pub enum PackageManager {
 }
 
 /// One installed package.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Package {
     pub version: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -45,7 +45,7 @@ pub enum Distro {
     Unknown,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct OsFacts {
     /// From the package database and os-release; not in the JSON, which reports both.
     #[serde(skip)]

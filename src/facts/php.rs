@@ -73,7 +73,7 @@ pub fn interests() -> Interests {
 }
 
 /// A value a config file gives, where, and the variable it came from.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Setting {
     /// As the server reads it (`${VAR}` replaced).
     pub value: String,
@@ -92,7 +92,7 @@ impl Setting {
 }
 
 /// The `memory_limit` one request of a pool gets.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct MemoryLimit {
     /// As written (`256M`, `-1`).
     pub text: String,
@@ -107,7 +107,7 @@ pub struct MemoryLimit {
 }
 
 /// A worker count: PHP-FPM's `pm.max_children` or Apache's `MaxRequestWorkers`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum Workers {
     Set {
@@ -122,7 +122,7 @@ pub enum Workers {
 }
 
 /// One pool of worker processes that run PHP.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct PhpPool {
     /// The FPM pool's name (`www`), or `prefork` for Apache.
     pub name: String,
@@ -139,7 +139,7 @@ pub struct PhpPool {
 }
 
 /// The PHP server the entrypoint runs.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct PhpServer {
     /// `php-fpm` or `apache2` (prefork with mod_php).
     pub kind: &'static str,
@@ -152,7 +152,7 @@ pub struct PhpServer {
     pub undecided: Vec<String>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct PhpFacts {
     pub servers: Vec<PhpServer>,
 }

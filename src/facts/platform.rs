@@ -6,9 +6,10 @@ use crate::tree::{FileTree, Interests};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct PlatformFacts {
     /// What the config says.
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     pub declared: Platform,
     /// The architecture most ELF files are built for.
     pub binaries: Option<String>,

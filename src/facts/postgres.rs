@@ -60,7 +60,7 @@ const READ: [&str; 3] = [
 ];
 
 /// One setting as the server would read it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct PgSetting {
     pub name: String,
     /// Unquoted, lower case.
@@ -73,7 +73,7 @@ pub struct PgSetting {
 }
 
 /// A PostgreSQL server in the image.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct PostgresFacts {
     /// The `postgres` binary.
     pub binary: String,

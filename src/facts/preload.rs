@@ -24,7 +24,7 @@ use crate::tree::Interests;
 use serde::Serialize;
 use std::fmt;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub enum PreloadSource {
     #[serde(rename = "env")]
     Env,
@@ -35,7 +35,7 @@ pub enum PreloadSource {
     Script,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum PreloadStatus {
     Ok,
@@ -47,7 +47,7 @@ pub enum PreloadStatus {
 }
 
 /// One preload entry.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Preload {
     /// The entry as written.
     pub entry: String,
@@ -86,7 +86,7 @@ pub struct Preload {
 }
 
 /// A malloc implementation: a replacement allocator, or the C library's own.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Allocator {
     Jemalloc,

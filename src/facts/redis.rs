@@ -52,7 +52,7 @@ const BITNAMI: &[(&str, &str, &str)] = &[
 pub const DEFAULT_SAVE: &str = "3600 1 300 100 60 10000";
 
 /// One setting and where it was read.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct RedisSetting {
     /// The value as written (`160mb`, `""`, `yes`).
     pub value: String,
@@ -61,7 +61,7 @@ pub struct RedisSetting {
 }
 
 /// The server the container runs and the settings that bound its memory.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RedisFacts {
     /// `redis-server` or `valkey-server`.
     pub server: String,

@@ -25,7 +25,7 @@ const APP_FOLDERS: &[&str] = &[
     "/home/app/webapp",
 ];
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct RubyServer {
     pub name: String,
     pub version: Option<String>,
@@ -33,7 +33,7 @@ pub struct RubyServer {
     pub source: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct RubyFacts {
     /// The MRI executable (canonical path).
     pub binary: String,

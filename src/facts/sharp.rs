@@ -24,7 +24,7 @@ use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeSet;
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct SharpFacts {
     pub installs: Vec<SharpInstall>,
     /// Every `libvips*.so*` ELF file in the image (canonical paths).
@@ -81,7 +81,7 @@ impl SharpTarget {
     }
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct SharpInstall {
     /// The sharp package folder (canonical).
     pub path: String,
@@ -106,7 +106,7 @@ impl SharpInstall {
     }
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct SharpAddon {
     /// `@img/sharp-linux-x64`; `None` for an addon inside the sharp package.
     pub package: Option<String>,

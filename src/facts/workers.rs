@@ -120,7 +120,7 @@ fn flag(args: &[String], names: &[&str]) -> Option<String> {
 }
 
 /// A worker count a server takes from the CPUs it sees.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct HostCpuWorkers {
     /// `pm2`, `uwsgi`, `nginx` or `puma`.
     pub server: &'static str,
@@ -137,7 +137,7 @@ pub struct HostCpuWorkers {
     pub fix: String,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct WorkerFacts {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub host_cpu: Vec<HostCpuWorkers>,

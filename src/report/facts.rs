@@ -14,6 +14,15 @@ use std::io::{self, Write};
 pub fn write(w: &mut dyn Write, f: &Facts) -> io::Result<()> {
     writeln!(w)?;
     put(w, "Facts".to_string())?;
+    for part in [platform_os_libc, entrypoint, preloads, allocator_loader] {
+        part(w, f)?;
+    }
+    runtimes(w, f)?;
+    memory(w, f)
+}
+
+/// The platform, the OS and its packages, the C library.
+fn platform_os_libc(w: &mut dyn Write, f: &Facts) -> io::Result<()> {
     let p = &f.platform;
     let bin = match (&p.binaries, p.mismatch) {
         (Some(b), true) => format!(" — but most ELF files are built for {b}"),
@@ -61,6 +70,11 @@ pub fn write(w: &mut dyn Write, f: &Facts) -> io::Result<()> {
         let all: Vec<String> = l.present.iter().map(|p| p.to_string()).collect();
         put(w, format!("              present: {}", all.join(", ")))?;
     }
+    Ok(())
+}
+
+/// What the entrypoint runs, step by step.
+fn entrypoint(w: &mut dyn Write, f: &Facts) -> io::Result<()> {
     let e = &f.entrypoint;
     if e.argv.is_empty() {
         put(w, "  Entrypoint  (none)".to_string())?;
@@ -101,6 +115,11 @@ pub fn write(w: &mut dyn Write, f: &Facts) -> io::Result<()> {
             put(w, format!("              {line}"))?;
         }
     }
+    Ok(())
+}
+
+/// `LD_PRELOAD` and `/etc/ld.so.preload` entries, and what each resolves to.
+fn preloads(w: &mut dyn Write, f: &Facts) -> io::Result<()> {
     if f.preloads.is_empty() {
         put(w, "  Preloads    (none)".to_string())?;
     }
@@ -138,6 +157,11 @@ pub fn write(w: &mut dyn Write, f: &Facts) -> io::Result<()> {
             )?;
         }
     }
+    Ok(())
+}
+
+/// The allocator in effect, and the dynamic loader's search path.
+fn allocator_loader(w: &mut dyn Write, f: &Facts) -> io::Result<()> {
     let a = &f.allocator;
     let path = a.path.as_deref().map(|p| format!(" {p}")).unwrap_or_default();
     let via = serde_json::to_value(a.via)
@@ -188,8 +212,7 @@ pub fn write(w: &mut dyn Write, f: &Facts) -> io::Result<()> {
             format!("              LD_LIBRARY_PATH={}", ld.ld_library_path.join(":")),
         )?;
     }
-    runtimes(w, f)?;
-    memory(w, f)
+    Ok(())
 }
 
 /// The memory budget as one table: for a person deciding a limit, what the limit is and what
@@ -228,6 +251,22 @@ fn runtimes(w: &mut dyn Write, f: &Facts) -> io::Result<()> {
 /// Node.js, sharp, Next.js and .NET, in words; a runtime the image does not have gets no
 /// line, except .NET, whose absence the .NET rules read.
 fn runtimes_text(s: &mut String, f: &Facts) {
+    for part in [
+        node_text,
+        sharp_text,
+        next_text,
+        java_text,
+        ruby_text,
+        python_text,
+        go_text,
+        dotnet_text,
+    ] {
+        part(s, f);
+    }
+}
+
+/// Node.js: its version, heap and semi-space settings.
+fn node_text(s: &mut String, f: &Facts) {
     if let Some(n) = &f.node {
         let mut line = format!("node {}", n.version.as_deref().unwrap_or("(version unknown)"));
         if let Some(b) = &n.binary {
@@ -261,6 +300,10 @@ fn runtimes_text(s: &mut String, f: &Facts) {
             }
         }
     }
+}
+
+/// sharp installs and the libvips each loads.
+fn sharp_text(s: &mut String, f: &Facts) {
     for (i, install) in f.sharp.installs.iter().enumerate() {
         let label = if i == 0 {
             "  sharp       "
@@ -291,6 +334,10 @@ fn runtimes_text(s: &mut String, f: &Facts) {
             let _ = writeln!(s, "                addon {}: {fit}", addon.platform);
         }
     }
+}
+
+/// Next.js: its version, output mode and image optimiser.
+fn next_text(s: &mut String, f: &Facts) {
     if let Some(next) = &f.next {
         let image = &next.image;
         let mut line = format!("next {}", next.version.as_deref().unwrap_or("(version unknown)"));
@@ -318,6 +365,10 @@ fn runtimes_text(s: &mut String, f: &Facts) {
             let _ = writeln!(s, "              note: {note}");
         }
     }
+}
+
+/// The JVM: launcher, version and options.
+fn java_text(s: &mut String, f: &Facts) {
     if let Some(j) = &f.java {
         let mut line = format!("java {}", j.version.as_deref().unwrap_or("(version unknown)"));
         if let Some(v) = &j.vendor {
@@ -349,6 +400,10 @@ fn runtimes_text(s: &mut String, f: &Facts) {
             let _ = writeln!(s, "              note: {n}");
         }
     }
+}
+
+/// Ruby: its version and allocator settings.
+fn ruby_text(s: &mut String, f: &Facts) {
     if let Some(r) = &f.ruby {
         let mut line = format!(
             "ruby {} at {}",
@@ -378,6 +433,10 @@ fn runtimes_text(s: &mut String, f: &Facts) {
             let _ = writeln!(s, "              servers: {}", names.join(", "));
         }
     }
+}
+
+/// Python: its version and allocator settings.
+fn python_text(s: &mut String, f: &Facts) {
     if let Some(py) = &f.python {
         let version = py.version.as_deref().unwrap_or("(version unknown)");
         let source = py
@@ -403,6 +462,10 @@ fn runtimes_text(s: &mut String, f: &Facts) {
             let _ = writeln!(s, "              PYTHONMALLOC={m}");
         }
     }
+}
+
+/// Go programs: their versions and memory settings.
+fn go_text(s: &mut String, f: &Facts) {
     let mut label = "  Go          ";
     for b in &f.go.binaries {
         let cgo = match b.cgo {
@@ -424,6 +487,10 @@ fn runtimes_text(s: &mut String, f: &Facts) {
         );
         label = "              ";
     }
+}
+
+/// .NET: runtimes, apps, GC settings and Npgsql.
+fn dotnet_text(s: &mut String, f: &Facts) {
     let d = &f.dotnet;
     if !d.present() {
         let _ = writeln!(s, "  .NET        none found");

@@ -2,6 +2,7 @@
 //! request, without code scanning.
 
 use super::lint::LintReport;
+use super::model::View;
 use crate::untrusted::{line, lines};
 use std::io::{self, Write};
 
@@ -10,62 +11,30 @@ use std::io::{self, Write};
 /// then escaped as actions/toolkit does, so no line break or command comes from the image.
 pub fn write(w: &mut dyn Write, reports: &[LintReport]) -> io::Result<()> {
     for r in reports {
-        for f in &r.findings {
-            let place = f
-                .location
-                .as_ref()
-                .map(|l| (l.path.as_str(), u64::from(l.line), u64::from(l.end_line)))
-                .unwrap_or(("Dockerfile", 1, 1));
-            let evidence: Vec<&str> = f.evidence.iter().map(|e| e.text()).collect();
-            let title = format!("memlint {} ({}, {})", f.rule, r.image.reference, r.image.platform);
-            annotation(
-                w,
-                f.severity.as_str(),
-                place,
-                &title,
-                &f.message,
-                &evidence,
-                &f.fix,
-            )?;
-        }
+        write_view(w, &r.view())?;
     }
     Ok(())
 }
 
-/// The annotations of findings already in memlint's JSON (`memlint merge`), as [`write`] makes
-/// them from the same findings.
-pub fn write_json_reports(w: &mut dyn Write, reports: &[serde_json::Value]) -> io::Result<()> {
-    for r in reports {
-        for f in r["findings"].as_array().into_iter().flatten() {
-            let s = |v: &serde_json::Value| v.as_str().unwrap_or("").to_string();
-            let line_no = f["location"]["line"].as_u64().unwrap_or(1);
-            let place = (
-                f["location"]["path"].as_str().unwrap_or("Dockerfile"),
-                line_no,
-                f["location"]["end_line"].as_u64().unwrap_or(line_no),
-            );
-            let evidence: Vec<&str> = f["evidence"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|e| e.as_str())
-                .collect();
-            let title = format!(
-                "memlint {} ({}, {})",
-                s(&f["rule"]),
-                s(&r["reference"]),
-                super::json::platform_of_json(&r["image"]["platform"])
-            );
-            annotation(
-                w,
-                f["severity"].as_str().unwrap_or("note"),
-                place,
-                &title,
-                &s(&f["message"]),
-                &evidence,
-                &s(&f["fix"]),
-            )?;
-        }
+/// The annotations of one report's view.
+pub fn write_view(w: &mut dyn Write, r: &View) -> io::Result<()> {
+    for f in &r.findings {
+        let place = f
+            .location
+            .as_ref()
+            .map(|l| (l.path.as_str(), u64::from(l.line), u64::from(l.end_line)))
+            .unwrap_or(("Dockerfile", 1, 1));
+        let evidence: Vec<&str> = f.evidence.iter().map(|e| e.text()).collect();
+        let title = format!("memlint {} ({}, {})", f.rule, r.reference, r.platform);
+        annotation(
+            w,
+            f.severity.as_str(),
+            place,
+            &title,
+            &f.message,
+            &evidence,
+            &f.fix,
+        )?;
     }
     Ok(())
 }

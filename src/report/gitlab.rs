@@ -5,6 +5,7 @@
 //! evidence and the fix) from the Code Climate format, which GitLab ignores.
 
 use super::lint::LintReport;
+use super::model::View;
 use crate::finding::{Finding, Severity};
 use serde_json::{json, Value};
 
@@ -24,18 +25,24 @@ pub fn severity(s: Severity) -> &'static str {
 /// (GitLab has no notion of a suppressed issue).
 pub fn render(reports: &[LintReport]) -> Value {
     let several = reports.len() > 1;
-    Value::Array(reports.iter().flat_map(|r| issues_of(r, several)).collect())
+    Value::Array(
+        reports
+            .iter()
+            .flat_map(|r| issues_of_view(&r.view(), several))
+            .collect(),
+    )
 }
 
 /// The issues of one report; `several`: the run has more than one report. Each issue's
-/// fingerprint is the finding's ([`crate::baseline`]), as SARIF's `partialFingerprints` has it.
-pub fn issues_of(r: &LintReport, several: bool) -> Vec<Value> {
+/// fingerprint is the finding's ([`crate::baseline`]), as SARIF's `partialFingerprints` has it
+/// and the JSON carries it.
+pub fn issues_of_view(r: &View, several: bool) -> Vec<Value> {
     r.findings.iter().map(|f| issue(r, f, several)).collect()
 }
 
-fn issue(r: &LintReport, f: &Finding, several: bool) -> Value {
+fn issue(r: &View, f: &Finding, several: bool) -> Value {
     let description = if several {
-        format!("{} ({}, {})", f.message, r.image.reference, r.image.platform)
+        format!("{} ({}, {})", f.message, r.reference, r.platform)
     } else {
         f.message.clone()
     };

@@ -14,6 +14,7 @@
 //! not carry what a terminal or CI runner would act on.
 
 use super::lint::LintReport;
+use super::model::View;
 use crate::finding::{FailOn, Finding};
 use crate::untrusted::{xml_attr, xml_text};
 use std::io::{self, Write};
@@ -25,6 +26,27 @@ pub struct Unread {
     /// The diagnostic's code, e.g. `memlint::size_mismatch`.
     pub code: String,
     pub message: String,
+}
+
+impl Unread {
+    /// A container whose image could not be read (`lint --k8s`, `merge`).
+    pub fn of_view(v: &View) -> Unread {
+        let (code, message) = v
+            .error
+            .as_ref()
+            .map(|e| (e.code.clone(), e.message.clone()))
+            .unwrap_or_default();
+        let place = v
+            .k8s
+            .as_ref()
+            .map(|k| format!(" ({})", k.describe()))
+            .unwrap_or_default();
+        Unread {
+            reference: format!("{}{place}", v.reference),
+            code,
+            message,
+        }
+    }
 }
 
 /// Writes the JUnit document of every report, and of every image that could not be read: a
@@ -52,12 +74,24 @@ pub struct Suite {
 
 /// The suite of one report.
 pub fn suite_of(r: &LintReport, fail_on: FailOn) -> io::Result<Suite> {
+    suite_of_view(&r.view(), fail_on, true)
+}
+
+/// The suite of one report's view; `reasons`: say why a rule could not decide (a live run's
+/// report of one image: the JSON of a fleet's reports has no reasons to give `merge`).
+pub fn suite_of_view(v: &View, fail_on: FailOn, reasons: bool) -> io::Result<Suite> {
+    let mut input = input_of(v, fail_on);
+    if !reasons {
+        for r in &mut input.results {
+            r.1 = None;
+        }
+    }
     let mut xml = Vec::new();
-    suite(&mut xml, r, fail_on)?;
+    write_suite(&mut xml, &input, fail_on)?;
     Ok(Suite {
         xml,
-        tests: r.results.len(),
-        failures: failing_rules(r, fail_on),
+        tests: input.results.len(),
+        failures: failing(&input, fail_on),
     })
 }
 
@@ -138,127 +172,27 @@ fn failing(s: &SuiteInput, fail_on: FailOn) -> usize {
         .count()
 }
 
-/// How many rules have a finding at or above `fail_on` on this image.
-fn failing_rules(r: &LintReport, fail_on: FailOn) -> usize {
-    failing(&input_of(r, fail_on), fail_on)
-}
-
 fn fails(f: &Finding, fail_on: FailOn) -> bool {
     fail_on.threshold().is_some_and(|t| f.severity >= t)
 }
 
-fn input_of<'a>(r: &'a LintReport, fail_on: FailOn) -> SuiteInput<'a> {
-    let mut image = format!("{} ({})", r.image.reference, r.image.platform);
-    if let Some(c) = r.k8s {
-        let k = &c.workload;
+fn input_of<'a>(r: &'a View, fail_on: FailOn) -> SuiteInput<'a> {
+    let mut image = format!("{} ({})", r.reference, r.platform);
+    if let Some(k) = &r.k8s {
         image.push_str(&format!(" in {} {}/{}", k.kind, k.name, k.container));
     }
-    let mut properties = vec![
-        ("image", r.image.reference.clone()),
-        ("platform", r.image.platform.to_string()),
-    ];
-    if let Some(d) = &r.image.manifest_digest {
-        properties.push(("manifest_digest", d.to_string()));
+    let mut properties = vec![("image", r.reference.clone()), ("platform", r.platform.clone())];
+    if let Some(d) = &r.manifest_digest {
+        properties.push(("manifest_digest", d.clone()));
     }
     properties.push(("fail_on", fail_on.as_str().to_string()));
     SuiteInput {
         image,
         properties,
-        results: r
-            .results
-            .iter()
-            .map(|res| (res.rule.id, res.outcome.undecided.as_deref()))
-            .collect(),
+        results: r.rules.iter().map(|(id, why)| (*id, why.as_deref())).collect(),
         findings: &r.findings,
         ignored: &r.ignored,
     }
-}
-
-/// The JUnit document of reports already in memlint's JSON (`memlint merge` of `lint --k8s`
-/// shards): every rule a test case, as `lint` writes them (why a rule could not decide is not
-/// in the JSON); a report that carries an `error` is a suite with one erroring case.
-pub fn write_json_reports(
-    w: &mut dyn Write,
-    reports: &[serde_json::Value],
-    fail_on: FailOn,
-) -> io::Result<()> {
-    let mut suites = Vec::new();
-    let mut unread = Vec::new();
-    for r in reports {
-        match suite_of_json(r, fail_on)? {
-            JsonSuite::Linted(s) => suites.push(s),
-            JsonSuite::Unread(u) => unread.push(u),
-        }
-    }
-    write_suites(w, &suites.iter().collect::<Vec<_>>(), &unread)
-}
-
-/// What one report of memlint's JSON is in JUnit.
-pub enum JsonSuite {
-    Linted(Suite),
-    /// A report that carries an `error`: its image could not be read.
-    Unread(Unread),
-}
-
-/// The suite of one report of memlint's JSON.
-pub fn suite_of_json(r: &serde_json::Value, fail_on: FailOn) -> io::Result<JsonSuite> {
-    let k = &r["k8s"];
-    let text = |v: &serde_json::Value| v.as_str().unwrap_or("").to_string();
-    if let Some(e) = r.get("error") {
-        return Ok(JsonSuite::Unread(Unread {
-            reference: format!(
-                "{} in {} {}/{}",
-                text(&r["reference"]),
-                text(&k["kind"]),
-                text(&k["name"]),
-                text(&k["container"])
-            ),
-            code: text(&e["code"]),
-            message: text(&e["message"]),
-        }));
-    }
-    let parse = |key: &str| -> Vec<Finding> {
-        r[key]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(super::json::finding_of_json)
-            .collect()
-    };
-    let (findings, ignored) = (parse("findings"), parse("ignored"));
-    let platform = super::json::platform_of_json(&r["image"]["platform"]);
-    let mut image = format!("{} ({platform})", text(&r["reference"]));
-    if k.is_object() {
-        image.push_str(&format!(
-            " in {} {}/{}",
-            text(&k["kind"]),
-            text(&k["name"]),
-            text(&k["container"])
-        ));
-    }
-    let mut properties = vec![("image", text(&r["reference"])), ("platform", platform)];
-    if let Some(d) = r["image"]["manifest_digest"].as_str() {
-        properties.push(("manifest_digest", d.to_string()));
-    }
-    properties.push(("fail_on", fail_on.as_str().to_string()));
-    let input = SuiteInput {
-        image,
-        properties,
-        results: crate::rules::ALL.iter().map(|rule| (rule.id, None)).collect(),
-        findings: &findings,
-        ignored: &ignored,
-    };
-    let mut xml = Vec::new();
-    write_suite(&mut xml, &input, fail_on)?;
-    Ok(JsonSuite::Linted(Suite {
-        xml,
-        tests: input.results.len(),
-        failures: failing(&input, fail_on),
-    }))
-}
-
-fn suite(w: &mut dyn Write, r: &LintReport, fail_on: FailOn) -> io::Result<()> {
-    write_suite(w, &input_of(r, fail_on), fail_on)
 }
 
 fn write_suite(w: &mut dyn Write, s: &SuiteInput, fail_on: FailOn) -> io::Result<()> {

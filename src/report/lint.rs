@@ -8,6 +8,7 @@ use crate::judge::{self, Policy, Verdict};
 use crate::k8s::Container;
 use crate::locate::{self, DockerfileContext};
 use crate::report::inspect::InspectReport;
+use crate::report::model::{View, WorkloadDoc};
 use crate::rules::RuleResult;
 use crate::settings::{Date, ScopedIgnore, Settings};
 use serde::Serialize;
@@ -155,6 +156,53 @@ impl<'a> LintReport<'a> {
         self.findings.iter().map(|f| f.severity).max()
     }
 
+    /// The view every format renders.
+    pub fn view(&self) -> View<'a> {
+        let libc = match &self.facts.libc.version {
+            Some(v) => format!("{} {v}", self.facts.libc.family),
+            None => self.facts.libc.family.to_string(),
+        };
+        View {
+            reference: self.image.reference.clone(),
+            name: self.image.name.clone(),
+            platform: self.image.platform.to_string(),
+            manifest_digest: self.image.manifest_digest.as_ref().map(ToString::to_string),
+            libc,
+            k8s: self.k8s.map(|c| WorkloadDoc::from(&c.workload)),
+            error: None,
+            findings: self.findings.clone(),
+            ignored: self.ignored.clone(),
+            baselined: self.baselined.clone(),
+            summary: self.summary(),
+            notes: self.notes.clone(),
+            rules: self
+                .results
+                .iter()
+                .map(|res| {
+                    (
+                        res.rule.id,
+                        res.outcome.undecided.as_ref().map(ToString::to_string),
+                    )
+                })
+                .collect(),
+            facts: Some(self.facts),
+            json: None,
+            html: None,
+        }
+    }
+
+    /// The counts of the findings by severity, those past the cap included.
+    pub fn summary(&self) -> super::model::Summary {
+        super::model::Summary {
+            errors: self.count(Severity::Error),
+            warnings: self.count(Severity::Warning),
+            notes: self.count(Severity::Note),
+            ignored: self.ignored_count(),
+            baselined: self.baselined_count(),
+            fixed: self.fixed.len(),
+        }
+    }
+
     /// The JSON document: the inspect JSON plus `findings[]`.
     pub fn json(&self) -> serde_json::Value {
         #[derive(Serialize)]
@@ -166,16 +214,10 @@ impl<'a> LintReport<'a> {
             baselined: &'b [Finding],
             /// Baseline entries of this report's subject that no longer occur.
             fixed: &'b [Entry],
-            summary: Summary,
-        }
-        #[derive(Serialize)]
-        struct Summary {
-            errors: usize,
-            warnings: usize,
-            notes: usize,
-            ignored: usize,
-            baselined: usize,
-            fixed: usize,
+            summary: super::model::Summary,
+            /// Absent when there is nothing to say.
+            #[serde(skip_serializing_if = "<[String]>::is_empty")]
+            notes: &'b [String],
         }
         #[derive(Serialize)]
         struct WithK8s<'b> {
@@ -189,14 +231,8 @@ impl<'a> LintReport<'a> {
             ignored: &self.ignored,
             baselined: &self.baselined,
             fixed: &self.fixed,
-            summary: Summary {
-                errors: self.count(Severity::Error),
-                warnings: self.count(Severity::Warning),
-                notes: self.count(Severity::Note),
-                ignored: self.ignored_count(),
-                baselined: self.baselined_count(),
-                fixed: self.fixed.len(),
-            },
+            summary: self.summary(),
+            notes: &self.notes,
         };
         match self.k8s {
             Some(c) => serde_json::to_value(WithK8s {

@@ -1,13 +1,14 @@
 //! Reports: one file per format.
 
+pub mod document;
 pub mod facts;
 pub mod github;
 pub mod gitlab;
 pub mod html;
 pub mod inspect;
-pub mod json;
 pub mod junit;
 pub mod lint;
+pub mod model;
 pub mod sarif;
 pub mod spool;
 pub mod text;

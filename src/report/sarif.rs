@@ -69,21 +69,18 @@ impl<'a> Subject<'a> {
         }
     }
 
-    /// A report of memlint's JSON (`memlint merge`), as [`Subject::of`] says it of the same
-    /// report in `lint --k8s`.
-    pub fn of_json(r: &'a Value) -> Subject<'a> {
-        use super::json::platform_of_json;
-        let k8s = &r["k8s"];
+    /// A report's view (`lint --k8s`, `memlint merge`).
+    pub fn of_view(v: &'a super::model::View) -> Subject<'a> {
         Subject {
-            reference: r["reference"].as_str().unwrap_or(""),
-            platform: platform_of_json(&r["image"]["platform"]),
-            manifest_digest: r["image"]["manifest_digest"].as_str().map(str::to_string),
-            k8s: k8s.is_object().then(|| k8s.clone()),
+            reference: &v.reference,
+            platform: v.platform.clone(),
+            manifest_digest: v.manifest_digest.clone(),
+            k8s: v.k8s.as_ref().and_then(|k| serde_json::to_value(k).ok()),
         }
     }
 
     /// The run's `properties` when this is its one report.
-    fn run_properties(&self) -> Value {
+    pub fn run_properties(&self) -> Value {
         let mut p = json!({ "image": self.reference, "platform": self.platform });
         if let Some(d) = &self.manifest_digest {
             p["manifestDigest"] = json!(d);
@@ -216,17 +213,6 @@ impl<'w> SarifWriter<'w> {
         write_json_at(w, &properties, 3)?;
         w.write_all(b"\n    }\n  ]\n}\n")
     }
-}
-
-/// [`run_properties`] of a report of memlint's JSON (`memlint merge`).
-pub fn run_properties_of_json(r: &Value) -> Value {
-    Subject::of_json(r).run_properties()
-}
-
-/// The properties of the run of a fleet's one container (`lint --k8s` keeps them aside while
-/// it spools the results).
-pub fn run_properties(r: &LintReport) -> Value {
-    Subject::of(r).run_properties()
 }
 
 /// `app-1/linux-amd64` from the image name (or the reference, when the name is only a tag)

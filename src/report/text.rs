@@ -2,6 +2,7 @@
 //! one-line summary. Colour only on a terminal, never with NO_COLOR or --no-color.
 
 use super::lint::LintReport;
+use super::model::View;
 use crate::finding::Severity;
 use crate::untrusted::{line, lines};
 use std::io::{self, Write};
@@ -50,26 +51,64 @@ impl Paint {
 /// config goes through [`line`] (or [`lines`] for a fix), so that it stays on its line and
 /// drives neither a terminal nor a CI runner.
 pub fn write(w: &mut dyn Write, r: &LintReport, o: TextOptions) -> io::Result<()> {
+    write_view(w, &r.view(), o)
+}
+
+/// A container's section of a fleet's text report (`lint --k8s`, `merge`): its heading, then
+/// its report or why its image could not be read, then a blank line.
+pub fn write_container(w: &mut dyn Write, v: &View, o: TextOptions) -> io::Result<()> {
+    if let Some(k) = &v.k8s {
+        writeln!(w, "== {}", line(&k.describe()))?;
+    }
+    match &v.error {
+        Some(e) => writeln!(
+            w,
+            "error: the image {} could not be read: {}",
+            line(&v.reference),
+            line(&e.message)
+        )?,
+        None => write_view(w, v, o)?,
+    }
+    writeln!(w)
+}
+
+/// Writes the text report of one image's (or container's) view.
+pub fn write_view(w: &mut dyn Write, r: &View, o: TextOptions) -> io::Result<()> {
     let p = Paint { on: o.color };
-    let img = r.image;
     if !o.quiet {
-        let libc = match &r.facts.libc.version {
-            Some(v) => format!("{} {v}", r.facts.libc.family),
-            None => r.facts.libc.family.to_string(),
-        };
         writeln!(
             w,
             "{} {} ({}, {})",
             p.bold("memlint"),
-            line(&img.reference),
-            line(&img.platform.to_string()),
-            line(&libc)
+            line(&r.reference),
+            line(&r.platform),
+            line(&r.libc)
         )?;
         if o.verbose {
-            super::facts::write(w, r.facts)?;
+            if let Some(facts) = r.facts {
+                super::facts::write(w, facts)?;
+            }
         }
         writeln!(w)?;
     }
+    write_findings(w, r, &p)?;
+    if o.verbose {
+        write_undecided(w, r, &p)?;
+    }
+    if o.verbose || o.show_ignored {
+        write_hidden(w, r, &p)?;
+    }
+    if !o.quiet {
+        for n in &r.notes {
+            writeln!(w, "{} {}", p.dim("note:"), line(n))?;
+        }
+        writeln!(w, "{}", p.bold(&summary_line(r)))?;
+    }
+    Ok(())
+}
+
+/// The findings, most severe first, each with its place, evidence and fix.
+fn write_findings(w: &mut dyn Write, r: &View, p: &Paint) -> io::Result<()> {
     for sev in [Severity::Error, Severity::Warning, Severity::Note] {
         for f in r.findings.iter().filter(|f| f.severity == sev) {
             writeln!(w, "{}[{}]: {}", p.severity(sev), p.bold(f.rule), line(&f.message))?;
@@ -98,21 +137,29 @@ pub fn write(w: &mut dyn Write, r: &LintReport, o: TextOptions) -> io::Result<()
             writeln!(w)?;
         }
     }
-    if o.verbose {
-        let silent: Vec<_> = r
-            .results
-            .iter()
-            .filter_map(|res| res.outcome.undecided.as_ref().map(|u| (res.rule.id, u)))
-            .collect();
-        if !silent.is_empty() {
-            writeln!(w, "{}", p.dim("rules that could not decide:"))?;
-            for (id, why) in silent {
-                writeln!(w, "  {id}: {}", line(&why.to_string()))?;
-            }
-            writeln!(w)?;
+    Ok(())
+}
+
+/// `-v`: why silent rules stayed silent.
+fn write_undecided(w: &mut dyn Write, r: &View, p: &Paint) -> io::Result<()> {
+    let silent: Vec<_> = r
+        .rules
+        .iter()
+        .filter_map(|(id, why)| why.as_ref().map(|u| (id, u)))
+        .collect();
+    if !silent.is_empty() {
+        writeln!(w, "{}", p.dim("rules that could not decide:"))?;
+        for (id, why) in silent {
+            writeln!(w, "  {id}: {}", line(why))?;
         }
+        writeln!(w)?;
     }
-    if o.verbose || o.show_ignored {
+    Ok(())
+}
+
+/// `--show-ignored`, `-v`: the findings ignores hide and the baseline holds.
+fn write_hidden(w: &mut dyn Write, r: &View, p: &Paint) -> io::Result<()> {
+    {
         for f in &r.ignored {
             let why = f
                 .suppression
@@ -145,35 +192,33 @@ pub fn write(w: &mut dyn Write, r: &LintReport, o: TextOptions) -> io::Result<()
             writeln!(w)?;
         }
     }
-    if !o.quiet {
-        for n in &r.notes {
-            writeln!(w, "{} {}", p.dim("note:"), line(n))?;
-        }
-    }
-    if !o.quiet {
-        let plural = |n: usize, w: &str| {
-            if n == 1 {
-                format!("{n} {w}")
-            } else {
-                format!("{n} {w}s")
-            }
-        };
-        let mut summary = format!(
-            "{}, {}, {}",
-            plural(r.count(Severity::Error), "error"),
-            plural(r.count(Severity::Warning), "warning"),
-            plural(r.count(Severity::Note), "note")
-        );
-        if !r.ignored.is_empty() {
-            summary.push_str(&format!(", {} ignored", r.ignored_count()));
-        }
-        if !r.baselined.is_empty() {
-            summary.push_str(&format!(", {} baselined", r.baselined_count()));
-        }
-        if !r.fixed.is_empty() {
-            summary.push_str(&format!(", {} fixed since the baseline", r.fixed.len()));
-        }
-        writeln!(w, "{}", p.bold(&summary))?;
-    }
     Ok(())
+}
+
+/// `1 error, 2 warnings, 0 notes, 1 ignored`.
+fn summary_line(r: &View) -> String {
+    let plural = |n: usize, w: &str| {
+        if n == 1 {
+            format!("{n} {w}")
+        } else {
+            format!("{n} {w}s")
+        }
+    };
+    let s = &r.summary;
+    let mut summary = format!(
+        "{}, {}, {}",
+        plural(s.errors, "error"),
+        plural(s.warnings, "warning"),
+        plural(s.notes, "note")
+    );
+    if !r.ignored.is_empty() {
+        summary.push_str(&format!(", {} ignored", s.ignored));
+    }
+    if !r.baselined.is_empty() {
+        summary.push_str(&format!(", {} baselined", s.baselined));
+    }
+    if s.fixed > 0 {
+        summary.push_str(&format!(", {} fixed since the baseline", s.fixed));
+    }
+    summary
 }

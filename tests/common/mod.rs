@@ -630,3 +630,36 @@ pub fn validate_sarif(path: &Path) {
         .collect();
     assert!(problems.is_empty(), "{}: {problems:#?}", path.display());
 }
+
+/// Checks a JSON report of memlint (`lint --format json`, `lint --k8s`, `merge`) against the
+/// published schema, `schema/report.json` (what `memlint schema report` prints: a test checks
+/// the two are equal), with a real JSON Schema validator (draft 2020-12).
+pub fn assert_valid_report(doc: &Value) {
+    static VALIDATOR: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
+    let validator = VALIDATOR.get_or_init(|| {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/report.json");
+        let schema: Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+        jsonschema::draft202012::new(&schema).unwrap()
+    });
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .take(10)
+        .map(|e| {
+            // An `anyOf` error quotes the whole document: its start is enough.
+            let text: String = e.to_string().chars().take(600).collect();
+            format!("at `{}`: {text}", e.instance_path)
+        })
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "the report does not match schema/report.json:\n{}",
+        errors.join("\n")
+    );
+}
+
+/// [`assert_valid_report`] of a report's bytes; the report, parsed.
+pub fn valid_report(bytes: &[u8]) -> Value {
+    let doc: Value = serde_json::from_slice(bytes).unwrap();
+    assert_valid_report(&doc);
+    doc
+}

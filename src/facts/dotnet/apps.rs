@@ -24,7 +24,7 @@ const INSTALL_DIRS: &[&str] = &[
     "host",
 ];
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct DotnetRuntime {
     /// `Microsoft.NETCore.App` or `Microsoft.AspNetCore.App`.
     pub name: String,
@@ -35,7 +35,7 @@ pub struct DotnetRuntime {
     pub self_contained: bool,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct DotnetApp {
     pub name: String,
     pub dir: String,
@@ -48,7 +48,7 @@ pub struct DotnetApp {
     pub target_framework: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 pub struct NugetPackage {
     pub name: String,
     pub version: String,

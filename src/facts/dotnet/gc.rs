@@ -56,7 +56,7 @@ pub const NUMERIC: &[&str] = &[
 /// The prefixes in the runtime's order of priority.
 pub const PREFIXES: [&str; 2] = ["DOTNET_", "COMPlus_"];
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct GcFacts {
     /// Every GC variable of [`SETTINGS`] the environment sets and the runtime reads (the
     /// `DOTNET_` one when both prefixes are set).
@@ -96,7 +96,7 @@ fn undecided_settings(env: &Env) -> Vec<(String, String)> {
 }
 
 /// A GC environment variable and how the runtime reads it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct GcEnvVar {
     /// `GCHeapHardLimit`.
     pub setting: String,
@@ -122,7 +122,7 @@ impl GcEnvVar {
 }
 
 /// One effective setting and what decided it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Setting {
     pub value: u64,
     /// `env DOTNET_gcServer=1 (image env)`, `/app/Api.runtimeconfig.json System.GC.Server`, or
@@ -134,7 +134,7 @@ pub struct Setting {
 }
 
 /// The GC an app runs with.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct AppGc {
     pub app: String,
     pub runtimeconfig: String,

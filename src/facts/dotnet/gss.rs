@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeSet;
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct GssSettings {
     /// `PGGSSENCMODE` from the config Env, as written.
     pub pggssencmode: Option<String>,
@@ -21,7 +21,7 @@ pub struct GssSettings {
     pub reason: String,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ConnectionString {
     /// `<file>#<configuration key>` (e.g. `/app/appsettings.json#ConnectionStrings:Default`), or
     /// `env <NAME>`.

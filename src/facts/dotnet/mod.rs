@@ -41,7 +41,7 @@ use serde::Serialize;
 /// The library .NET's GSS shim loads (dotnet/runtime#59526); official .NET 8+ images lack it.
 pub const GSSAPI_LIBRARY: &str = "libgssapi_krb5.so.2";
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct DotnetFacts {
     /// Shared runtimes and the runtimes self-contained apps carry.
     pub runtimes: Vec<DotnetRuntime>,
@@ -76,7 +76,7 @@ impl DotnetFacts {
     }
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct GssapiLibrary {
     /// The file the image's loader would open, when there is one.
     pub resolved: Option<String>,

@@ -35,7 +35,7 @@ const CONF_CAP: u64 = 256 * 1024;
 const MAX_OPTION_FILES: usize = 64;
 
 /// The projects whose launchers memlint reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Vendor {
     Elasticsearch,
@@ -80,7 +80,7 @@ pub const LAUNCHER_VARIABLES: &[&str] = &[
 ];
 
 /// How a launcher sizes the heap.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "by", rename_all = "snake_case")]
 pub enum LauncherHeap {
     /// Options it puts on the command line ([`Launcher::options`]).
@@ -94,7 +94,7 @@ pub enum LauncherHeap {
 }
 
 /// A vendor launcher the container runs.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Launcher {
     pub vendor: Vendor,
     /// The launcher script.

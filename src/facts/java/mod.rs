@@ -73,7 +73,7 @@ impl<'a> JavaEnv<'a> {
 }
 
 /// Which JVM implementation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Jvm {
     HotSpot,
@@ -81,7 +81,7 @@ pub enum Jvm {
 }
 
 /// Where an option comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub enum OptionSource {
     #[serde(rename = "JAVA_TOOL_OPTIONS")]
     JavaToolOptions,
@@ -141,7 +141,7 @@ impl OptionSource {
 }
 
 /// One JVM option and where it came from.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct JavaOption {
     pub option: String,
     pub source: OptionSource,
@@ -208,7 +208,7 @@ impl JavaOption {
     }
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct JavaFacts {
     /// The `java` launcher that runs (canonical path), when known.
     #[serde(skip_serializing_if = "Option::is_none")]

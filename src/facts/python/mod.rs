@@ -41,7 +41,7 @@ pub const CELERY_CONCURRENCY_VAR: &str = "CELERY_WORKER_CONCURRENCY";
 pub const METADATA_CAP: u64 = 1024;
 
 /// One installed distribution.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct PythonPackage {
     /// As its metadata spells it (`Pillow`); compare through [`normalize`].
     pub name: String,
@@ -51,7 +51,7 @@ pub struct PythonPackage {
 }
 
 /// How a server runs the application's (native) code.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Concurrency {
     /// Several threads of one process (gunicorn's gthread workers, uvicorn's thread pool,
@@ -77,7 +77,7 @@ impl Concurrency {
 }
 
 /// A Python server the entrypoint runs.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct PythonServer {
     /// `gunicorn`, `uvicorn`, `celery` or `dask`.
     pub name: &'static str,
@@ -91,7 +91,7 @@ pub struct PythonServer {
 }
 
 /// A worker count the server takes from the CPUs it sees: in a container, the node's.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct CpuSizedWorkers {
     /// How, in words.
     pub how: String,
@@ -149,7 +149,7 @@ fn worker_count(server: &str, cpu: &CpuSizedWorkers, env: &Env) -> WorkerCount {
     }
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct PythonFacts {
     /// `3.11.2`, or `3.11` when only the interpreter's name says it.
     pub version: Option<String>,

@@ -4,7 +4,8 @@
 # own, running `memlint lint --no-cache` on the one-layer bench image (the 1.6 GB of files of
 # bench/run.sh in a single gzip layer) on one core and on all cores, alternating. CPU seconds
 # (user + sys, `/usr/bin/time`) rather than wall time: the machine is shared, and CPU time moves
-# less with what else runs. Prints a Markdown table of medians of RUNS runs (5 by default).
+# less with what else runs. Prints a Markdown table of medians of RUNS runs (5 by default) and
+# appends it to bench/results.md.
 #
 #   bench/backends.sh
 #   BUILD=0 bench/backends.sh   # the binaries a run before built (kept in the target folder)
@@ -66,11 +67,16 @@ for run in $(seq "$RUNS"); do
   measure "gzip -dc of the layer" gzip -dc "$ONE_LAYER"
 done
 
-echo "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg); $(date -u +%Y-%m-%d)"
-echo "One-layer image ($(( $(wc -c <"$ONE_LAYER") / 1048576 )) MiB gzip layer), \`memlint lint --no-cache\`; medians of $RUNS runs"
-echo
-echo "| what | CPU (user + sys) | wall | peak RSS |"
-echo "|---|---|---|---|"
-for k in "zlib-rs, 1 core" "zlib-ng, 1 core" "isal, 1 core" "zlib-rs, all cores" "zlib-ng, all cores" "isal, all cores" "gzip -dc of the layer"; do
-  printf '| %s | %s s | %s s | %s MiB |\n' "$k" "$(echo "${CPU[$k]}" | median)" "$(echo "${WALL[$k]}" | median)" "$(( $(echo "${RSS[$k]}" | median) / 1024 ))"
-done
+{
+  echo
+  echo "Inflate backends (bench/backends.sh):"
+  echo
+  echo "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg); $(date -u +%Y-%m-%d)"
+  echo "One-layer image ($(( $(wc -c <"$ONE_LAYER") / 1048576 )) MiB gzip layer), \`memlint lint --no-cache\`; medians of $RUNS runs"
+  echo
+  echo "| what | CPU (user + sys) | wall | peak RSS |"
+  echo "|---|---|---|---|"
+  for k in "zlib-rs, 1 core" "zlib-ng, 1 core" "isal, 1 core" "zlib-rs, all cores" "zlib-ng, all cores" "isal, all cores" "gzip -dc of the layer"; do
+    printf '| %s | %s s | %s s | %s MiB |\n' "$k" "$(echo "${CPU[$k]}" | median)" "$(echo "${WALL[$k]}" | median)" "$(( $(echo "${RSS[$k]}" | median) / 1024 ))"
+  done
+} | tee -a "$ROOT/bench/results.md"

@@ -240,6 +240,7 @@ impl<R: BufRead> GzipReader<R> {
         GzipReader::with_inflater(inner, crc, Inflater::DEFAULT)
     }
 
+    /// A reader that inflates with `inflater` (the tests read the same streams with each).
     pub fn with_inflater(inner: R, crc: GzipCrc, inflater: Inflater) -> GzipReader<R> {
         GzipReader {
             inner: Resumed {

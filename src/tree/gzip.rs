@@ -469,10 +469,14 @@ mod isal {
 
     impl Inflate {
         pub(super) fn new() -> Inflate {
-            let mut state = Box::<ffi::inflate_state>::new_zeroed();
-            // SAFETY: `inflate_state` is integers, arrays of them and two pointers, for which
-            // all zeros is a valid value (null pointers); `isal_inflate_init` then sets it up.
+            // Zeroed in place (`Box::new_zeroed` is newer than the crate's rust-version), not
+            // built on the stack and moved.
+            let mut state = Box::<ffi::inflate_state>::new_uninit();
+            // SAFETY: the box holds room for one `inflate_state`, written whole with zeros:
+            // integers, arrays of them and pointers, for which all zeros is a valid value (null
+            // pointers); `isal_inflate_init` then sets it up.
             let mut state = unsafe {
+                state.as_mut_ptr().write_bytes(0, 1);
                 ffi::isal_inflate_init(state.as_mut_ptr());
                 state.assume_init()
             };

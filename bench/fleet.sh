@@ -22,8 +22,13 @@ need() { command -v "$1" >/dev/null || { [ "$(id -u)" = 0 ] && DEBIAN_FRONTEND=n
 need skopeo skopeo
 need docker-registry docker-registry
 [ -x /usr/bin/time ] || need /usr/bin/time time
+# ISA-L's vendored source (feature `isal`, as the Linux release build) builds with these.
+need nasm nasm
+need autoconf autoconf
+need automake automake
+need libtoolize libtool
 
-cargo build --release --locked -q --features zlib-ng
+cargo build --release --locked -q --features isal,zlib-ng
 MEMLINT="$ROOT/target/release/memlint"
 
 # The images: the first COUNT/2 test images for amd64 (not the benchmark's own, not arm64's),

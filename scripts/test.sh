@@ -8,9 +8,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # podman (local-store tests), docker-registry, htpasswd and openssl (registry tests), xmllint
 # (JUnit reports against junit-10.xsd), man and groff (the man pages), zsh and fish (completions),
 # go and gcc (the Go test programs of scripts/recipes/go.sh and src/elf/go.rs); buildah, runc,
-# strip and curl (the container image and the Action's install step, tests/release.rs); npm
+# strip and curl (the container image and the Action's install step, tests/project/release.rs); npm
 # (scripts/sarif-multitool.sh fetches Microsoft's SARIF Multitool with `npm pack`); chromium
-# (tests/html.rs opens the HTML report in headless Chromium).
+# (tests/outputs/html.rs opens the HTML report in headless Chromium).
 tools=(skopeo umoci dpkg-deb podman docker-registry htpasswd openssl xmllint man groff zsh fish go gcc
   buildah runc strip curl npm chromium)
 missing=()

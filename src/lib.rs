@@ -3,7 +3,7 @@
 //! Data flows one way: [`reference`] → [`sources`] (where the bytes come from) → [`tree`]
 //! (layers streamed into one merged file tree) → [`image`] → [`facts`] → [`rules`] →
 //! [`judge`] (severity overrides, ignores, the per-rule cap) → [`report`] → [`commands`]
-//! (flags, environment, printing). `tests/layering.rs` holds the table of which module may use
+//! (flags, environment, printing). `tests/project/layering.rs` holds the table of which module may use
 //! which.
 
 pub mod arch;

@@ -197,7 +197,7 @@ pub fn derive(tree: &FileTree, env: &Env, entry: &Entrypoint) -> GoFacts {
 
 /// What the Go runtime makes of a `GOMEMLIMIT` value at start (runtime `readGOMEMLIMIT` in
 /// `mgcpacer.go`, `parseByteCount` and `atoi64` in `string.go`; ported from Go 1.19's source
-/// and checked against the runtime itself in `tests/gomem.rs`).
+/// and checked against the runtime itself in `tests/runtimes/gomem.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MemLimit {
     /// Empty or `off`: no soft limit.

@@ -3,7 +3,7 @@
 //!
 //! A rule's file holds its whole contract: id, severity, title, doc, tags, the check, and where
 //! its findings belong in a Dockerfile ([`Anchor`]). Adding a rule is that file, its doc, one
-//! line in the [`registry!`] below, and a row in the fixture table of `tests/rules.rs`.
+//! line in the [`registry!`] below, and a row in the fixture table of `tests/rules/rules.rs`.
 
 pub mod fixes;
 mod java;

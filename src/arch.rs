@@ -12,7 +12,7 @@ use object::elf;
 
 /// A processor architecture as images are built for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Arch {
+pub(crate) enum Arch {
     Amd64,
     Arm64,
     Arm,
@@ -199,7 +199,7 @@ const ROWS: [Row; 9] = [
 /// Every Debian multiarch triplet memlint recognises in a path as some architecture's library
 /// folder, its own or another's: each [`Arch::triplet`], and the ABIs memlint does not model
 /// (armel's soft-float `arm-linux-gnueabi`, mips64el's `mips64el-linux-gnuabi64`).
-pub const TRIPLETS: &[&str] = &[
+pub(crate) const TRIPLETS: &[&str] = &[
     "x86_64-linux-gnu",
     "aarch64-linux-gnu",
     "arm-linux-gnueabihf",
@@ -212,7 +212,8 @@ pub const TRIPLETS: &[&str] = &[
 ];
 
 impl Arch {
-    pub const ALL: [Arch; 9] = [
+    #[cfg(test)]
+    pub(crate) const ALL: [Arch; 9] = [
         Arch::Amd64,
         Arch::Arm64,
         Arch::Arm,
@@ -234,67 +235,67 @@ impl Arch {
     }
 
     /// The OCI (GOARCH) name: `amd64`, `arm64`, `386`…
-    pub fn oci(self) -> &'static str {
+    pub(crate) fn oci(self) -> &'static str {
         self.row().oci
     }
 
     /// The architecture an OCI name names; exact, as [`Arch::oci`] spells it.
-    pub fn from_oci(name: &str) -> Option<Arch> {
+    pub(crate) fn from_oci(name: &str) -> Option<Arch> {
         Arch::find(|r| r.oci == name)
     }
 
     /// The architecture a kernel or toolchain name (`x86_64`, `aarch64`, `armhf`, `i686`…)
     /// stands for, where it is not the OCI name.
-    pub fn from_alias(name: &str) -> Option<Arch> {
+    pub(crate) fn from_alias(name: &str) -> Option<Arch> {
         Arch::find(|r| r.aliases.contains(&name))
     }
 
     /// The variant every image of this architecture has (arm64's `v8`), so that writing it or
     /// not names the same image.
-    pub fn implied_variant(self) -> Option<&'static str> {
+    pub(crate) fn implied_variant(self) -> Option<&'static str> {
         self.row().implied_variant
     }
 
     /// The architecture of an ELF file's `e_machine` and class.
-    pub fn from_elf(machine: u16, class: ElfClass) -> Option<Arch> {
+    pub(crate) fn from_elf(machine: u16, class: ElfClass) -> Option<Arch> {
         Arch::find(|r| r.machine == machine && (r.either_class || r.class == class))
     }
 
     /// The `e_machine` and class of the architecture's programs.
-    pub fn elf(self) -> (u16, ElfClass) {
+    pub(crate) fn elf(self) -> (u16, ElfClass) {
         (self.row().machine, self.row().class)
     }
 
     /// Debian's multiarch triplet: `x86_64-linux-gnu`, `arm-linux-gnueabihf`…
-    pub fn triplet(self) -> Option<&'static str> {
+    pub(crate) fn triplet(self) -> Option<&'static str> {
         self.row().triplet
     }
 
     /// The `<arch>` of musl's loader `ld-musl-<arch>.so.1`: `x86_64`, `armhf`…
-    pub fn musl(self) -> Option<&'static str> {
+    pub(crate) fn musl(self) -> Option<&'static str> {
         self.row().musl
     }
 
     /// The file musl's loader reads its library path from: `/etc/ld-musl-<arch>.path`.
-    pub fn musl_path_file(self) -> Option<String> {
+    pub(crate) fn musl_path_file(self) -> Option<String> {
         self.musl().map(|m| format!("/etc/ld-musl-{m}.path"))
     }
 
     /// `$PLATFORM` (AT_PLATFORM) as glibc's loader expands it: `x86_64`, `v7l`, `power8`…
-    pub fn glibc_platform(self) -> Option<&'static str> {
+    pub(crate) fn glibc_platform(self) -> Option<&'static str> {
         self.row().glibc_platform
     }
 
     /// Node.js's `process.arch`, which npm's `--cpu` and sharp's package names use: `x64`,
     /// `arm64`, `ia32`…
-    pub fn node(self) -> Option<&'static str> {
+    pub(crate) fn node(self) -> Option<&'static str> {
         self.row().node
     }
 
     /// The architecture (and variant, if the name carries one) of a `process.arch` name, or of
     /// the names sharp ≤ 0.32 gave its addons: `process.arch` and the OCI variant run together
     /// (`arm64v8`, `armv6`, `armv7`).
-    pub fn from_node(name: &str) -> Option<(Arch, Option<&'static str>)> {
+    pub(crate) fn from_node(name: &str) -> Option<(Arch, Option<&'static str>)> {
         ROWS.iter().find_map(|r| {
             let rest = name.strip_prefix(r.node?)?;
             if rest.is_empty() {
@@ -309,7 +310,7 @@ impl Arch {
 
     /// The ld.so.cache entry flags a glibc loader of this architecture takes; empty where
     /// memlint does not know them (then any libc6 entry is taken).
-    pub fn ld_cache_flags(self) -> &'static [i32] {
+    pub(crate) fn ld_cache_flags(self) -> &'static [i32] {
         self.row().ld_cache_flags
     }
 }

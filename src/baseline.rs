@@ -18,15 +18,15 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
 
 /// The most a baseline file may hold: it is read into memory whole.
-pub const MAX_BASELINE_BYTES: u64 = 16 << 20;
+pub(crate) const MAX_BASELINE_BYTES: u64 = 16 << 20;
 
 /// The version of the file's layout, written as `memlint_baseline`.
-pub const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 1;
 
 /// What a finding was found in, as its fingerprint names it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(untagged)]
-pub enum Subject {
+pub(crate) enum Subject {
     /// With `--k8s`: the workload and container that run the image (not the manifest file,
     /// not the image the container runs).
     Container { workload: WorkloadId, container: String },
@@ -38,16 +38,16 @@ pub enum Subject {
 /// A workload as a baseline names it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct WorkloadId {
-    pub kind: String,
+pub(crate) struct WorkloadId {
+    pub(crate) kind: String,
     /// `default` when the manifest names none.
-    pub namespace: String,
-    pub name: String,
+    pub(crate) namespace: String,
+    pub(crate) name: String,
 }
 
 impl Subject {
     /// The subject of a workload's container.
-    pub fn container(kind: &str, namespace: Option<&str>, name: &str, container: &str) -> Subject {
+    pub(crate) fn container(kind: &str, namespace: Option<&str>, name: &str, container: &str) -> Subject {
         Subject::Container {
             workload: WorkloadId {
                 kind: kind.to_string(),
@@ -60,7 +60,7 @@ impl Subject {
 
     /// The subject of an image read from `reference` (as given) and chosen by `name` (its tag
     /// or `ref.name`, when it has one).
-    pub fn image(reference: &str, name: Option<&str>, platform: &str) -> Subject {
+    pub(crate) fn image(reference: &str, name: Option<&str>, platform: &str) -> Subject {
         Subject::Image {
             image: repository(reference, name),
             platform: platform.to_string(),
@@ -80,7 +80,7 @@ impl Subject {
     }
 
     /// `Deployment shop/api, container app` or `acme/api (linux/amd64)`, for people.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             Subject::Container { workload, container } => format!(
                 "{} {}/{}, container {container}",
@@ -95,7 +95,7 @@ impl Subject {
 /// and `registry.example:5000/acme/api@sha256:…` are both `acme/api`. The name the image was
 /// chosen by when it is a whole reference, else the reference: a registry reference as it is, a
 /// file or folder by its last path element (`oci-archive:out/api.tar` is `api`).
-pub fn repository(reference: &str, name: Option<&str>) -> String {
+pub(crate) fn repository(reference: &str, name: Option<&str>) -> String {
     if let Some(n) = name.filter(|n| n.contains('/') || n.contains(':')) {
         return strip_reference(n);
     }
@@ -155,7 +155,13 @@ fn strip_reference(r: &str) -> String {
 /// `occurrence`: its place among the findings of the same subject that share the rest (two
 /// relative `LD_PRELOAD` entries name no path), 0 for the first; `rest`: the finding that
 /// counts a rule's findings past the report's cap. 32 hex digits of a SHA-256.
-pub fn fingerprint(rule: &str, subject: &Subject, paths: &[&str], rest: bool, occurrence: usize) -> String {
+pub(crate) fn fingerprint(
+    rule: &str,
+    subject: &Subject,
+    paths: &[&str],
+    rest: bool,
+    occurrence: usize,
+) -> String {
     let mut key = format!("memlintFinding/v2\0{rule}\0{}{}", subject.key(), paths.len());
     for p in paths {
         key.push('\0');
@@ -179,7 +185,7 @@ fn typed_paths(f: &Finding) -> Vec<&str> {
 }
 
 /// Gives each finding of one subject its fingerprint, in their order (the rules' order).
-pub fn assign(findings: &mut [Finding], subject: &Subject) {
+pub(crate) fn assign(findings: &mut [Finding], subject: &Subject) {
     let mut seen: HashMap<(&'static str, Vec<String>, bool), usize> = HashMap::new();
     for f in findings {
         let paths = typed_paths(f);
@@ -194,22 +200,22 @@ pub fn assign(findings: &mut [Finding], subject: &Subject) {
 /// One accepted finding. (Unknown keys are let be: serde cannot refuse them beside the
 /// flattened subject.)
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Entry {
-    pub rule: String,
-    pub severity: Severity,
+pub(crate) struct Entry {
+    pub(crate) rule: String,
+    pub(crate) severity: Severity,
     #[serde(flatten)]
-    pub subject: Subject,
+    pub(crate) subject: Subject,
     /// The image paths the finding names, sorted.
-    pub paths: Vec<String>,
-    pub fingerprint: String,
+    pub(crate) paths: Vec<String>,
+    pub(crate) fingerprint: String,
     /// The day memlint first wrote it into a baseline; kept when the baseline is written again.
     #[serde(with = "date_text")]
-    pub first_seen: Date,
+    pub(crate) first_seen: Date,
 }
 
 impl Entry {
     /// The entry of a finding seen today.
-    pub fn of(f: &Finding, subject: &Subject, today: Date) -> Entry {
+    pub(crate) fn of(f: &Finding, subject: &Subject, today: Date) -> Entry {
         Entry {
             rule: f.rule.to_string(),
             severity: f.severity,
@@ -226,11 +232,11 @@ mod date_text {
     use jiff::civil::Date;
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(d: &Date, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(d: &Date, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(d)
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Date, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Date, D::Error> {
         let text = String::deserialize(d)?;
         text.parse::<Date>().map_err(|e| {
             serde::de::Error::custom(format!(
@@ -243,10 +249,10 @@ mod date_text {
 
 /// A baseline file as read.
 #[derive(Debug, Default)]
-pub struct Baseline {
+pub(crate) struct Baseline {
     /// Where it was read from, as given.
-    pub path: String,
-    pub entries: Vec<Entry>,
+    pub(crate) path: String,
+    pub(crate) entries: Vec<Entry>,
     by_fingerprint: HashMap<String, usize>,
 }
 
@@ -262,7 +268,7 @@ const WRITE_HELP: &str = "write it with `memlint lint … --write-baseline FILE`
 
 impl Baseline {
     /// Reads and checks a baseline file: exit code 2 for a missing, oversized or malformed one.
-    pub fn load(path: &Path) -> Result<Baseline, Error> {
+    pub(crate) fn load(path: &Path) -> Result<Baseline, Error> {
         let shown = path.display().to_string();
         let text = crate::user_file::read_to_string(path, MAX_BASELINE_BYTES).map_err(|e| {
             let reason = e.reason();
@@ -278,7 +284,7 @@ impl Baseline {
     }
 
     /// A baseline from its text; `path` names it in diagnostics.
-    pub fn parse(text: &str, path: &str) -> Result<Baseline, Box<BaselineError>> {
+    pub(crate) fn parse(text: &str, path: &str) -> Result<Baseline, Box<BaselineError>> {
         let at = |line: usize, column: usize, message: String, help: &str| {
             let start: usize = text
                 .split_inclusive('\n')
@@ -360,7 +366,7 @@ impl Baseline {
     }
 
     /// The entry of a fingerprint, when the baseline holds it.
-    pub fn get(&self, fingerprint: &str) -> Option<&Entry> {
+    pub(crate) fn get(&self, fingerprint: &str) -> Option<&Entry> {
         self.by_fingerprint
             .get(fingerprint)
             .and_then(|i| self.entries.get(*i))
@@ -370,7 +376,7 @@ impl Baseline {
     /// rule ran (`rules_run`), and no finding of the run has their fingerprint (`seen`,
     /// findings an ignore hides included). Entries of a subject this run did not lint (another
     /// shard, an image not given or not read) are neither fixed nor dropped.
-    pub fn fixed(
+    pub(crate) fn fixed(
         &self,
         linted: &HashSet<Subject>,
         rules_run: &HashSet<&str>,
@@ -390,7 +396,11 @@ impl Baseline {
 /// `previous` that `keep` says to keep as they are. Sorted by subject, rule, paths and
 /// fingerprint, each fingerprint once, so that a file in version control changes only where
 /// the findings do.
-pub fn render(current: Vec<Entry>, previous: Option<&Baseline>, keep: impl Fn(&Entry) -> bool) -> Vec<u8> {
+pub(crate) fn render(
+    current: Vec<Entry>,
+    previous: Option<&Baseline>,
+    keep: impl Fn(&Entry) -> bool,
+) -> Vec<u8> {
     let mut entries: Vec<Entry> = Vec::with_capacity(current.len());
     let mut written: BTreeSet<String> = BTreeSet::new();
     for mut e in current {

@@ -7,7 +7,7 @@ use std::io::{self, Read};
 /// A parsed `algorithm:hex` content digest. Only sha256 is computed; other algorithms are kept
 /// so they can be reported, and are never treated as verified.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Digest {
+pub(crate) struct Digest {
     algorithm: String,
     hex: String,
 }
@@ -17,7 +17,7 @@ impl Digest {
     /// lowercase letters and digits in components joined by one of `+._-`, so never `..`);
     /// returns `None` for anything else. A digest becomes a file name (`blobs/ALG/HEX`), so
     /// nothing that could climb out of a folder passes.
-    pub fn parse(s: &str) -> Option<Digest> {
+    pub(crate) fn parse(s: &str) -> Option<Digest> {
         let (algorithm, hex) = s.split_once(':')?;
         let component =
             |c: &str| !c.is_empty() && c.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
@@ -42,11 +42,11 @@ impl Digest {
     }
 
     /// The sha256 of `bytes`.
-    pub fn of(bytes: &[u8]) -> Digest {
+    pub(crate) fn of(bytes: &[u8]) -> Digest {
         Digest::from_sha256(Sha256::digest(bytes).into())
     }
 
-    pub fn from_sha256(raw: [u8; 32]) -> Digest {
+    pub(crate) fn from_sha256(raw: [u8; 32]) -> Digest {
         let mut hex = String::with_capacity(64);
         for b in raw {
             hex.push(char::from_digit((b >> 4) as u32, 16).unwrap_or('0'));
@@ -58,21 +58,21 @@ impl Digest {
         }
     }
 
-    pub fn algorithm(&self) -> &str {
+    pub(crate) fn algorithm(&self) -> &str {
         &self.algorithm
     }
 
-    pub fn hex(&self) -> &str {
+    pub(crate) fn hex(&self) -> &str {
         &self.hex
     }
 
     /// Whether memlint can compute this digest itself.
-    pub fn is_sha256(&self) -> bool {
+    pub(crate) fn is_sha256(&self) -> bool {
         self.algorithm == "sha256"
     }
 
     /// A short form for messages: `sha256:0123456789ab`.
-    pub fn short(&self) -> String {
+    pub(crate) fn short(&self) -> String {
         format!("{}:{}", self.algorithm, &self.hex[..self.hex.len().min(12)])
     }
 }
@@ -90,14 +90,14 @@ impl serde::Serialize for Digest {
 }
 
 /// Hashes and counts every byte read through it.
-pub struct HashingReader<R> {
+pub(crate) struct HashingReader<R> {
     inner: R,
     hasher: Sha256,
     count: u64,
 }
 
 impl<R: Read> HashingReader<R> {
-    pub fn new(inner: R) -> Self {
+    pub(crate) fn new(inner: R) -> Self {
         HashingReader {
             inner,
             hasher: Sha256::new(),
@@ -105,26 +105,21 @@ impl<R: Read> HashingReader<R> {
         }
     }
 
-    /// Bytes read so far.
-    pub fn count(&self) -> u64 {
-        self.count
-    }
-
     /// The digest of what was read so far, and its length.
-    pub fn digest_and_count(&self) -> (Digest, u64) {
+    pub(crate) fn digest_and_count(&self) -> (Digest, u64) {
         (
             Digest::from_sha256(self.hasher.clone().finalize().into()),
             self.count,
         )
     }
 
-    pub fn into_inner(self) -> R {
+    pub(crate) fn into_inner(self) -> R {
         self.inner
     }
 
     /// Reads whatever is left (so the digest covers the whole stream) and returns the digest
     /// and the byte count.
-    pub fn finish(mut self) -> io::Result<(Digest, u64)> {
+    pub(crate) fn finish(mut self) -> io::Result<(Digest, u64)> {
         let mut buf = vec![0u8; 64 * 1024];
         loop {
             match self.read(&mut buf) {

@@ -8,27 +8,27 @@ use std::collections::BTreeMap;
 
 /// One instruction.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Instruction {
+pub(crate) struct Instruction {
     /// Upper-case keyword: FROM, RUN, ENV, COPY, CMD…
-    pub keyword: String,
+    pub(crate) keyword: String,
     /// Everything after the keyword, continuation lines joined with a space (heredoc bodies
     /// included after a newline).
-    pub args: String,
+    pub(crate) args: String,
     /// 1-based first and last line.
-    pub line: u32,
-    pub end_line: u32,
+    pub(crate) line: u32,
+    pub(crate) end_line: u32,
     /// Index of the stage it belongs to; `None` for ARGs before the first FROM.
-    pub stage: Option<usize>,
+    pub(crate) stage: Option<usize>,
     /// Rules silenced by a `# memlint ignore=…` comment on the line above, with the reason.
-    pub ignores: Vec<InlineIgnore>,
+    pub(crate) ignores: Vec<InlineIgnore>,
     /// The file's escape character (`# escape=`): a backslash unless it names a backtick.
-    pub escape: char,
+    pub(crate) escape: char,
 }
 
 impl Instruction {
     /// The variables an `ENV` instruction sets (`ENV K=V K2="v 2"` or the old `ENV K V`),
     /// quotes and escapes removed as [`shell::dockerfile`] says.
-    pub fn env_keys(&self) -> Vec<(String, String)> {
+    pub(crate) fn env_keys(&self) -> Vec<(String, String)> {
         let words = shell::split_words(&self.args, shell::dockerfile(self.escape));
         if words.first().is_some_and(|w| w.contains('=')) {
             words
@@ -46,30 +46,30 @@ impl Instruction {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct InlineIgnore {
-    pub rules: Vec<String>,
-    pub reason: Option<String>,
-    pub line: u32,
+pub(crate) struct InlineIgnore {
+    pub(crate) rules: Vec<String>,
+    pub(crate) reason: Option<String>,
+    pub(crate) line: u32,
 }
 
 /// A build stage.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Stage {
-    pub name: Option<String>,
+pub(crate) struct Stage {
+    pub(crate) name: Option<String>,
     /// The base image, with global ARGs substituted.
-    pub base: String,
+    pub(crate) base: String,
     /// The index of the FROM instruction.
-    pub from: usize,
+    pub(crate) from: usize,
 }
 
 #[derive(Clone, Debug, Default)]
-pub struct Dockerfile {
-    pub instructions: Vec<Instruction>,
-    pub stages: Vec<Stage>,
+pub(crate) struct Dockerfile {
+    pub(crate) instructions: Vec<Instruction>,
+    pub(crate) stages: Vec<Stage>,
 }
 
 impl Dockerfile {
-    pub fn parse(text: &str) -> Dockerfile {
+    pub(crate) fn parse(text: &str) -> Dockerfile {
         let lines: Vec<&str> = text.lines().collect();
         let escape = escape_char(&lines);
         let mut out = Dockerfile::default();
@@ -161,7 +161,7 @@ impl Dockerfile {
     }
 
     /// The stage an image is built from: `--target`, else the last one.
-    pub fn target_stage(&self, target: Option<&str>) -> Option<usize> {
+    pub(crate) fn target_stage(&self, target: Option<&str>) -> Option<usize> {
         match target {
             Some(t) => self
                 .stages
@@ -173,7 +173,7 @@ impl Dockerfile {
 
     /// The stages whose instructions end up in the target image: the target and the stages it
     /// is built `FROM`, base first.
-    pub fn chain(&self, target: usize) -> Vec<usize> {
+    pub(crate) fn chain(&self, target: usize) -> Vec<usize> {
         let mut chain = vec![target];
         let mut cur = target;
         while let Some(prev) = self.stages.iter().take(cur).position(|s| {
@@ -192,7 +192,7 @@ impl Dockerfile {
     }
 
     /// The FROM instruction of a stage.
-    pub fn from_of(&self, stage: usize) -> Option<&Instruction> {
+    pub(crate) fn stage_from(&self, stage: usize) -> Option<&Instruction> {
         self.stages.get(stage).and_then(|s| self.instructions.get(s.from))
     }
 }
@@ -386,7 +386,7 @@ RUN true
         assert_eq!(d.target_stage(None), Some(2));
         let t = d.target_stage(Some("runtime")).unwrap();
         assert_eq!(d.chain(t), [0, 1]);
-        assert_eq!(d.from_of(t).unwrap().line, 10);
+        assert_eq!(d.stage_from(t).unwrap().line, 10);
         assert_eq!(d.target_stage(Some("nope")), None);
     }
 

@@ -4,11 +4,11 @@ use std::time::Duration;
 
 /// The value of `--timeout`: `None` is no bound.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Timeout(pub Option<Duration>);
+pub(crate) struct Timeout(pub(crate) Option<Duration>);
 
 impl Timeout {
     /// clap's parser for `--timeout`.
-    pub fn parse(text: &str) -> Result<Timeout, String> {
+    pub(crate) fn parse(text: &str) -> Result<Timeout, String> {
         parse_duration(text).map(Timeout)
     }
 }
@@ -16,7 +16,7 @@ impl Timeout {
 /// Parses `--timeout`: jiff's friendly durations (`90s`, `10m`, `1h30m`, `1h 30m`, `2 minutes`)
 /// or a bare number of seconds; `0` is no timeout (`None`). Negative or sub-second-only
 /// durations are refused rather than rounded to "no timeout".
-pub fn parse_duration(text: &str) -> Result<Option<Duration>, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Option<Duration>, String> {
     let bad = || format!("`{text}` is not a duration (write e.g. 90s, 10m or 1h; 0 for none)");
     let t = text.trim();
     if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
@@ -38,7 +38,7 @@ pub fn parse_duration(text: &str) -> Result<Option<Duration>, String> {
 }
 
 /// `1h30m`, `20s`: the way `--timeout` is written.
-pub fn show(d: Duration) -> String {
+pub(crate) fn show(d: Duration) -> String {
     let s = d.as_secs();
     if s == 0 {
         return format!("{}ms", d.as_millis());

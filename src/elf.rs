@@ -13,16 +13,16 @@ use object::{Endianness, ReadRef};
 use serde::Serialize;
 use std::ops::Range;
 
-pub mod marker;
+pub(crate) mod marker;
 
 use marker::{BlobScanner, ElfMarker, Finds, Found, MarkerSet, TextScanner};
 
 /// How much of a file the layer reader looks at to classify it.
-pub const HEAD_LEN: usize = 4096;
+pub(crate) const HEAD_LEN: usize = 4096;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum ElfClass {
+pub(crate) enum ElfClass {
     #[serde(rename = "elf32")]
     Elf32,
     #[serde(rename = "elf64")]
@@ -31,7 +31,7 @@ pub enum ElfClass {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum ElfType {
+pub(crate) enum ElfType {
     Relocatable,
     Executable,
     /// ET_DYN: a shared object or a position-independent executable.
@@ -42,24 +42,24 @@ pub enum ElfType {
 
 /// The facts the ELF header and program headers in a file's first bytes give.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct ElfHead {
-    pub class: ElfClass,
-    pub little_endian: bool,
-    pub elf_type: ElfType,
+pub(crate) struct ElfHead {
+    pub(crate) class: ElfClass,
+    pub(crate) little_endian: bool,
+    pub(crate) elf_type: ElfType,
     /// `e_machine`: 62 x86-64, 183 AArch64, 40 ARM, 3 i386, 21 PowerPC64, 22 s390, 243 RISC-V.
-    pub machine: u16,
+    pub(crate) machine: u16,
     /// The PT_INTERP path, when the segment lies within the bytes read.
-    pub interpreter: Option<String>,
+    pub(crate) interpreter: Option<String>,
     /// Whether a PT_DYNAMIC segment exists (a dynamically linked program or a shared object).
     /// JSON `dynamic_segment`: [`ElfInfo`] flattens this beside [`ElfScan::dynamic`], and a JSON
     /// object must not have two `dynamic` keys.
     #[serde(rename = "dynamic_segment")]
-    pub dynamic: bool,
+    pub(crate) dynamic: bool,
 }
 
 impl ElfHead {
     /// Parses the head of a file; `None` when it is not ELF or the header is inconsistent.
-    pub fn parse(head: &[u8]) -> Option<ElfHead> {
+    pub(crate) fn parse(head: &[u8]) -> Option<ElfHead> {
         let data = Kept::at(0, head);
         // The 32-bit header is the shorter one: its `e_ident` says which header this is.
         let ident = data.read_at::<FileHeader32<Endianness>>(0).ok()?.e_ident();
@@ -113,25 +113,25 @@ fn parse_head<H: FileHeader<Endian = Endianness>>(
 
 /// What the dynamic section says, read while the file streamed by.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct ElfDynamic {
+pub(crate) struct ElfDynamic {
     /// DT_NEEDED, in order.
-    pub needed: Vec<String>,
-    pub soname: Option<String>,
+    pub(crate) needed: Vec<String>,
+    pub(crate) soname: Option<String>,
     /// DT_RPATH entries (searched before LD_LIBRARY_PATH).
-    pub rpath: Vec<String>,
+    pub(crate) rpath: Vec<String>,
     /// DT_RUNPATH entries (searched after LD_LIBRARY_PATH, only for the object's own needs).
-    pub runpath: Vec<String>,
+    pub(crate) runpath: Vec<String>,
     /// False when the string table lay beyond the bytes kept while streaming, so the names
     /// above are missing; facts that depend on them say they are uncertain.
-    pub complete: bool,
+    pub(crate) complete: bool,
 }
 
 /// Everything the layer reader learns of one ELF file beyond its head.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ElfScan {
-    pub dynamic: Option<ElfDynamic>,
+pub(crate) struct ElfScan {
+    pub(crate) dynamic: Option<ElfDynamic>,
     /// What the markers the facts declared ([`marker`]) found in the file.
-    pub markers: Finds,
+    pub(crate) markers: Finds,
 }
 
 impl Serialize for ElfScan {
@@ -146,16 +146,16 @@ impl Serialize for ElfScan {
 
 /// An ELF file as the layer reader saw it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct ElfInfo {
+pub(crate) struct ElfInfo {
     #[serde(flatten)]
-    pub head: ElfHead,
+    pub(crate) head: ElfHead,
     #[serde(flatten)]
-    pub scan: ElfScan,
+    pub(crate) scan: ElfScan,
 }
 
 /// Bytes from the start of a file kept to find the dynamic string table; it sits in the first
 /// read-only segment, well inside this for all but the largest binaries.
-pub const PREFIX_CAP: usize = 4 * 1024 * 1024;
+pub(crate) const PREFIX_CAP: usize = 4 * 1024 * 1024;
 const DYNAMIC_CAP: u64 = 1024 * 1024;
 /// Names kept from one dynamic section (DT_NEEDED, SONAME, RPATH, RUNPATH entries), and their
 /// bytes all together: real objects have a few dozen; a lying file could point thousands of
@@ -165,7 +165,7 @@ const DYNAMIC_BYTES_CAP: usize = 256 * 1024;
 
 /// The overlap of the windows text markers are looked for in: a marker and what is read after
 /// it fit in it (a test checks the declared markers).
-pub const MARKER_TAIL: usize = 192;
+pub(crate) const MARKER_TAIL: usize = 192;
 
 #[derive(Clone, Copy, Debug)]
 struct Load {
@@ -176,7 +176,7 @@ struct Load {
 
 /// Follows one ELF file through the stream: keeps a bounded prefix and the dynamic segment,
 /// and looks for the declared markers, without holding the file.
-pub struct ElfScanner {
+pub(crate) struct ElfScanner {
     class: ElfClass,
     little_endian: bool,
     loads: Vec<Load>,
@@ -192,7 +192,7 @@ pub struct ElfScanner {
 
 impl ElfScanner {
     /// Starts a scan from the file's head (which must be fed too), for `markers`.
-    pub fn new(head: &[u8], elf: &ElfHead, markers: &MarkerSet) -> ElfScanner {
+    pub(crate) fn new(head: &[u8], elf: &ElfHead, markers: &MarkerSet) -> ElfScanner {
         let mut loads = Vec::new();
         let mut dynamic = None;
         let mut writable = Vec::new();
@@ -232,7 +232,7 @@ impl ElfScanner {
     }
 
     /// The next bytes of the file, in order from offset 0.
-    pub fn feed(&mut self, chunk: &[u8]) {
+    pub(crate) fn feed(&mut self, chunk: &[u8]) {
         let start = self.pos;
         let end = start + chunk.len() as u64;
         if (start as usize) < PREFIX_CAP {
@@ -279,7 +279,7 @@ impl ElfScanner {
         self.text.scan_window(w);
     }
 
-    pub fn finish(self) -> ElfScan {
+    pub(crate) fn finish(self) -> ElfScan {
         let dynamic = self.dynamic.map(|_| self.parse_dynamic());
         let mut found: Vec<(&'static ElfMarker, Found)> = self
             .text

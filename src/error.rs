@@ -309,7 +309,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     /// An I/O error on a host path, with a hint that fits the error kind.
     /// A file the user named that was not read: not a regular file, too large, or unreadable.
-    pub fn user_file(path: impl std::fmt::Display, e: crate::user_file::ReadError) -> Self {
+    pub(crate) fn user_file(path: impl std::fmt::Display, e: crate::user_file::ReadError) -> Self {
         Error::Io {
             path: path.to_string(),
             help: e.help().to_string(),
@@ -317,7 +317,7 @@ impl Error {
         }
     }
 
-    pub fn io(path: impl std::fmt::Display, source: std::io::Error) -> Self {
+    pub(crate) fn io(path: impl std::fmt::Display, source: std::io::Error) -> Self {
         let help = match source.kind() {
             std::io::ErrorKind::NotFound => "check the path; relative paths start at the current folder",
             std::io::ErrorKind::PermissionDenied => "run memlint as a user that can read this file",
@@ -339,12 +339,12 @@ impl Error {
 #[error("{message}")]
 #[diagnostic(code(memlint::manifest), help("{help}"))]
 pub struct ManifestError {
-    pub message: String,
-    pub help: String,
+    pub(crate) message: String,
+    pub(crate) help: String,
     #[source_code]
-    pub src: SourceWindow,
+    pub(crate) src: SourceWindow,
     #[label("here")]
-    pub span: Option<SourceSpan>,
+    pub(crate) span: Option<SourceSpan>,
 }
 
 /// Why a baseline file cannot be used.
@@ -352,12 +352,12 @@ pub struct ManifestError {
 #[error("{message}")]
 #[diagnostic(code(memlint::baseline), help("{help}"))]
 pub struct BaselineError {
-    pub message: String,
-    pub help: String,
+    pub(crate) message: String,
+    pub(crate) help: String,
     #[source_code]
-    pub src: SourceWindow,
+    pub(crate) src: SourceWindow,
     #[label("here")]
-    pub span: Option<SourceSpan>,
+    pub(crate) span: Option<SourceSpan>,
 }
 
 /// A mistake in the config file, pointing at the key.
@@ -365,16 +365,16 @@ pub struct BaselineError {
 #[error("{message}")]
 #[diagnostic(code(memlint::config), help("{help}"))]
 pub struct ConfigError {
-    pub message: String,
-    pub help: String,
+    pub(crate) message: String,
+    pub(crate) help: String,
     #[source_code]
-    pub src: SourceWindow,
+    pub(crate) src: SourceWindow,
     #[label("here")]
-    pub span: Option<SourceSpan>,
+    pub(crate) span: Option<SourceSpan>,
 }
 
 /// The characters shown on each side of a diagnostic's span, and the most of the span itself.
-pub const WINDOW_CHARS: usize = 60;
+pub(crate) const WINDOW_CHARS: usize = 60;
 
 /// The source a config or manifest diagnostic shows: at most [`WINDOW_CHARS`] characters on
 /// each side of the error, on its own line, never the whole file or line.
@@ -384,7 +384,7 @@ pub const WINDOW_CHARS: usize = 60;
 /// each label to its column (a column past 65,535 made it panic). Line and column numbers stay
 /// those of the whole file.
 #[derive(Debug)]
-pub struct SourceWindow {
+pub(crate) struct SourceWindow {
     name: String,
     /// The window's text and its offset, 0-based line and 0-based column in the whole file.
     text: String,
@@ -397,7 +397,7 @@ impl SourceWindow {
     /// A window of `text` around `span` (byte offsets into `text`), and the span to label in
     /// it: the error's own span, shortened to at most [`WINDOW_CHARS`] characters and to its
     /// line. Without a span, nothing of the file is shown.
-    pub fn around(
+    pub(crate) fn around(
         name: impl Into<String>,
         text: &str,
         span: Option<std::ops::Range<usize>>,

@@ -20,14 +20,14 @@ use std::fmt;
     clap::ValueEnum,
 )]
 #[serde(rename_all = "lowercase")]
-pub enum Severity {
+pub(crate) enum Severity {
     Note,
     Warning,
     Error,
 }
 
 impl Severity {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Severity::Note => "note",
             Severity::Warning => "warning",
@@ -45,7 +45,7 @@ impl fmt::Display for Severity {
 /// The least severity that fails a run (`--fail-on`, `fail-on` in `.memlint.toml`), or never.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
-pub enum FailOn {
+pub(crate) enum FailOn {
     Error,
     Warning,
     Note,
@@ -53,7 +53,7 @@ pub enum FailOn {
 }
 
 impl FailOn {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             FailOn::Error => "error",
             FailOn::Warning => "warning",
@@ -63,14 +63,14 @@ impl FailOn {
     }
 
     /// The name as written in `.memlint.toml` or on the command line.
-    pub fn parse(name: &str) -> Option<FailOn> {
+    pub(crate) fn parse(name: &str) -> Option<FailOn> {
         [FailOn::Error, FailOn::Warning, FailOn::Note, FailOn::Never]
             .into_iter()
             .find(|f| f.as_str() == name)
     }
 
     /// The least severity that fails the run; `None` for never.
-    pub fn threshold(self) -> Option<Severity> {
+    pub(crate) fn threshold(self) -> Option<Severity> {
         match self {
             FailOn::Error => Some(Severity::Error),
             FailOn::Warning => Some(Severity::Warning),
@@ -90,14 +90,14 @@ impl fmt::Display for FailOn {
 /// (`path =`) and layer provenance match on the paths, never on the words, so rewording a line
 /// cannot silently change what an ignore hides. Serialised as its words alone.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Evidence {
+pub(crate) struct Evidence {
     text: String,
     paths: Vec<String>,
 }
 
 impl Evidence {
     /// A line that names no image path.
-    pub fn plain(text: impl Into<String>) -> Evidence {
+    pub(crate) fn plain(text: impl Into<String>) -> Evidence {
         Evidence {
             text: text.into(),
             paths: Vec::new(),
@@ -107,7 +107,10 @@ impl Evidence {
     /// A line that names these image paths. Only absolute paths (as in the merged file tree)
     /// are kept: ignores and layer provenance match from the image root, and a relative name
     /// (an `LD_PRELOAD` entry as written, say) names no one file.
-    pub fn naming<P: Into<String>>(text: impl Into<String>, paths: impl IntoIterator<Item = P>) -> Evidence {
+    pub(crate) fn naming<P: Into<String>>(
+        text: impl Into<String>,
+        paths: impl IntoIterator<Item = P>,
+    ) -> Evidence {
         Evidence {
             text: text.into(),
             paths: paths
@@ -118,11 +121,11 @@ impl Evidence {
         }
     }
 
-    pub fn text(&self) -> &str {
+    pub(crate) fn text(&self) -> &str {
         &self.text
     }
 
-    pub fn paths(&self) -> &[String] {
+    pub(crate) fn paths(&self) -> &[String] {
         &self.paths
     }
 }
@@ -152,7 +155,7 @@ impl Serialize for Evidence {
 /// fix. Each rule names it (per finding where it depends on the finding); `locate` finds the
 /// instruction in the target stage's chain, and when there is none, the target stage's `FROM`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Anchor {
+pub(crate) enum Anchor {
     /// The last `ENV` that sets the first of these keys that any `ENV` sets.
     Env(&'static [&'static str]),
     /// The last `RUN`, `COPY` or `ADD` whose arguments mention one of these words: the
@@ -172,67 +175,64 @@ pub enum Anchor {
     /// `facts.container.mounts` (else the mount's line; the target stage's `FROM` in a
     /// Dockerfile).
     Volume(usize),
-    /// With `--k8s`: the container's `volumeMounts` entry at this index of
-    /// `facts.container.mounts` (the target stage's `FROM` in a Dockerfile).
-    Mount(usize),
 }
 
 /// One problem found in an image. JSON keys are a contract with users' scripts.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Finding {
-    pub rule: &'static str,
-    pub severity: Severity,
+pub(crate) struct Finding {
+    pub(crate) rule: &'static str,
+    pub(crate) severity: Severity,
     /// One matter-of-fact clause, no capital letter, no closing period.
-    pub message: String,
+    pub(crate) message: String,
     /// The paths, env entries, versions and layers that led to the finding.
-    pub evidence: Vec<Evidence>,
+    pub(crate) evidence: Vec<Evidence>,
     /// What to change in this image, as Dockerfile lines where that is the fix.
-    pub fix: String,
+    pub(crate) fix: String,
     /// The Dockerfile line the finding belongs to, when one is known.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub location: Option<Location>,
+    pub(crate) location: Option<Location>,
     /// Why the finding is hidden, when an ignore covers it (or a baseline holds it).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub suppression: Option<Suppression>,
+    pub(crate) suppression: Option<Suppression>,
     /// What tells this finding from every other across runs ([`crate::baseline`]'s
     /// fingerprint); given by the judge, empty until then.
     #[serde(skip_serializing_if = "String::is_empty")]
-    pub fingerprint: String,
+    pub(crate) fingerprint: String,
     /// Where in a Dockerfile it belongs.
     #[serde(skip)]
-    pub anchor: Anchor,
+    pub(crate) anchor: Anchor,
     /// 0 for a finding a rule made; N for the one that counts, in its place, the N findings of
     /// its rule past the cap ([`crate::judge::MAX_FINDINGS_PER_RULE`]).
     #[serde(skip)]
-    pub omitted: usize,
+    pub(crate) omitted: usize,
 }
 
 /// A place in the repository: a Dockerfile and a line range.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
-pub struct Location {
+pub(crate) struct Location {
     /// Repository-relative path, `/`-separated.
-    pub path: String,
-    pub line: u32,
-    pub end_line: u32,
+    pub(crate) path: String,
+    pub(crate) line: u32,
+    pub(crate) end_line: u32,
     /// The instruction there, as written (first line), or why the location is only nominal.
-    pub instruction: Option<String>,
+    pub(crate) instruction: Option<String>,
 }
 
 /// An ignore that hides a finding.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Suppression {
+pub(crate) struct Suppression {
     /// `inSource` for a Dockerfile comment or a workload's annotation, `external` for the
     /// config, the command line or a baseline (SARIF's suppression kinds).
-    pub kind: &'static str,
-    pub justification: String,
+    pub(crate) kind: &'static str,
+    pub(crate) justification: String,
     /// Where the ignore is written.
-    pub origin: String,
+    pub(crate) origin: String,
 }
 
 impl Finding {
     /// A finding of `rule` with its message, placed by `anchor`; evidence, fix and placement
     /// come after.
-    pub fn new(
+    pub(crate) fn new(
         rule: &'static str,
         severity: Severity,
         message: impl Into<String>,
@@ -254,45 +254,45 @@ impl Finding {
 
     /// Whether one of its evidence lines reads `text` exactly (for tests).
     #[cfg(test)]
-    pub fn has_evidence(&self, text: &str) -> bool {
+    pub(crate) fn has_evidence(&self, text: &str) -> bool {
         self.evidence.iter().any(|e| e.text() == text)
     }
 
-    pub fn evidence(mut self, e: Evidence) -> Self {
+    pub(crate) fn evidence(mut self, e: Evidence) -> Self {
         self.evidence.push(e);
         self
     }
 
-    pub fn evidence_all(mut self, e: impl IntoIterator<Item = Evidence>) -> Self {
+    pub(crate) fn evidence_all(mut self, e: impl IntoIterator<Item = Evidence>) -> Self {
         self.evidence.extend(e);
         self
     }
 
     /// The image paths the finding names, in the order its evidence names them.
-    pub fn paths(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn paths(&self) -> impl Iterator<Item = &str> {
         self.evidence
             .iter()
             .flat_map(|e| e.paths.iter().map(String::as_str))
     }
 
     /// Places this finding somewhere other than its rule's usual anchor.
-    pub fn anchor(mut self, anchor: Anchor) -> Self {
+    pub(crate) fn anchor(mut self, anchor: Anchor) -> Self {
         self.anchor = anchor;
         self
     }
 
-    pub fn fix(mut self, fix: impl Into<String>) -> Self {
+    pub(crate) fn fix(mut self, fix: impl Into<String>) -> Self {
         self.fix = fix.into();
         self
     }
 
     /// How many findings this one stands for: 1, or N for the one that counts N findings past
     /// the cap. Summaries count these, not the findings listed.
-    pub fn count(&self) -> usize {
+    pub(crate) fn count(&self) -> usize {
         self.omitted.max(1)
     }
 
-    pub fn severity(mut self, s: Severity) -> Self {
+    pub(crate) fn severity(mut self, s: Severity) -> Self {
         self.severity = s;
         self
     }

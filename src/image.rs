@@ -8,29 +8,29 @@ use oci_spec::image::ImageConfiguration;
 
 /// A layer as the manifest describes it, completed with what reading it showed.
 #[derive(Clone, Debug, serde::Serialize)]
-pub struct Layer {
+pub(crate) struct Layer {
     /// The blob digest from the manifest (for classic `docker save` archives, the digest of
     /// the stored tar).
-    pub digest: Digest,
-    pub media_type: String,
+    pub(crate) digest: Digest,
+    pub(crate) media_type: String,
     /// Bytes as stored.
-    pub size: u64,
-    pub uncompressed_size: u64,
-    pub diff_id: Digest,
-    pub compression: Compression,
+    pub(crate) size: u64,
+    pub(crate) uncompressed_size: u64,
+    pub(crate) diff_id: Digest,
+    pub(crate) compression: Compression,
     /// Tar entries in the layer.
-    pub entries: u64,
+    pub(crate) entries: u64,
     /// The `created_by` of the history entry that made this layer.
-    pub history: Option<String>,
+    pub(crate) history: Option<String>,
     /// The layer came from the layer cache: its blob was not opened.
-    pub from_cache: bool,
+    pub(crate) from_cache: bool,
 }
 
 /// The kind of source an image was read from; shown as the reference prefix that names it
 /// (`inspect`'s `image.source`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum ImageSource {
+pub(crate) enum ImageSource {
     OciDir,
     OciArchive,
     DockerArchive,
@@ -42,7 +42,7 @@ pub enum ImageSource {
 }
 
 impl ImageSource {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ImageSource::OciDir => "oci-dir",
             ImageSource::OciArchive => "oci-archive",
@@ -63,31 +63,31 @@ impl std::fmt::Display for ImageSource {
 
 /// An image read into memory: what it is, its config, its layers and its merged tree.
 #[derive(Debug)]
-pub struct Image {
+pub(crate) struct Image {
     /// The reference as the user wrote it.
-    pub reference: String,
+    pub(crate) reference: String,
     /// What kind of source the image was read from.
-    pub source: ImageSource,
+    pub(crate) source: ImageSource,
     /// The folder or file read.
-    pub location: String,
+    pub(crate) location: String,
     /// The tag or reference name the image was chosen by, when it has one.
-    pub name: Option<String>,
-    pub manifest_digest: Option<Digest>,
-    pub manifest_media_type: Option<String>,
-    pub config_digest: Option<Digest>,
-    pub platform: Platform,
+    pub(crate) name: Option<String>,
+    pub(crate) manifest_digest: Option<Digest>,
+    pub(crate) manifest_media_type: Option<String>,
+    pub(crate) config_digest: Option<Digest>,
+    pub(crate) platform: Platform,
     /// Every platform the chosen image name offers (several for an index).
-    pub platforms: Vec<Platform>,
+    pub(crate) platforms: Vec<Platform>,
     /// `None` for an unpacked root file system, which has no config.
-    pub config: Option<ImageConfiguration>,
-    pub layers: Vec<Layer>,
-    pub tree: FileTree,
+    pub(crate) config: Option<ImageConfiguration>,
+    pub(crate) layers: Vec<Layer>,
+    pub(crate) tree: FileTree,
 }
 
 impl Image {
     /// An image that is only a file tree: an unpacked root file system (`dir:`), or a tree
     /// built by hand. No layers, no digests, one platform.
-    pub fn unlayered(
+    pub(crate) fn unlayered(
         reference: &str,
         location: &str,
         platform: Platform,
@@ -113,7 +113,7 @@ impl Image {
     /// One line for `lint -v`: how many layers were read and how many came from the layer
     /// cache (in the folder `cache_dir`, `None` when the cache is off). `None` for a root file
     /// system, which has no layers to cache.
-    pub fn cache_summary(&self, cache_dir: Option<&std::path::Path>) -> Option<String> {
+    pub(crate) fn cache_summary(&self, cache_dir: Option<&std::path::Path>) -> Option<String> {
         if self.source == ImageSource::Dir {
             return None;
         }

@@ -13,52 +13,52 @@ use crate::rules::{self, RuleResult};
 use crate::settings::{Date, ScopedIgnore, Settings};
 
 /// What the judge weighs besides the findings.
-pub struct Policy<'a> {
-    pub settings: &'a Settings,
+pub(crate) struct Policy<'a> {
+    pub(crate) settings: &'a Settings,
     /// The Dockerfile whose `# memlint ignore=` comments count, when one was given.
-    pub dockerfile: Option<&'a DockerfileContext<'a>>,
+    pub(crate) dockerfile: Option<&'a DockerfileContext<'a>>,
     /// Where findings point when there is no Dockerfile (`--sarif-artifact`).
-    pub artifact: &'a str,
+    pub(crate) artifact: &'a str,
     /// The image's reference and name, which a scoped ignore's `image` glob matches.
-    pub image_names: &'a [&'a str],
+    pub(crate) image_names: &'a [&'a str],
     /// The day an ignore's `expires` is compared with.
-    pub today: Date,
+    pub(crate) today: Date,
     /// Ignores written beside what is linted (a workload's `memlint/ignore` annotation), each
     /// scoped as a `[[ignores]]` entry is and placed at its line: SARIF's `inSource`.
-    pub in_source: &'a [ScopedIgnore],
+    pub(crate) in_source: &'a [ScopedIgnore],
     /// What the findings were found in, as their fingerprints name it.
-    pub subject: &'a Subject,
+    pub(crate) subject: &'a Subject,
     /// The accepted findings (`--baseline`): those it holds are set apart, after ignores.
-    pub baseline: Option<&'a Baseline>,
+    pub(crate) baseline: Option<&'a Baseline>,
 }
 
 /// The judge's decision on one image's findings.
 #[derive(Debug, Default, PartialEq)]
-pub struct Verdict {
+pub(crate) struct Verdict {
     /// Findings no ignore hides, capped per rule, most severe first, then by rule id.
-    pub findings: Vec<Finding>,
+    pub(crate) findings: Vec<Finding>,
     /// Findings an ignore hides, each with its suppression, capped per rule.
-    pub ignored: Vec<Finding>,
+    pub(crate) ignored: Vec<Finding>,
     /// Findings the baseline holds (no ignore hides them), capped per rule, in the order of
     /// `findings`.
-    pub baselined: Vec<Finding>,
+    pub(crate) baselined: Vec<Finding>,
     /// Every finding no ignore hides, new or baselined, before the cap: what
     /// `--write-baseline` writes.
-    pub seen: Vec<Entry>,
+    pub(crate) seen: Vec<Entry>,
     /// The fingerprints of the findings an ignore hides, before the cap: they still occur, so
     /// their baseline entries are not fixed.
-    pub ignored_fingerprints: Vec<String>,
+    pub(crate) ignored_fingerprints: Vec<String>,
     /// Things the reader should know about the run itself.
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
     /// Whether the last note says that findings point at the nominal `artifact:1` (no
     /// Dockerfile was given): a report placed on a manifest's lines drops it.
-    pub nominal_note: bool,
+    pub(crate) nominal_note: bool,
 }
 
 /// Judges the rules' findings. In this order, which the reports' snapshots depend on: severity
 /// overrides, then `place` (provenance and Dockerfile lines, see [`crate::locate`]), then
 /// fingerprints, then ignores, then the baseline, then the cap, then the notes, then the sort.
-pub fn judge(results: &[RuleResult], policy: &Policy, place: impl FnOnce(&mut [Finding])) -> Verdict {
+pub(crate) fn judge(results: &[RuleResult], policy: &Policy, place: impl FnOnce(&mut [Finding])) -> Verdict {
     let mut all: Vec<Finding> = results
         .iter()
         .flat_map(|r| r.outcome.findings.iter().cloned())
@@ -240,7 +240,7 @@ fn scoped(
 /// The findings of one rule on one image that a report lists; [`cap`] counts the rest in one
 /// more finding. An image config of 35 KB can list 5,000 preloads: a report that lists each
 /// one helps no reader, and every format (text, JSON, SARIF, GitHub annotations) grows with it.
-pub const MAX_FINDINGS_PER_RULE: usize = 50;
+pub(crate) const MAX_FINDINGS_PER_RULE: usize = 50;
 
 /// Keeps the first [`MAX_FINDINGS_PER_RULE`] findings of each rule, in their order, and adds
 /// for each rule that had more one finding that counts the rest ("and N more …"; its
@@ -248,7 +248,7 @@ pub const MAX_FINDINGS_PER_RULE: usize = 50;
 /// first finding it stands for, and the highest severity among them. For every rule alike,
 /// whatever its check: the judge applies it once ignores have been decided, so that an ignore
 /// still hides exactly the findings it covers.
-pub fn cap(findings: Vec<Finding>) -> Vec<Finding> {
+pub(crate) fn cap(findings: Vec<Finding>) -> Vec<Finding> {
     let mut listed: std::collections::HashMap<&'static str, usize> = Default::default();
     let mut kept = Vec::with_capacity(findings.len().min(MAX_FINDINGS_PER_RULE * rules::ALL.len()));
     // One counting finding per rule, in the order the rules first went past the cap.

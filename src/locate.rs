@@ -10,17 +10,17 @@ use crate::image::Image;
 use crate::k8s::Container;
 
 /// The Dockerfile a report maps onto.
-pub struct DockerfileContext<'a> {
-    pub dockerfile: &'a Dockerfile,
+pub(crate) struct DockerfileContext<'a> {
+    pub(crate) dockerfile: &'a Dockerfile,
     /// Repository-relative path (SARIF artifact URI).
-    pub path: &'a str,
+    pub(crate) path: &'a str,
     /// The stages that make up the target image, base first.
-    pub chain: Vec<usize>,
-    pub target: usize,
+    pub(crate) chain: Vec<usize>,
+    pub(crate) target: usize,
 }
 
 impl<'a> DockerfileContext<'a> {
-    pub fn new(
+    pub(crate) fn new(
         dockerfile: &'a Dockerfile,
         path: &'a str,
         target: Option<&str>,
@@ -49,11 +49,11 @@ impl<'a> DockerfileContext<'a> {
     }
 
     fn from(&self) -> Option<&'a Instruction> {
-        self.dockerfile.from_of(self.target)
+        self.dockerfile.stage_from(self.target)
     }
 
     /// The instruction a finding belongs to: its anchor, else the target stage's `FROM`.
-    pub fn anchor(&self, anchor: Anchor) -> Option<&'a Instruction> {
+    pub(crate) fn anchor(&self, anchor: Anchor) -> Option<&'a Instruction> {
         let found = match anchor {
             Anchor::Env(keys) => keys.iter().find_map(|k| self.env_setting(k)),
             Anchor::Installs(words) => self.last(|i| {
@@ -61,16 +61,14 @@ impl<'a> DockerfileContext<'a> {
                     && words.iter().any(|w| i.args.contains(w))
             }),
             Anchor::Command => self.last(|i| i.keyword == "CMD" || i.keyword == "ENTRYPOINT"),
-            Anchor::From | Anchor::MemoryLimit | Anchor::Container | Anchor::Volume(_) | Anchor::Mount(_) => {
-                None
-            }
+            Anchor::From | Anchor::MemoryLimit | Anchor::Container | Anchor::Volume(_) => None,
         };
         found.or_else(|| self.from())
     }
 }
 
 /// Sets each finding's location: its Dockerfile line, or the nominal `artifact:1`.
-pub fn locate(findings: &mut [Finding], ctx: Option<&DockerfileContext>, artifact: &str) {
+pub(crate) fn locate(findings: &mut [Finding], ctx: Option<&DockerfileContext>, artifact: &str) {
     for f in findings.iter_mut() {
         f.location = Some(match ctx.and_then(|c| c.anchor(f.anchor).map(|i| (c, i))) {
             Some((c, i)) => Location {
@@ -94,7 +92,12 @@ pub fn locate(findings: &mut [Finding], ctx: Option<&DockerfileContext>, artifac
 /// `image:` line), an env key on the last entry that sets it, the command on `args` (else
 /// `command`), the container on its `image:` line. A finding the manifest does not decide keeps
 /// its Dockerfile line when a Dockerfile was given, else goes on the container's `image:` line.
-pub fn in_manifest(findings: &mut [Finding], c: &Container, manifest_path: &str, dockerfile_given: bool) {
+pub(crate) fn in_manifest(
+    findings: &mut [Finding],
+    c: &Container,
+    manifest_path: &str,
+    dockerfile_given: bool,
+) {
     for f in findings.iter_mut() {
         let image_line = (c.workload.line, format!("image: {}", c.image));
         let join = match f.anchor {
@@ -108,10 +111,6 @@ pub fn in_manifest(findings: &mut [Finding], c: &Container, manifest_path: &str,
                 Some(line) => (line, format!("volume: {}", m.volume)),
                 None => (m.mount_line, format!("volumeMount: {}", m.path)),
             }),
-            Anchor::Mount(i) => c
-                .mounts
-                .get(i)
-                .map(|m| (m.mount_line, format!("volumeMount: {}", m.path))),
             Anchor::Env(keys) => keys
                 .iter()
                 .find_map(|k| c.env.iter().rev().find(|e| e.name == *k))
@@ -141,7 +140,7 @@ pub fn in_manifest(findings: &mut [Finding], c: &Container, manifest_path: &str,
 
 /// Adds "layer N (`created_by`) brought PATH" for the first three image paths a finding names
 /// that a layer brought.
-pub fn provenance(findings: &mut [Finding], image: &Image) {
+pub(crate) fn provenance(findings: &mut [Finding], image: &Image) {
     for f in findings.iter_mut() {
         let mut added: Vec<Evidence> = Vec::new();
         for path in f.paths() {
@@ -282,7 +281,6 @@ CMD [\"node\", \"/app/server.js\"]
         );
         let mut findings = [
             Finding::new("r", crate::finding::Severity::Note, "", Anchor::Volume(0)),
-            Finding::new("r", crate::finding::Severity::Note, "", Anchor::Mount(0)),
             Finding::new("r", crate::finding::Severity::Note, "", Anchor::Volume(1)),
         ];
         in_manifest(&mut findings, &c, "m.yaml", false);
@@ -298,7 +296,6 @@ CMD [\"node\", \"/app/server.js\"]
             at,
             [
                 Some((13, "volume: cache".to_string())),
-                Some((8, "volumeMount: /cache".to_string())),
                 // No `volumes` entry (a claim template): the mount's line.
                 Some((10, "volumeMount: /data".to_string())),
             ]

@@ -7,15 +7,15 @@ use std::fmt;
 
 /// The platform an image manifest is built for.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Platform {
-    pub os: String,
-    pub architecture: String,
+pub(crate) struct Platform {
+    pub(crate) os: String,
+    pub(crate) architecture: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub variant: Option<String>,
+    pub(crate) variant: Option<String>,
 }
 
 impl Platform {
-    pub fn new(os: &str, architecture: &str, variant: Option<&str>) -> Platform {
+    pub(crate) fn new(os: &str, architecture: &str, variant: Option<&str>) -> Platform {
         let architecture = normalize_arch(architecture);
         let implied = Arch::from_oci(&architecture).and_then(Arch::implied_variant);
         let variant = variant
@@ -31,7 +31,7 @@ impl Platform {
     }
 
     /// Parses `os/arch[/variant]` as `--platform` takes it.
-    pub fn parse(input: &str) -> Result<Platform> {
+    pub(crate) fn parse(input: &str) -> Result<Platform> {
         let parts: Vec<&str> = input.split('/').collect();
         let bad = |reason: &str| Error::BadPlatform {
             input: input.to_string(),
@@ -46,13 +46,13 @@ impl Platform {
         }
     }
 
-    pub fn linux_amd64() -> Platform {
+    pub(crate) fn linux_amd64() -> Platform {
         Platform::new("linux", "amd64", None)
     }
 
     /// Whether this platform satisfies `wanted`: a wanted variant must match, a missing one
     /// accepts any variant.
-    pub fn satisfies(&self, wanted: &Platform) -> bool {
+    pub(crate) fn satisfies(&self, wanted: &Platform) -> bool {
         self.os == wanted.os
             && self.architecture == wanted.architecture
             && (wanted.variant.is_none() || wanted.variant == self.variant)
@@ -60,18 +60,18 @@ impl Platform {
 
     /// A platform no config or index stated: an image config with neither `os` nor
     /// `architecture` (a file system image of unknown platform).
-    pub fn is_unstated(&self) -> bool {
+    pub(crate) fn is_unstated(&self) -> bool {
         self.os.is_empty() && self.architecture.is_empty()
     }
 
     /// Placeholder platforms (`unknown/unknown`) that buildx gives attestation manifests.
-    pub fn is_unknown(&self) -> bool {
+    pub(crate) fn is_unknown(&self) -> bool {
         self.os == "unknown" || self.architecture == "unknown"
     }
 }
 
 /// Maps the names that kernels and toolchains use onto the GOARCH names that OCI uses.
-pub fn normalize_arch(arch: &str) -> String {
+pub(crate) fn normalize_arch(arch: &str) -> String {
     let arch = arch.to_ascii_lowercase();
     Arch::from_alias(&arch).map_or(arch, |a| a.oci().to_string())
 }

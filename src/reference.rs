@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 /// Which image of a layout or archive that holds several.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Selector {
+pub(crate) enum Selector {
     /// A tag or `org.opencontainers.image.ref.name`, as skopeo's `oci:PATH:REF`.
     Name(String),
     /// The n-th image (from 0), as skopeo's `docker-archive:PATH:@N`.
@@ -26,7 +26,7 @@ impl fmt::Display for Selector {
 
 /// Where an archive's bytes come from.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ArchiveInput {
+pub(crate) enum ArchiveInput {
     Stdin,
     File(PathBuf),
 }
@@ -42,7 +42,7 @@ impl fmt::Display for ArchiveInput {
 
 /// A parsed image reference.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Reference {
+pub(crate) enum Reference {
     OciDir {
         path: PathBuf,
         selector: Option<Selector>,
@@ -68,7 +68,7 @@ pub enum Reference {
 }
 
 impl Reference {
-    pub fn parse(input: &str) -> Result<Reference> {
+    pub(crate) fn parse(input: &str) -> Result<Reference> {
         let bad = |reason: &str| Error::BadReference {
             input: input.to_string(),
             reason: reason.to_string(),
@@ -144,20 +144,6 @@ impl Reference {
         Err(bad(
             "it is neither an existing path nor a valid registry reference",
         ))
-    }
-
-    /// The scheme name as users write it.
-    pub fn scheme(&self) -> &'static str {
-        match self {
-            Reference::OciDir { .. } => "oci-dir",
-            Reference::OciArchive { .. } => "oci-archive",
-            Reference::DockerArchive { .. } => "docker-archive",
-            Reference::Rootfs { .. } => "dir",
-            Reference::Path { .. } => "path",
-            Reference::Registry(_) => "registry",
-            Reference::Docker(_) => "docker",
-            Reference::Podman(_) => "podman",
-        }
     }
 }
 

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use toml::Spanned;
 
-pub const FILE_NAME: &str = ".memlint.toml";
+pub(crate) const FILE_NAME: &str = ".memlint.toml";
 
 fn limits_help() -> String {
     format!(
@@ -51,10 +51,10 @@ struct RawIgnore {
 }
 
 /// A calendar date (`expires`).
-pub use jiff::civil::Date;
+pub(crate) use jiff::civil::Date;
 
 /// Today in UTC, from the system clock.
-pub fn today() -> Date {
+pub(crate) fn today() -> Date {
     jiff::Timestamp::now()
         .to_zoned_datetime(jiff::tz::TimeZone::UTC)
         .date()
@@ -81,22 +81,22 @@ fn parse_expiry(value: &toml::Value) -> Result<Date, String> {
 
 /// An ignore that applies only where it says.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ScopedIgnore {
-    pub rule: String,
+pub(crate) struct ScopedIgnore {
+    pub(crate) rule: String,
     /// A glob (`*`, `?`) on the image reference or name.
-    pub image: Option<String>,
+    pub(crate) image: Option<String>,
     /// An image path: the ignore covers findings whose evidence names it or a path under it.
-    pub path: Option<String>,
-    pub reason: String,
-    pub expires: Option<Date>,
+    pub(crate) path: Option<String>,
+    pub(crate) reason: String,
+    pub(crate) expires: Option<Date>,
     /// Where it is written, for messages: `.memlint.toml:12`.
-    pub origin: String,
+    pub(crate) origin: String,
 }
 
 impl ScopedIgnore {
     /// Whether it covers a finding of `rule` on `image` with this evidence (expiry aside). A
     /// `path` matches the image paths the evidence names, never its words.
-    pub fn covers(&self, rule: &str, image_names: &[&str], evidence: &[Evidence]) -> bool {
+    pub(crate) fn covers(&self, rule: &str, image_names: &[&str], evidence: &[Evidence]) -> bool {
         self.rule == rule
             && self
                 .image
@@ -123,25 +123,25 @@ fn is_within(path: &str, within: &str) -> bool {
 
 /// Validated settings: the config file merged with the command line.
 #[derive(Clone, Debug, Default)]
-pub struct Settings {
-    pub path: Option<PathBuf>,
+pub(crate) struct Settings {
+    pub(crate) path: Option<PathBuf>,
     /// Rules not reported at all, with where each came from ("--ignore", ".memlint.toml").
-    pub ignore: Vec<(String, String)>,
-    pub severity: BTreeMap<String, Severity>,
-    pub scoped: Vec<ScopedIgnore>,
-    pub images: Vec<String>,
-    pub fail_on: Option<FailOn>,
+    pub(crate) ignore: Vec<(String, String)>,
+    pub(crate) severity: BTreeMap<String, Severity>,
+    pub(crate) scoped: Vec<ScopedIgnore>,
+    pub(crate) images: Vec<String>,
+    pub(crate) fail_on: Option<FailOn>,
     /// `rules-version`, or `--rules-version` which wins over it: only the rules added in that
     /// release or before run.
-    pub rules_version: Option<crate::version::Version>,
+    pub(crate) rules_version: Option<crate::version::Version>,
     /// `[limits]`: each limit's name and value as text (`max_layer_bytes`, `128G`), already
     /// checked; applied under `MEMLINT_LIMITS` and `--limit`.
-    pub limits: Vec<(String, String)>,
+    pub(crate) limits: Vec<(String, String)>,
 }
 
 impl Settings {
     /// `.memlint.toml` in `start` or the nearest folder above it.
-    pub fn find(start: &Path) -> Option<PathBuf> {
+    pub(crate) fn find(start: &Path) -> Option<PathBuf> {
         // Whatever is there by that name (following links) is the config: one that is not a
         // regular file is refused when it is read, not skipped for another one further up.
         start.ancestors().map(|d| d.join(FILE_NAME)).find(|p| p.exists())
@@ -149,7 +149,7 @@ impl Settings {
 
     /// The config file at `path`; `inside`, for a file memlint found by itself, is the folder
     /// its links must stay inside.
-    pub fn load(path: &Path, inside: Option<&Path>) -> Result<Settings, Box<ConfigError>> {
+    pub(crate) fn load(path: &Path, inside: Option<&Path>) -> Result<Settings, Box<ConfigError>> {
         let text = read_config(path, inside).map_err(|e| {
             Box::new(ConfigError {
                 message: format!("cannot read {}: {}", path.display(), e.reason()),
@@ -164,7 +164,7 @@ impl Settings {
         })
     }
 
-    pub fn parse(text: &str, name: &str) -> Result<Settings, Box<ConfigError>> {
+    pub(crate) fn parse(text: &str, name: &str) -> Result<Settings, Box<ConfigError>> {
         let err = |message: String, help: String, span: Option<std::ops::Range<usize>>| {
             config_error(name, text, message, help, span)
         };
@@ -304,7 +304,10 @@ struct RawLimitsOnly {
 }
 
 /// The `[limits]` table of the config file at `path`, checked.
-pub fn load_limits(path: &Path, inside: Option<&Path>) -> Result<Vec<(String, String)>, Box<ConfigError>> {
+pub(crate) fn load_limits(
+    path: &Path,
+    inside: Option<&Path>,
+) -> Result<Vec<(String, String)>, Box<ConfigError>> {
     let name = path.display().to_string();
     let text = read_config(path, inside).map_err(|e| {
         config_error(
@@ -395,7 +398,7 @@ fn checked_limits(
 }
 
 /// `*` and `?` globs over whole strings.
-pub fn glob(pattern: &str, s: &str) -> bool {
+pub(crate) fn glob(pattern: &str, s: &str) -> bool {
     let (p, s): (Vec<char>, Vec<char>) = (pattern.chars().collect(), s.chars().collect());
     crate::tree::wildcard_match(&p, &s, '*', '?')
 }

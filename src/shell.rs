@@ -5,7 +5,7 @@
 
 /// Marks where `$@` (or `$*`) stood in a command's words: the caller puts the script's
 /// arguments there. A NUL cannot occur in a real argument, so the marker never collides.
-pub const ALL_ARGS: &str = "\u{0}@";
+pub(crate) const ALL_ARGS: &str = "\u{0}@";
 
 /// What a backslash (the escape character) does inside double quotes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,7 +19,7 @@ enum DoubleQuoted {
 
 /// The rules of one language.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Syntax {
+pub(crate) struct Syntax {
     /// The character that escapes the next one outside single quotes.
     escape: char,
     double_quoted: DoubleQuoted,
@@ -28,7 +28,7 @@ pub struct Syntax {
 }
 
 /// A POSIX shell command line, as `sh -c` and shell scripts write it.
-pub const SH: Syntax = Syntax {
+pub(crate) const SH: Syntax = Syntax {
     escape: '\\',
     double_quoted: DoubleQuoted::EscapesAny,
     positional: true,
@@ -51,7 +51,7 @@ pub const SH: Syntax = Syntax {
 /// stays as written), and `$@` is kept as written like every other `$` reference. BuildKit
 /// would substitute an unset special parameter with nothing; memlint only needs the keys an
 /// `ENV` sets and shows values as the Dockerfile wrote them.
-pub fn dockerfile(escape: char) -> Syntax {
+pub(crate) fn dockerfile(escape: char) -> Syntax {
     Syntax {
         escape,
         double_quoted: DoubleQuoted::EscapesQuoteDollarEscape,
@@ -61,7 +61,7 @@ pub fn dockerfile(escape: char) -> Syntax {
 
 /// Splits `s` into words at unquoted white space, removing quotes and escapes as `syntax`
 /// says. An unterminated quote runs to the end of the text.
-pub fn split_words(s: &str, syntax: Syntax) -> Vec<String> {
+pub(crate) fn split_words(s: &str, syntax: Syntax) -> Vec<String> {
     let mut words = Vec::new();
     let mut cur = String::new();
     let mut in_word = false;

@@ -6,7 +6,7 @@ const BINARY: [(u32, &str); 5] = [(50, "PiB"), (40, "TiB"), (30, "GiB"), (20, "M
 
 /// `2 GiB`, `768 MiB`: `n` in the largest binary unit it is a whole multiple of, when there is
 /// one (1 KiB or more).
-pub fn exact_bytes(n: u64) -> Option<String> {
+pub(crate) fn exact_bytes(n: u64) -> Option<String> {
     BINARY
         .iter()
         .find(|(shift, _)| n >= 1 << shift && n.is_multiple_of(1 << shift))
@@ -15,7 +15,7 @@ pub fn exact_bytes(n: u64) -> Option<String> {
 
 /// `2 GiB`, `768 MiB`, `953.7 MiB`, `1000 bytes`: exact where it can be, else to a tenth of a
 /// MiB (a memory limit or heap cap a person compares with another).
-pub fn human_bytes(n: u64) -> String {
+pub(crate) fn human_bytes(n: u64) -> String {
     if let Some(exact) = exact_bytes(n) {
         return exact;
     }
@@ -27,7 +27,7 @@ pub fn human_bytes(n: u64) -> String {
 
 /// `n` in the largest binary unit it reaches, as a number and the unit (`(1.5, "GiB")`); `None`
 /// under 1 KiB. For sizes a person skims (kept contents, a value read two ways).
-pub fn scaled_bytes(n: u64) -> Option<(f64, &'static str)> {
+pub(crate) fn scaled_bytes(n: u64) -> Option<(f64, &'static str)> {
     let (shift, unit) = BINARY
         .iter()
         .rev()
@@ -38,7 +38,7 @@ pub fn scaled_bytes(n: u64) -> Option<(f64, &'static str)> {
 
 /// `4294967296 bytes (4 GiB)`, `100000000 bytes (100 MB, 95.4 MiB)`: every byte, for a value a
 /// person may have meant another way.
-pub fn bytes_spelled_out(n: u64) -> String {
+pub(crate) fn bytes_spelled_out(n: u64) -> String {
     let Some((v, unit)) = scaled_bytes(n) else {
         return format!("{n} bytes");
     };

@@ -51,13 +51,13 @@ fn push_escape(out: &mut String, c: char) {
 /// One external string made safe inside a line of text: hidden characters escaped (`\n`
 /// included, so the string stays on its line), `::` at its start (after white space) and `##[`
 /// anywhere broken. Borrowed when there is nothing to change, as for almost every string.
-pub fn line(s: &str) -> Cow<'_, str> {
+pub(crate) fn line(s: &str) -> Cow<'_, str> {
     escape(s, false)
 }
 
 /// Several lines of external text (a fix, a history line): as [`line`], but `\n` stays a line
 /// break and `::` is broken at the start of every line.
-pub fn lines(s: &str) -> Cow<'_, str> {
+pub(crate) fn lines(s: &str) -> Cow<'_, str> {
     escape(s, true)
 }
 
@@ -123,18 +123,18 @@ fn starts_command(s: &str) -> bool {
 
 /// What a [`SafeWriter`] lets through that it would otherwise escape.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Allow {
+pub(crate) struct Allow {
     /// memlint's own colour: `ESC [ digits ; … m` (SGR), on a terminal only.
-    pub sgr: bool,
+    pub(crate) sgr: bool,
     /// `::` at the very start of a line (not after white space): `--format github`'s own
     /// workflow commands.
-    pub commands: bool,
+    pub(crate) commands: bool,
 }
 
 /// The last check on a stream: a writer that escapes whatever [`line`] would have escaped and
 /// slipped through, line by line as bytes pass, in bounded memory (a few pending bytes: never a
 /// whole line). Output that is already safe passes unchanged.
-pub struct SafeWriter<W: io::Write> {
+pub(crate) struct SafeWriter<W: io::Write> {
     inner: W,
     allow: Allow,
     /// Bytes of a UTF-8 sequence cut by the end of a write.
@@ -154,7 +154,7 @@ pub struct SafeWriter<W: io::Write> {
 const MAX_SGR: usize = 24;
 
 impl<W: io::Write> SafeWriter<W> {
-    pub fn new(inner: W, allow: Allow) -> SafeWriter<W> {
+    pub(crate) fn new(inner: W, allow: Allow) -> SafeWriter<W> {
         SafeWriter {
             inner,
             allow,
@@ -170,7 +170,7 @@ impl<W: io::Write> SafeWriter<W> {
 
     /// Writes what is pending (a held `:`, `#`, an unfinished escape sequence) as it is safe,
     /// and flushes. Dropping the writer does the same, without a way to see an error.
-    pub fn finish(&mut self) -> io::Result<()> {
+    pub(crate) fn finish(&mut self) -> io::Result<()> {
         for b in std::mem::take(&mut self.partial) {
             let _ = write!(self.out, "\\x{b:02x}");
         }
@@ -319,13 +319,13 @@ impl<W: io::Write> Drop for SafeWriter<W> {
 /// runner would act on: DEL, C1 controls, bidirectional overrides (serde_json already escapes
 /// C0), and the second-last `#` of `##[`. The decoded value is the original string. Layout
 /// (pretty or compact) is the inner formatter's.
-pub struct JsonFormatter<F> {
+pub(crate) struct JsonFormatter<F> {
     inner: F,
 }
 
 impl JsonFormatter<serde_json::ser::PrettyFormatter<'static>> {
     /// Two-space indented JSON, as `serde_json::to_string_pretty` writes it.
-    pub fn pretty() -> Self {
+    pub(crate) fn pretty() -> Self {
         JsonFormatter {
             inner: serde_json::ser::PrettyFormatter::new(),
         }
@@ -333,7 +333,7 @@ impl JsonFormatter<serde_json::ser::PrettyFormatter<'static>> {
 }
 
 /// Writes `value` as pretty JSON and a final newline, through [`JsonFormatter`].
-pub fn write_json<T: serde::Serialize + ?Sized>(w: &mut dyn io::Write, value: &T) -> io::Result<()> {
+pub(crate) fn write_json<T: serde::Serialize + ?Sized>(w: &mut dyn io::Write, value: &T) -> io::Result<()> {
     let mut ser = serde_json::Serializer::with_formatter(&mut *w, JsonFormatter::pretty());
     value.serialize(&mut ser).map_err(io::Error::other)?;
     w.write_all(b"\n")
@@ -411,14 +411,14 @@ impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for JsonFormatter
 /// The C0 controls XML 1.0 cannot hold at all (not even as a reference), and U+FFFE and
 /// U+FFFF, are shown escaped as [`line`] shows them (`\x1b`, `\u{fffe}`): the one place where
 /// the parsed value is not the original.
-pub fn xml_text(s: &str) -> Cow<'_, str> {
+pub(crate) fn xml_text(s: &str) -> Cow<'_, str> {
     xml(s, false)
 }
 
 /// An external string as an XML attribute value (between double quotes), escaped as
 /// [`xml_text`] escapes it, `"` as `&quot;`, and `\n` as a character reference too, so that a value stays on its
 /// line and keeps its line breaks (an attribute's raw line breaks are read as spaces).
-pub fn xml_attr(s: &str) -> Cow<'_, str> {
+pub(crate) fn xml_attr(s: &str) -> Cow<'_, str> {
     xml(s, true)
 }
 
@@ -474,7 +474,7 @@ fn xml(s: &str, attr: bool) -> Cow<'_, str> {
 /// message, code, help, labels and causes made safe by [`line`] (a platform string or a
 /// registry's body cannot start a line of its own), and the whole text passed through
 /// [`SafeWriter`] (the source snippet included). `color`: whether colour may be used.
-pub fn diagnostic(diag: &dyn miette::Diagnostic, color: bool) -> String {
+pub(crate) fn diagnostic(diag: &dyn miette::Diagnostic, color: bool) -> String {
     let safe = Safe::of(diag);
     let mut opts = miette::MietteHandlerOpts::new()
         .terminal_links(false)

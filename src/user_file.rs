@@ -10,11 +10,11 @@ use std::path::{Path, PathBuf};
 
 /// The bound of every file the user names: configs, Dockerfiles and CA bundles are far
 /// smaller (a system CA bundle is about 200 KiB).
-pub const MAX_BYTES: u64 = 4 << 20;
+pub(crate) const MAX_BYTES: u64 = 4 << 20;
 
 /// Why a file the user named was not read.
 #[derive(Debug)]
-pub enum ReadError {
+pub(crate) enum ReadError {
     /// Opening, inspecting or reading failed.
     Io(io::Error),
     /// Not a regular file (after following symbolic links): what it is instead.
@@ -29,7 +29,7 @@ pub enum ReadError {
 
 impl ReadError {
     /// What is wrong, as a clause: "it is a FIFO (named pipe), not a regular file".
-    pub fn reason(&self) -> String {
+    pub(crate) fn reason(&self) -> String {
         match self {
             ReadError::Io(e) => e.to_string(),
             ReadError::NotRegular(kind) => format!("it is {kind}, not a regular file"),
@@ -42,7 +42,7 @@ impl ReadError {
     }
 
     /// What to do about it.
-    pub fn help(&self) -> &'static str {
+    pub(crate) fn help(&self) -> &'static str {
         match self {
             ReadError::Io(e) => match e.kind() {
                 io::ErrorKind::NotFound => "check the path; relative paths start at the current folder",
@@ -66,7 +66,7 @@ impl ReadError {
     }
 
     /// The error as an [`io::Error`] whose message is [`ReadError::reason`].
-    pub fn into_io(self) -> io::Error {
+    pub(crate) fn into_io(self) -> io::Error {
         match self {
             ReadError::Io(e) => e,
             other => io::Error::other(other.reason()),
@@ -81,7 +81,7 @@ impl ReadError {
 /// then the opened handle is inspected, so that nothing can be swapped in between a check and
 /// the read, and at most `max + 1` bytes are read, so that a file that grows while it is read
 /// is refused too.
-pub fn read(path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
+pub(crate) fn read(path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
     let file = OpenOptions::new()
         .read(true)
         .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
@@ -117,7 +117,7 @@ pub fn read(path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
 /// `./Dockerfile`, the manifests of a `--k8s` folder): refused when it is a link whose target
 /// lies outside `folder`, so that a file added to a repository cannot make memlint read, and
 /// print in a diagnostic, a file of the machine that runs it (`~/.docker/config.json`).
-pub fn read_inside(path: &Path, folder: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
+pub(crate) fn read_inside(path: &Path, folder: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
     let target = std::fs::canonicalize(path).map_err(ReadError::Io)?;
     let folder = std::fs::canonicalize(folder).map_err(ReadError::Io)?;
     if !target.starts_with(&folder) {
@@ -127,13 +127,13 @@ pub fn read_inside(path: &Path, folder: &Path, max: u64) -> Result<Vec<u8>, Read
 }
 
 /// [`read_inside`], as UTF-8 text.
-pub fn read_inside_to_string(path: &Path, folder: &Path, max: u64) -> Result<String, ReadError> {
+pub(crate) fn read_inside_to_string(path: &Path, folder: &Path, max: u64) -> Result<String, ReadError> {
     utf8(read_inside(path, folder, max)?)
 }
 
 /// The folder a file memlint finds by itself under `start` may link within: the repository
 /// that holds `start` (the nearest folder above it with a `.git`), else `start` itself.
-pub fn repository_of(start: &Path) -> PathBuf {
+pub(crate) fn repository_of(start: &Path) -> PathBuf {
     start
         .ancestors()
         .find(|d| d.join(".git").exists())
@@ -168,7 +168,7 @@ fn pseudo_filesystem(_file: &File) -> Option<&'static str> {
 }
 
 /// [`read`], as UTF-8 text.
-pub fn read_to_string(path: &Path, max: u64) -> Result<String, ReadError> {
+pub(crate) fn read_to_string(path: &Path, max: u64) -> Result<String, ReadError> {
     utf8(read(path, max)?)
 }
 
@@ -190,7 +190,7 @@ fn read_bounded(file: File, max: u64) -> Result<Vec<u8>, ReadError> {
 
 /// At most `max` bytes of `input` (standard input, say): more is an error rather than memory
 /// without end.
-pub fn read_stream(input: impl Read, max: u64) -> Result<Vec<u8>, ReadError> {
+pub(crate) fn read_stream(input: impl Read, max: u64) -> Result<Vec<u8>, ReadError> {
     let mut bytes = Vec::new();
     input
         .take(max.saturating_add(1))

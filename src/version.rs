@@ -7,22 +7,22 @@ use std::cmp::Ordering;
 /// and `+build`, ordered by semver precedence (build metadata ignored). Leading `v` and
 /// missing minor/patch parts are tolerated.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Version {
-    pub major: u64,
-    pub minor: u64,
-    pub patch: u64,
-    pub pre: Vec<PreId>,
+pub(crate) struct Version {
+    pub(crate) major: u64,
+    pub(crate) minor: u64,
+    pub(crate) patch: u64,
+    pub(crate) pre: Vec<PreId>,
 }
 
 /// One dot-separated identifier of a prerelease tag.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PreId {
+pub(crate) enum PreId {
     Num(u64),
     Alpha(String),
 }
 
 impl Version {
-    pub fn new(major: u64, minor: u64, patch: u64) -> Version {
+    pub(crate) fn new(major: u64, minor: u64, patch: u64) -> Version {
         Version {
             major,
             minor,
@@ -31,7 +31,7 @@ impl Version {
         }
     }
 
-    pub fn parse(s: &str) -> Option<Version> {
+    pub(crate) fn parse(s: &str) -> Option<Version> {
         let s = s.trim();
         let s = s.strip_prefix('v').or_else(|| s.strip_prefix('=')).unwrap_or(s);
         let s = s.split_once('+').map_or(s, |(core, _)| core);
@@ -76,17 +76,17 @@ impl Version {
         })
     }
 
-    pub fn is_prerelease(&self) -> bool {
+    pub(crate) fn is_prerelease(&self) -> bool {
         !self.pre.is_empty()
     }
 
     /// The release this version leads up to (`15.5.14-canary.3` → `15.5.14`).
-    pub fn core(&self) -> Version {
+    pub(crate) fn core(&self) -> Version {
         Version::new(self.major, self.minor, self.patch)
     }
 
     /// Whether it is at least `major.minor.patch` (a prerelease of that version is not).
-    pub fn at_least(&self, major: u64, minor: u64, patch: u64) -> bool {
+    pub(crate) fn at_least(&self, major: u64, minor: u64, patch: u64) -> bool {
         *self >= Version::new(major, minor, patch)
     }
 }

@@ -5,28 +5,31 @@
 //! layer may take a sink.
 
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
+#[cfg(test)]
+use std::sync::{Mutex, PoisonError};
 
 /// Where warnings go. Clones share the destination, so one sink can be handed to every part of
 /// a run, threads included.
 #[derive(Clone)]
-pub struct Warnings {
+pub(crate) struct Warnings {
     sink: Arc<dyn Fn(&str) + Send + Sync>,
 }
 
 impl Warnings {
     /// Warnings handed to `sink` as they happen.
-    pub fn to(sink: impl Fn(&str) + Send + Sync + 'static) -> Warnings {
+    pub(crate) fn to(sink: impl Fn(&str) + Send + Sync + 'static) -> Warnings {
         Warnings { sink: Arc::new(sink) }
     }
 
     /// Warnings dropped: for callers that have nowhere to show them.
-    pub fn ignored() -> Warnings {
+    pub(crate) fn ignored() -> Warnings {
         Warnings::to(|_| {})
     }
 
+    #[cfg(test)]
     /// Warnings kept in memory, to be read back from the [`Collected`] handle.
-    pub fn collected() -> (Warnings, Collected) {
+    pub(crate) fn collected() -> (Warnings, Collected) {
         let kept = Collected::default();
         let into = kept.clone();
         let warnings = Warnings::to(move |message| {
@@ -39,7 +42,7 @@ impl Warnings {
     }
 
     /// Passes one warning on: a whole sentence, without the `memlint: warning:` prefix.
-    pub fn warn(&self, message: &str) {
+    pub(crate) fn warn(&self, message: &str) {
         (self.sink)(message)
     }
 }
@@ -57,15 +60,17 @@ impl fmt::Debug for Warnings {
     }
 }
 
+#[cfg(test)]
 /// The warnings a [`Warnings::collected`] sink kept.
 #[derive(Clone, Debug, Default)]
-pub struct Collected {
+pub(crate) struct Collected {
     messages: Arc<Mutex<Vec<String>>>,
 }
 
+#[cfg(test)]
 impl Collected {
     /// The warnings kept so far, oldest first; they are not kept any longer.
-    pub fn take(&self) -> Vec<String> {
+    pub(crate) fn take(&self) -> Vec<String> {
         std::mem::take(&mut *self.messages.lock().unwrap_or_else(PoisonError::into_inner))
     }
 }

@@ -41,7 +41,8 @@ mod fit;
 mod folder;
 mod wire;
 
-pub use wire::FORMAT;
+#[cfg(test)]
+pub(crate) use wire::FORMAT;
 
 use crate::digest::Digest;
 use crate::tree::{Interests, LayerDiff, Limits};
@@ -57,11 +58,11 @@ use std::time::{Duration, Instant, SystemTime};
 use wire::Rejected;
 
 /// The bound of the cache folder when none is given.
-pub const DEFAULT_MAX_BYTES: u64 = 2 << 30;
+pub(crate) const DEFAULT_MAX_BYTES: u64 = 2 << 30;
 
 /// A cache folder.
 #[derive(Debug)]
-pub struct LayerCache {
+pub(crate) struct LayerCache {
     dir: PathBuf,
     max_bytes: u64,
     warnings: Warnings,
@@ -86,7 +87,7 @@ pub struct LayerCache {
 
 /// The right and duty to read a layer that no other worker of this process is reading; its
 /// end (drop, after the entry was written or the read failed) wakes those waiting for it.
-pub struct ReadClaim {
+pub(crate) struct ReadClaim {
     /// The cache and layer it was registered for; `None` for a read that gave up waiting for
     /// another (whose claim still owns the layer).
     registered: Option<(Arc<LayerCache>, Digest)>,
@@ -109,7 +110,7 @@ const READ_WAIT: Duration = Duration::from_secs(300);
 impl LayerCache {
     /// The folder users expect, from the values of `XDG_CACHE_HOME` and `HOME`:
     /// `$XDG_CACHE_HOME/memlint` when that is an absolute path, else `~/.cache/memlint`.
-    pub fn default_dir(xdg_cache_home: Option<&OsStr>, home: Option<&OsStr>) -> Option<PathBuf> {
+    pub(crate) fn default_dir(xdg_cache_home: Option<&OsStr>, home: Option<&OsStr>) -> Option<PathBuf> {
         let base = xdg_cache_home
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
@@ -123,7 +124,7 @@ impl LayerCache {
 
     /// A cache in `dir` whose entries are kept under `max_bytes` together; warnings go to
     /// `warnings`. Nothing is touched on disk until a layer is looked up or written.
-    pub fn new(dir: &Path, max_bytes: u64, warnings: Warnings) -> LayerCache {
+    pub(crate) fn new(dir: &Path, max_bytes: u64, warnings: Warnings) -> LayerCache {
         LayerCache {
             dir: dir.to_path_buf(),
             max_bytes,
@@ -142,7 +143,7 @@ impl LayerCache {
     /// it (the caller reads it, and stores its entry before dropping the claim); `None` once
     /// another worker's read of it ended, so the caller should look the entry up again. A wait
     /// longer than [`READ_WAIT`] gives up and claims the read alongside.
-    pub fn claim_read(self: &Arc<Self>, key: &Digest) -> Option<ReadClaim> {
+    pub(crate) fn claim_read(self: &Arc<Self>, key: &Digest) -> Option<ReadClaim> {
         let mut reading = self.reading.lock().unwrap_or_else(|e| e.into_inner());
         if reading.insert(key.clone()) {
             return Some(ReadClaim {
@@ -164,13 +165,13 @@ impl LayerCache {
         None
     }
 
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
 
     /// Where the entry for a layer lives; only sha256 diff_ids are keys, since only those are
     /// verified while reading.
-    pub fn entry_path(&self, diff_id: &Digest) -> Option<PathBuf> {
+    pub(crate) fn entry_path(&self, diff_id: &Digest) -> Option<PathBuf> {
         diff_id
             .is_sha256()
             .then(|| folder::entries_dir(&self.dir).join(diff_id.hex()))
@@ -203,7 +204,7 @@ impl LayerCache {
 
     /// Whether an entry exists for the layer (cheap: the file is not read, so it may still turn
     /// out damaged or made for other interests).
-    pub fn contains(&self, diff_id: &Digest) -> bool {
+    pub(crate) fn contains(&self, diff_id: &Digest) -> bool {
         !self.reads_off.load(Ordering::Relaxed)
             && self
                 .entry_path(diff_id)

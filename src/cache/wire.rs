@@ -17,7 +17,7 @@ use std::io::{self, Read};
 /// records change (a new field): the memlint version alone does not change between
 /// development builds. What the ELF markers find needs no bump: an entry records each marker's
 /// fingerprint ([`ElfMarker::fingerprint`]) and serves only a read with the same ones.
-pub const FORMAT: u32 = 5;
+pub(crate) const FORMAT: u32 = 5;
 const MAGIC: &[u8; 8] = b"MLLAYER\0";
 /// The memlint that wrote an entry; only the same one reads it.
 pub(super) const VERSION: &str = env!("CARGO_PKG_VERSION");

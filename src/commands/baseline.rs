@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 
 /// What the run was asked to do with a baseline.
 pub(crate) struct Options<'a> {
-    pub baseline: Option<&'a Path>,
-    pub write: Option<&'a Path>,
-    pub prune: bool,
+    pub(crate) baseline: Option<&'a Path>,
+    pub(crate) write: Option<&'a Path>,
+    pub(crate) prune: bool,
 }
 
 /// Reads `--baseline FILE`, and refuses a `--write-baseline` path that is not a regular file,
@@ -29,17 +29,17 @@ pub(crate) fn start(o: &Options) -> Result<Option<Baseline>> {
 #[derive(Default)]
 pub(crate) struct Tally {
     /// Every finding no ignore hides, as today's entries.
-    pub seen: Vec<Entry>,
+    pub(crate) seen: Vec<Entry>,
     /// The fingerprints of every finding, ignored ones included.
-    pub occurring: HashSet<String>,
+    pub(crate) occurring: HashSet<String>,
     /// The subjects linted.
-    pub linted: HashSet<Subject>,
-    pub baselined: usize,
+    pub(crate) linted: HashSet<Subject>,
+    pub(crate) baselined: usize,
 }
 
 impl Tally {
     /// Adds one report's findings.
-    pub fn add(&mut self, subject: &Subject, seen: &[Entry], ignored: &[String], baselined: usize) {
+    pub(crate) fn add(&mut self, subject: &Subject, seen: &[Entry], ignored: &[String], baselined: usize) {
         self.linted.insert(subject.clone());
         self.occurring.extend(
             seen.iter()

@@ -5,7 +5,7 @@ use crate::error::Result;
 use clap::CommandFactory;
 use std::process::ExitCode;
 
-pub fn run(args: CompletionsArgs) -> Result<ExitCode> {
+pub(crate) fn run(args: CompletionsArgs) -> Result<ExitCode> {
     let mut cmd = Cli::command();
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut cmd, "memlint", &mut script);

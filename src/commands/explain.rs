@@ -5,7 +5,7 @@ use crate::error::{Error, Result};
 use crate::rules;
 use std::process::ExitCode;
 
-pub fn run(args: ExplainArgs) -> Result<ExitCode> {
+pub(crate) fn run(args: ExplainArgs) -> Result<ExitCode> {
     match rules::find(&args.rule) {
         Some(r) => {
             super::emit(None, r.doc)?;

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 /// Marks hooks memlint wrote, so that install replaces only its own.
 const MARKER: &str = "# installed by memlint hook install";
 
-pub fn run(cmd: HookCommand) -> Result<ExitCode> {
+pub(crate) fn run(cmd: HookCommand) -> Result<ExitCode> {
     match cmd {
         HookCommand::Install(a) => install(a),
         HookCommand::Run(a) => run_hook(a),

@@ -25,7 +25,7 @@ impl<'a, T: serde::Serialize> Versioned<'a, T> {
     }
 }
 
-pub fn run(args: InspectArgs) -> Result<ExitCode> {
+pub(crate) fn run(args: InspectArgs) -> Result<ExitCode> {
     let reference = Reference::parse(&args.image)?;
     let stdin_taken_by = (args.image == "docker-archive:-").then_some("an image (docker-archive:-)");
     // inspect has no --config: the nearest .memlint.toml gives its [limits], as for lint; the

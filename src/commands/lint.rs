@@ -20,7 +20,7 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-pub fn run(args: LintArgs) -> Result<ExitCode> {
+pub(crate) fn run(args: LintArgs) -> Result<ExitCode> {
     let mut settings = load_settings(args.config.as_deref())?;
     for id in &args.ignore {
         if rules::find(id).is_none() {

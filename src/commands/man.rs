@@ -25,7 +25,7 @@ fn write_pages(cmd: &clap::Command, dir: &Path) -> Result<()> {
     super::output::write_own_file(&path, |w| w.write_all(&roff))
 }
 
-pub fn run(args: ManArgs) -> Result<ExitCode> {
+pub(crate) fn run(args: ManArgs) -> Result<ExitCode> {
     let mut cmd = Cli::command().disable_help_subcommand(true);
     cmd.build();
     if let Some(dir) = &args.dir {

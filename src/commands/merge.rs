@@ -19,16 +19,16 @@ use std::io::Read;
 use std::process::ExitCode;
 
 /// The most one report file (or standard input) may hold.
-pub const MAX_FILE_BYTES: u64 = 1 << 30;
+pub(crate) const MAX_FILE_BYTES: u64 = 1 << 30;
 /// The most all report files of a merge may hold together.
-pub const MAX_TOTAL_BYTES: u64 = 4 << 30;
+pub(crate) const MAX_TOTAL_BYTES: u64 = 4 << 30;
 /// The most one report of a file (one container's) may hold: it is the one thing read into
 /// memory whole, and a JSON value takes up to about 16 times its text.
-pub const MAX_REPORT_BYTES: u64 = 8 << 20;
+pub(crate) const MAX_REPORT_BYTES: u64 = 8 << 20;
 /// The most reports a merge takes: each keeps its place (file, line) in memory.
-pub const MAX_REPORTS: usize = 1_000_000;
+pub(crate) const MAX_REPORTS: usize = 1_000_000;
 /// The most bytes of distinct manifest file names (`k8s.file`) the reports may name.
-pub const MAX_FILE_NAMES_BYTES: usize = 16 << 20;
+pub(crate) const MAX_FILE_NAMES_BYTES: usize = 16 << 20;
 
 /// Which bound a report file hit.
 #[derive(Clone, Copy)]
@@ -314,7 +314,7 @@ impl<'de> Visitor<'de> for ReportsSeed<'_> {
     }
 }
 
-pub fn run(args: MergeArgs) -> Result<ExitCode> {
+pub(crate) fn run(args: MergeArgs) -> Result<ExitCode> {
     // A FIFO or folder at the report path is refused before any report is read.
     if let Some(p) = &args.output {
         super::output::check_destination(&format!("--output {}", p.display()), p)?;

@@ -5,7 +5,7 @@ mod completions;
 mod explain;
 mod fleet;
 mod hook;
-pub mod inspect;
+pub(crate) mod inspect;
 pub(crate) mod lint;
 mod man;
 mod merge;
@@ -90,12 +90,12 @@ pub(crate) fn emit_formats(
 
 /// What shapes a document of many reports (`lint --k8s`, `merge`) besides its format.
 pub(crate) struct DocumentOptions {
-    pub fail_on: crate::finding::FailOn,
-    pub text: crate::report::text::TextOptions,
+    pub(crate) fail_on: crate::finding::FailOn,
+    pub(crate) text: crate::report::text::TextOptions,
     /// SARIF's `automationDetails.id`.
-    pub automation_id: String,
+    pub(crate) automation_id: String,
     /// More than one report: each Code Quality issue names its image.
-    pub several: bool,
+    pub(crate) several: bool,
 }
 
 /// The renderer of a document of many reports in `format` (text in colour when `color`).
@@ -186,7 +186,7 @@ pub(crate) fn stderr_warnings() -> Warnings {
 }
 
 /// The environment variable that bounds the layer cache folder, e.g. `MEMLINT_CACHE_MAX_BYTES=512M`.
-pub const CACHE_MAX_BYTES_ENV: &str = "MEMLINT_CACHE_MAX_BYTES";
+pub(crate) const CACHE_MAX_BYTES_ENV: &str = "MEMLINT_CACHE_MAX_BYTES";
 
 /// The bound of the layer cache folder: `MEMLINT_CACHE_MAX_BYTES` when it is set and a size,
 /// else the default (with a warning when it is set but not a size).
@@ -204,7 +204,7 @@ fn cache_max_bytes(warnings: &Warnings) -> u64 {
 
 /// The environment variable that overrides the reader's limits: `name=value` pairs separated
 /// by commas, e.g. `MEMLINT_LIMITS=max_layer_bytes=128G,max_path_len=8192`.
-pub const LIMITS_ENV: &str = "MEMLINT_LIMITS";
+pub(crate) const LIMITS_ENV: &str = "MEMLINT_LIMITS";
 
 /// The reader's limits from their three sources, weakest first: the config file's `[limits]`
 /// table, `MEMLINT_LIMITS`, then each `--limit` of the command line.
@@ -278,7 +278,7 @@ pub(crate) fn config_path(given: Option<&Path>) -> Option<(PathBuf, Option<PathB
 
 /// The most `--password-stdin` reads: registry passwords and tokens (JWTs included) are a few
 /// KiB at most.
-pub const PASSWORD_MAX_BYTES: u64 = 64 << 10;
+pub(crate) const PASSWORD_MAX_BYTES: u64 = 64 << 10;
 
 /// The reader options that `--jobs`, `--platform` and the source flags give.
 ///

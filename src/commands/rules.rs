@@ -7,7 +7,7 @@ use crate::rules::{self, Rule, ALL};
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-pub fn run(args: RulesArgs) -> Result<ExitCode> {
+pub(crate) fn run(args: RulesArgs) -> Result<ExitCode> {
     let listed: Vec<&Rule> = match &args.since {
         None => ALL.to_vec(),
         Some(text) => {

@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::report::model;
 use std::process::ExitCode;
 
-pub fn run(args: SchemaArgs) -> Result<ExitCode> {
+pub(crate) fn run(args: SchemaArgs) -> Result<ExitCode> {
     let schema = match args.document {
         SchemaDocument::Report => model::report_schema(),
         SchemaDocument::Facts => model::facts_schema(),

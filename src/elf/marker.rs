@@ -12,18 +12,18 @@ use sha2::{Digest as _, Sha256};
 use std::sync::Arc;
 
 /// A search a facts module asks the ELF scanner to make in every ELF file it reads to the end.
-pub struct ElfMarker {
+pub(crate) struct ElfMarker {
     /// The name of the find: in the scan, in the layer cache and in `inspect --files` JSON.
-    pub key: &'static str,
-    pub find: Find,
+    pub(crate) key: &'static str,
+    pub(crate) find: Find,
     /// `inspect --files` shows a marker not found as `null` (true) or leaves its key out.
-    pub null_when_absent: bool,
+    pub(crate) null_when_absent: bool,
 }
 
 /// What the scanner looks for. Every kind is searched in the same pass over the file, in
 /// windows that overlap by [`super::MARKER_TAIL`] bytes, so a marker cut by a chunk boundary
 /// is found; a text marker and what is read after it fit in that overlap.
-pub enum Find {
+pub(crate) enum Find {
     /// Which of these byte strings the file holds: the label of the first (in this order)
     /// found in the earliest window that holds one.
     Label(&'static [(&'static [u8], &'static str)]),
@@ -41,22 +41,22 @@ pub enum Find {
 }
 
 /// See [`Find::Blob`].
-pub struct Blob {
-    pub magic: &'static [u8],
-    pub align: u64,
+pub(crate) struct Blob {
+    pub(crate) magic: &'static [u8],
+    pub(crate) align: u64,
     /// Segments shorter than this cannot hold the blob's header and are not searched.
-    pub min_len: usize,
-    pub cap: usize,
+    pub(crate) min_len: usize,
+    pub(crate) cap: usize,
     /// Whether the bytes held (from the magic on) are the whole blob: holding stops there.
-    pub whole: fn(&[u8]) -> bool,
+    pub(crate) whole: fn(&[u8]) -> bool,
     /// The blob as `inspect --files` shows it.
-    pub show: fn(&[u8]) -> serde_json::Value,
+    pub(crate) show: fn(&[u8]) -> serde_json::Value,
 }
 
 impl ElfMarker {
     /// A digest of everything that decides what the scanner keeps for this marker (the
     /// decoding of a blob happens when the facts read it, so it is not part of it).
-    pub fn fingerprint(&self) -> String {
+    pub(crate) fn fingerprint(&self) -> String {
         let mut h = Sha256::new();
         let mut part = |tag: &str, bytes: &[u8]| {
             h.update(tag.as_bytes());
@@ -90,7 +90,7 @@ impl ElfMarker {
     }
 
     /// The declared label equal to `text`, for a [`Find::Label`] marker.
-    pub fn label(&self, text: &str) -> Option<&'static str> {
+    pub(crate) fn label(&self, text: &str) -> Option<&'static str> {
         match self.find {
             Find::Label(labels) => labels.iter().map(|(_, l)| *l).find(|l| *l == text),
             _ => None,
@@ -99,7 +99,7 @@ impl ElfMarker {
 
     /// Whether `found` is something this marker can have found (a find read back from the
     /// layer cache is checked against the current declaration).
-    pub fn accepts(&self, found: &Found) -> bool {
+    pub(crate) fn accepts(&self, found: &Found) -> bool {
         match (&self.find, found) {
             (Find::Label(_), Found::Text(t)) => self.label(t).is_some(),
             (Find::Version { .. }, Found::Text(_)) => true,
@@ -124,10 +124,10 @@ impl std::fmt::Debug for ElfMarker {
 }
 
 /// The markers one read looks for, by key, each once.
-pub type MarkerSet = Arc<[&'static ElfMarker]>;
+pub(crate) type MarkerSet = Arc<[&'static ElfMarker]>;
 
 /// The markers of `a` and `b`, each once, ordered by key.
-pub fn union(a: &[&'static ElfMarker], b: &[&'static ElfMarker]) -> MarkerSet {
+pub(crate) fn union(a: &[&'static ElfMarker], b: &[&'static ElfMarker]) -> MarkerSet {
     let mut all: Vec<&'static ElfMarker> = a.iter().chain(b).copied().collect();
     all.sort_by_key(|m| m.key);
     all.dedup_by_key(|m| m.key);
@@ -136,7 +136,7 @@ pub fn union(a: &[&'static ElfMarker], b: &[&'static ElfMarker]) -> MarkerSet {
 
 /// What a marker found in one file.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Found {
+pub(crate) enum Found {
     /// A label or a version.
     Text(String),
     /// A blob, from its magic on.
@@ -144,7 +144,7 @@ pub enum Found {
 }
 
 impl Found {
-    pub fn heap_bytes(&self) -> u64 {
+    pub(crate) fn heap_bytes(&self) -> u64 {
         match self {
             Found::Text(t) => t.len() as u64,
             Found::Bytes(b) => b.len() as u64,
@@ -154,19 +154,19 @@ impl Found {
 
 /// The finds of one file, with the markers it was searched for.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Finds {
-    pub searched: Option<MarkerSet>,
+pub(crate) struct Finds {
+    pub(crate) searched: Option<MarkerSet>,
     /// What was found, in the order of `searched`.
-    pub found: Vec<(&'static ElfMarker, Found)>,
+    pub(crate) found: Vec<(&'static ElfMarker, Found)>,
 }
 
 impl Finds {
-    pub fn get(&self, marker: &ElfMarker) -> Option<&Found> {
+    pub(crate) fn get(&self, marker: &ElfMarker) -> Option<&Found> {
         self.found.iter().find(|(m, _)| *m == marker).map(|(_, f)| f)
     }
 
     /// The label or version `marker` found.
-    pub fn text(&self, marker: &ElfMarker) -> Option<&str> {
+    pub(crate) fn text(&self, marker: &ElfMarker) -> Option<&str> {
         match self.get(marker)? {
             Found::Text(t) => Some(t),
             Found::Bytes(_) => None,
@@ -175,7 +175,7 @@ impl Finds {
 
     /// Records `found` for `marker` (the layer reader's scan, a cache entry read back, or a
     /// test's file).
-    pub fn set(&mut self, marker: &'static ElfMarker, found: Found) {
+    pub(crate) fn set(&mut self, marker: &'static ElfMarker, found: Found) {
         self.found.retain(|(m, _)| *m != marker);
         self.found.push((marker, found));
         self.found.sort_by_key(|(m, _)| m.key);
@@ -186,12 +186,12 @@ impl Finds {
     }
 
     /// Keeps only the finds of `markers`, as a read searching only for them would give.
-    pub fn retain(&mut self, markers: &MarkerSet) {
+    pub(crate) fn retain(&mut self, markers: &MarkerSet) {
         self.found.retain(|(m, _)| markers.contains(m));
         self.searched = (!markers.is_empty()).then(|| markers.clone());
     }
 
-    pub fn heap_bytes(&self) -> u64 {
+    pub(crate) fn heap_bytes(&self) -> u64 {
         self.found.iter().map(|(_, f)| 16 + f.heap_bytes()).sum()
     }
 
@@ -293,7 +293,7 @@ fn version_after(w: &[u8], marker: &[u8], parts: usize) -> Option<String> {
 }
 
 /// Follows one ELF file's bytes for a [`Find::Blob`] in its writable data.
-pub struct BlobScanner {
+pub(crate) struct BlobScanner {
     marker: &'static ElfMarker,
     blob: &'static Blob,
     /// File ranges (start, end) of the writable, non-executable PT_LOAD segments.
@@ -312,7 +312,7 @@ enum State {
 impl BlobScanner {
     /// A scanner over the given data ranges (file offset, size), or `None` when `marker` is
     /// not a blob or no range can hold one.
-    pub fn new(
+    pub(crate) fn new(
         marker: &'static ElfMarker,
         ranges: impl IntoIterator<Item = (u64, u64)>,
     ) -> Option<BlobScanner> {
@@ -337,7 +337,7 @@ impl BlobScanner {
     }
 
     /// The bytes of the file at `start..start + chunk.len()`, fed in order.
-    pub fn feed(&mut self, start: u64, chunk: &[u8]) {
+    pub(crate) fn feed(&mut self, start: u64, chunk: &[u8]) {
         let (magic, cap) = (self.blob.magic, self.blob.cap);
         let end = start.saturating_add(chunk.len() as u64);
         if let State::Holding(held) = &mut self.state {
@@ -388,7 +388,7 @@ impl BlobScanner {
         }
     }
 
-    pub fn finish(self) -> Option<(&'static ElfMarker, Found)> {
+    pub(crate) fn finish(self) -> Option<(&'static ElfMarker, Found)> {
         match self.state {
             State::Holding(held) => Some((self.marker, Found::Bytes(held))),
             State::Looking { .. } => None,

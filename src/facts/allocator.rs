@@ -5,7 +5,7 @@
 use super::entrypoint::Entrypoint;
 use super::libc::{Libc, LibcFamily};
 use super::loader::Loader;
-pub use super::preload::Allocator;
+pub(crate) use super::preload::Allocator;
 use super::preload::{
     allocator_of, embedded_allocator, Preload, PreloadSource, PreloadStatus, EMBEDDED_ALLOCATOR,
 };
@@ -19,7 +19,7 @@ use std::fmt;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
-pub enum AllocatorVia {
+pub(crate) enum AllocatorVia {
     /// LD_PRELOAD or /etc/ld.so.preload.
     Preload,
     /// A DT_NEEDED library of the entrypoint program (or of its dependencies).
@@ -32,7 +32,7 @@ pub enum AllocatorVia {
 
 /// The environment variable that caps glibc's arenas.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub enum ArenaCapSource {
+pub(crate) enum ArenaCapSource {
     #[serde(rename = "MALLOC_ARENA_MAX")]
     MallocArenaMax,
     /// `glibc.malloc.arena_max` in it.
@@ -41,7 +41,7 @@ pub enum ArenaCapSource {
 }
 
 impl ArenaCapSource {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ArenaCapSource::MallocArenaMax => "MALLOC_ARENA_MAX",
             ArenaCapSource::GlibcTunables => "GLIBC_TUNABLES",
@@ -57,47 +57,47 @@ impl fmt::Display for ArenaCapSource {
 
 /// glibc's arena cap, from the environment.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct ArenaCap {
+pub(crate) struct ArenaCap {
     /// The value as set.
-    pub value: String,
-    pub source: ArenaCapSource,
+    pub(crate) value: String,
+    pub(crate) source: ArenaCapSource,
 }
 
 /// An allocator library in the image.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct AllocatorLibrary {
-    pub name: Allocator,
-    pub path: String,
+pub(crate) struct AllocatorLibrary {
+    pub(crate) name: Allocator,
+    pub(crate) path: String,
 }
 
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
-pub struct AllocatorFacts {
+pub(crate) struct AllocatorFacts {
     /// The malloc in effect: a replacement, or the C library's (`unknown` when that is).
-    pub name: Allocator,
-    pub via: AllocatorVia,
-    pub path: Option<String>,
-    pub arena_cap: Option<ArenaCap>,
+    pub(crate) name: Allocator,
+    pub(crate) via: AllocatorVia,
+    pub(crate) path: Option<String>,
+    pub(crate) arena_cap: Option<ArenaCap>,
     /// Allocator libraries present in the image but not in effect for the entrypoint.
-    pub installed_not_in_effect: Vec<AllocatorLibrary>,
-    pub evidence: Vec<Evidence>,
+    pub(crate) installed_not_in_effect: Vec<AllocatorLibrary>,
+    pub(crate) evidence: Vec<Evidence>,
     /// What may change the allocator or cap the arenas but cannot be worked out statically
     /// (an undecided preload, an arena cap a script sets to an unknown value): rules treat it
     /// as possibly in effect and stay undecided rather than fire.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub undecided: Vec<String>,
+    pub(crate) undecided: Vec<String>,
     /// Executables and shared objects that carry a prefixed jemalloc, which reads its own
     /// variable (`_RJEM_MALLOC_CONF`) and never `MALLOC_CONF`: the entrypoint program and the
     /// libraries it loads, and the native extensions of Python packages and Node modules.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub prefixed_jemalloc: Vec<PrefixedJemalloc>,
+    pub(crate) prefixed_jemalloc: Vec<PrefixedJemalloc>,
 }
 
 /// A file with a jemalloc built with a name prefix ([`PREFIXED_JEMALLOC`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct PrefixedJemalloc {
-    pub path: String,
+pub(crate) struct PrefixedJemalloc {
+    pub(crate) path: String,
     /// The variable its jemalloc reads its options from (`_RJEM_MALLOC_CONF`).
-    pub variable: &'static str,
+    pub(crate) variable: &'static str,
 }
 
 /// Files listed in [`AllocatorFacts::prefixed_jemalloc`] at most.
@@ -147,26 +147,27 @@ fn prefixed_jemalloc(loader: &Loader, program: Option<&str>) -> Vec<PrefixedJema
 
 impl AllocatorFacts {
     /// Whether a replacement allocator (not the libc's) is in effect.
-    pub fn is_replacement(&self) -> bool {
+    pub(crate) fn is_replacement(&self) -> bool {
         self.name.is_replacement()
     }
 
     /// Why the allocator in effect or the arena cap cannot be told for sure, when a rule about
     /// glibc's arenas should stay undecided (no replacement in effect, no known cap, and an
     /// undecided preload or cap): the reasons joined, for `-v`.
-    pub fn undecided_reason(&self) -> Option<String> {
+    pub(crate) fn undecided_reason(&self) -> Option<String> {
         (!self.is_replacement() && !self.undecided.is_empty()).then(|| self.undecided.join("; "))
     }
 }
 
 /// The variables that cap glibc's malloc arenas (`MALLOC_ARENA_MAX`, `glibc.malloc.arena_max`
 /// in `GLIBC_TUNABLES`): where an arena-cap fix goes.
-pub const ARENA_CAP_VARIABLES: &[&str] = &["MALLOC_ARENA_MAX", "GLIBC_TUNABLES"];
+pub(crate) const ARENA_CAP_VARIABLES: &[&str] = &["MALLOC_ARENA_MAX", "GLIBC_TUNABLES"];
 /// [`ARENA_CAP_VARIABLES`] after `LD_PRELOAD`: where a fix that preloads an allocator or caps
 /// the arenas goes.
-pub const PRELOAD_OR_ARENA_CAP_VARIABLES: &[&str] = &["LD_PRELOAD", "MALLOC_ARENA_MAX", "GLIBC_TUNABLES"];
+pub(crate) const PRELOAD_OR_ARENA_CAP_VARIABLES: &[&str] =
+    &["LD_PRELOAD", "MALLOC_ARENA_MAX", "GLIBC_TUNABLES"];
 /// jemalloc's settings (`MALLOC_CONF`, `JE_MALLOC_CONF`), then glibc's malloc settings.
-pub const ALLOCATOR_SETTING_VARIABLES: &[&str] = &[
+pub(crate) const ALLOCATOR_SETTING_VARIABLES: &[&str] = &[
     "MALLOC_CONF",
     "JE_MALLOC_CONF",
     "MALLOC_ARENA_MAX",
@@ -177,7 +178,7 @@ pub const ALLOCATOR_SETTING_VARIABLES: &[&str] = &[
 /// accepts (every other name makes it print `<jemalloc>: Invalid conf pair`, checked by running
 /// it with each name in the library's strings), and those jemalloc(3) documents as `opt.*` for
 /// builds with other configure options (`cache_oblivious`, `utrace`, `xmalloc`).
-pub const JEMALLOC_OPTIONS: &[&str] = &[
+pub(crate) const JEMALLOC_OPTIONS: &[&str] = &[
     "abort",
     "abort_conf",
     "background_thread",
@@ -254,7 +255,7 @@ pub const JEMALLOC_OPTIONS: &[&str] = &[
 ];
 
 /// The option names of a `MALLOC_CONF` value (`name:value,name:value`) jemalloc does not know.
-pub fn unknown_jemalloc_options(value: &str) -> Vec<&str> {
+pub(crate) fn unknown_jemalloc_options(value: &str) -> Vec<&str> {
     value
         .split(',')
         .filter_map(|pair| pair.split(':').next())
@@ -264,7 +265,7 @@ pub fn unknown_jemalloc_options(value: &str) -> Vec<&str> {
 }
 
 /// The pairs of a `MALLOC_CONF` value whose option jemalloc knows, as written.
-pub fn known_jemalloc_pairs(value: &str) -> Vec<&str> {
+pub(crate) fn known_jemalloc_pairs(value: &str) -> Vec<&str> {
     value
         .split(',')
         .filter(|pair| {
@@ -277,7 +278,7 @@ pub fn known_jemalloc_pairs(value: &str) -> Vec<&str> {
 
 /// glibc's malloc settings the environment gives: `MALLOC_ARENA_MAX`, and the `glibc.malloc.*`
 /// pairs of `GLIBC_TUNABLES` (joined by `:`), each with its variable.
-pub fn glibc_malloc_settings(env: &Env) -> Vec<(&'static str, String)> {
+pub(crate) fn glibc_malloc_settings(env: &Env) -> Vec<(&'static str, String)> {
     let tunables = env.non_empty(ARENA_CAP_VARIABLES[1]).and_then(|t| {
         let malloc: Vec<&str> = t
             .split(':')
@@ -299,7 +300,7 @@ pub fn glibc_malloc_settings(env: &Env) -> Vec<(&'static str, String)> {
 
 /// `MALLOC_ARENA_MAX`, or `glibc.malloc.arena_max` in `GLIBC_TUNABLES` (colon-separated
 /// `name=value` pairs; glibc manual, Tunables).
-pub fn arena_cap(env: &Env) -> Option<ArenaCap> {
+pub(crate) fn arena_cap(env: &Env) -> Option<ArenaCap> {
     if let Some(v) = env.non_empty("MALLOC_ARENA_MAX") {
         return Some(ArenaCap {
             value: v.to_string(),
@@ -320,7 +321,7 @@ pub fn arena_cap(env: &Env) -> Option<ArenaCap> {
 /// jemalloc names it `JEMALLOC_CPREFIX "MALLOC_CONF"` (`src/jemalloc.c`), and tikv-jemallocator
 /// (Rust's jemalloc crate, and so polars and other Rust extensions) builds with the `_rjem_`
 /// prefix. The terminating NUL keeps out text that merely mentions the name.
-pub static PREFIXED_JEMALLOC: ElfMarker = ElfMarker {
+pub(crate) static PREFIXED_JEMALLOC: ElfMarker = ElfMarker {
     key: "jemalloc_conf_variable",
     find: Find::Label(&[(b"_RJEM_MALLOC_CONF\0", "_RJEM_MALLOC_CONF")]),
     null_when_absent: false,
@@ -341,11 +342,11 @@ fn label(elf: &ElfInfo, marker: &'static ElfMarker) -> Option<&'static str> {
 
 /// What [`derive`] reads: the dynamic sections and the allocator markers of the entrypoint
 /// and the libraries it loads.
-pub fn interests() -> Interests {
+pub(crate) fn interests() -> Interests {
     Interests::default().scan_elf_for(&[&EMBEDDED_ALLOCATOR, &PREFIXED_JEMALLOC])
 }
 
-pub fn derive(
+pub(crate) fn derive(
     loader: &Loader,
     env: &Env,
     libc: &Libc,

@@ -26,7 +26,7 @@ use crate::tree::{FileTree, Interests, NodeKind};
 use serde::Serialize;
 
 /// The switch that moves Chrome's shared memory to `/tmp`.
-pub const SWITCH: &str = "--disable-dev-shm-usage";
+pub(crate) const SWITCH: &str = "--disable-dev-shm-usage";
 
 const BROWSER_NAMES: &[&str] = &[
     "chrome",
@@ -70,27 +70,27 @@ const FLAGS_CAP: u64 = 16 * 1024;
 
 /// How a launcher starts the browser.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct Launcher {
+pub(crate) struct Launcher {
     /// `selenium`, `chromedriver`, `chrome-launcher`, `lighthouse`, `puppeteer`, `playwright`
     /// or `entrypoint`.
-    pub name: &'static str,
+    pub(crate) name: &'static str,
     /// Its package, binary or the entrypoint's program.
-    pub path: String,
+    pub(crate) path: String,
     /// Whether it passes `--disable-dev-shm-usage`: `null` when the image does not say.
-    pub passes_switch: Option<bool>,
+    pub(crate) passes_switch: Option<bool>,
     /// Why, in words.
-    pub why: String,
+    pub(crate) why: String,
 }
 
 /// The browsers and their launchers.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct ChromeFacts {
-    pub browsers: Vec<String>,
-    pub launchers: Vec<Launcher>,
+pub(crate) struct ChromeFacts {
+    pub(crate) browsers: Vec<String>,
+    pub(crate) launchers: Vec<Launcher>,
 }
 
 /// What [`derive`] reads: the launchers' sources and Debian's wrapper's flag files.
-pub fn interests() -> Interests {
+pub(crate) fn interests() -> Interests {
     let mut i = Interests::default().keep(&format!("{DEBIAN_FLAGS_DIR}/*"), FLAGS_CAP);
     for (_, package, files) in LAUNCHER_FILES {
         for f in *files {
@@ -103,7 +103,7 @@ pub fn interests() -> Interests {
 }
 
 /// The browsers and launchers of the image; `None` without a browser.
-pub fn derive(
+pub(crate) fn derive(
     tree: &FileTree,
     env: &Env,
     entry: &Entrypoint,

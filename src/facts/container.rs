@@ -10,7 +10,7 @@ use oci_spec::image::{Config, ImageConfiguration};
 /// (`command` alone drops the image's Cmd; `args` alone keeps its Entrypoint) and `workingDir`
 /// in place of WorkingDir. The env stays the image's: [`env_vars`] goes over it with each
 /// variable's manifest line.
-pub fn config_for(image: Option<&ImageConfiguration>, c: &Container) -> ImageConfiguration {
+pub(crate) fn config_for(image: Option<&ImageConfiguration>, c: &Container) -> ImageConfiguration {
     let mut config = image.cloned().unwrap_or_default();
     let mut run: Config = config.config().clone().unwrap_or_default();
     match (&c.command, &c.args) {
@@ -32,7 +32,7 @@ pub fn config_for(image: Option<&ImageConfiguration>, c: &Container) -> ImageCon
 
 /// [`config_for`] with the container's known `env` values after the image's, as the process
 /// gets them: what the layer reader needs to know which files the command will read.
-pub fn config_with_env(image: Option<&ImageConfiguration>, c: &Container) -> ImageConfiguration {
+pub(crate) fn config_with_env(image: Option<&ImageConfiguration>, c: &Container) -> ImageConfiguration {
     let mut config = config_for(image, c);
     let mut run: Config = config.config().clone().unwrap_or_default();
     let mut env = run.env().clone().unwrap_or_default();
@@ -53,7 +53,7 @@ pub fn config_with_env(image: Option<&ImageConfiguration>, c: &Container) -> Ima
 /// The container's `env` as settings over the image's, each naming its manifest line. A value
 /// the manifest does not hold (a secret, a config map) is undecided: a rule that needs it says
 /// so rather than guess.
-pub fn env_vars(c: &Container) -> Vec<Var> {
+pub(crate) fn env_vars(c: &Container) -> Vec<Var> {
     c.env
         .iter()
         .map(|e| {

@@ -32,32 +32,32 @@ const MAX_OPTION_FILES: usize = 64;
 
 /// `bootstrap.memory_lock` as the server gets it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct MemoryLock {
-    pub enabled: bool,
+pub(crate) struct MemoryLock {
+    pub(crate) enabled: bool,
     /// `config/elasticsearch.yml line 12`, `bootstrap.memory_lock=true (set by …)`.
-    pub source: String,
+    pub(crate) source: String,
     /// The file, when a file sets it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub path: Option<String>,
+    pub(crate) path: Option<String>,
 }
 
 /// An Elasticsearch or OpenSearch server in the image.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct SearchEngine {
+pub(crate) struct SearchEngine {
     /// `elasticsearch` or `opensearch`.
-    pub product: &'static str,
-    pub home: String,
-    pub version: Option<String>,
+    pub(crate) product: &'static str,
+    pub(crate) home: String,
+    pub(crate) version: Option<String>,
     /// `null` when nothing sets it (off).
-    pub memory_lock: Option<MemoryLock>,
+    pub(crate) memory_lock: Option<MemoryLock>,
     /// Where an `-Xmx` is set, when one is.
-    pub heap_set_by: Option<String>,
+    pub(crate) heap_set_by: Option<String>,
 }
 
 impl SearchEngine {
     /// Elasticsearch 7.11 or later with no `-Xmx`: the launcher sizes the heap from the memory
     /// it sees (half of it, up to 31 GiB).
-    pub fn heap_sized_automatically(&self) -> bool {
+    pub(crate) fn heap_sized_automatically(&self) -> bool {
         if self.product != "elasticsearch" || self.heap_set_by.is_some() {
             return false;
         }
@@ -69,7 +69,7 @@ impl SearchEngine {
 }
 
 /// What [`derive`] reads: each home's settings and JVM options, and the packages' settings.
-pub fn interests() -> Interests {
+pub(crate) fn interests() -> Interests {
     let mut i = Interests::default();
     for (home, product) in HOMES {
         i = i
@@ -84,7 +84,7 @@ pub fn interests() -> Interests {
 }
 
 /// The server, when the image holds one.
-pub fn derive(tree: &FileTree, env: &Env) -> Option<SearchEngine> {
+pub(crate) fn derive(tree: &FileTree, env: &Env) -> Option<SearchEngine> {
     let (home, product) = HOMES
         .iter()
         .find(|(home, product)| tree.is_file_at(&format!("{home}/bin/{product}")))?;

@@ -13,12 +13,12 @@ use serde::Serialize;
 use std::borrow::Cow;
 
 /// Docker's default when an image sets no PATH.
-pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+pub(crate) const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 const MAX_STEPS: usize = 8;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
-pub enum ProgramKind {
+pub(crate) enum ProgramKind {
     /// No Entrypoint and no Cmd.
     #[default]
     None,
@@ -34,20 +34,20 @@ pub enum ProgramKind {
 
 /// One step from the config's command to the program that runs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct Step {
-    pub argv: Vec<String>,
+pub(crate) struct Step {
+    pub(crate) argv: Vec<String>,
     /// The program's path in the image, when found.
-    pub path: Option<String>,
+    pub(crate) path: Option<String>,
     /// How this step led to the next one, in words.
-    pub how: String,
+    pub(crate) how: String,
     /// How this step led to the next one, for the facts that follow the way.
     #[serde(skip)]
-    pub kind: StepKind,
+    pub(crate) kind: StepKind,
 }
 
 /// How a step of the entrypoint leads to the next one.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum StepKind {
+pub(crate) enum StepKind {
     /// `sh -c "…"`: the shell form of CMD/ENTRYPOINT.
     ShellC,
     /// A program that runs its argument (`env`, `tini`, `gosu`, `dumb-init`…), by base name.
@@ -61,24 +61,24 @@ pub enum StepKind {
 
 /// The entrypoint process.
 #[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
-pub struct Entrypoint {
+pub(crate) struct Entrypoint {
     /// Entrypoint followed by Cmd, as the config gives them.
-    pub argv: Vec<String>,
-    pub working_dir: String,
+    pub(crate) argv: Vec<String>,
+    pub(crate) working_dir: String,
     /// The program that finally runs (canonical path in the image).
-    pub program: Option<String>,
-    pub kind: ProgramKind,
+    pub(crate) program: Option<String>,
+    pub(crate) kind: ProgramKind,
     /// Its PT_INTERP, for an ELF program.
-    pub interpreter: Option<String>,
+    pub(crate) interpreter: Option<String>,
     /// Its argument vector, after the steps below.
-    pub args: Vec<String>,
-    pub steps: Vec<Step>,
+    pub(crate) args: Vec<String>,
+    pub(crate) steps: Vec<Step>,
     /// Why following stopped early, when it did.
-    pub note: Option<String>,
+    pub(crate) note: Option<String>,
     /// What the scripts on the way export to the program, in order (a later setting of a
     /// name wins). `Facts::env` is the config's `Env` overlaid with these.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub exports: Vec<Var>,
+    pub(crate) exports: Vec<Var>,
 }
 
 impl Entrypoint {}
@@ -100,7 +100,7 @@ const SCRIPT_FOLDERS: &[&str] = &[
 
 /// What [`derive`] reads whatever the config says: scripts in [`SCRIPT_FOLDERS`], and the
 /// ELF head (interpreter) of the program.
-pub fn interests() -> Interests {
+pub(crate) fn interests() -> Interests {
     SCRIPT_FOLDERS
         .iter()
         .fold(Interests::default(), |i, d| i.script(&scripts_in(d)))
@@ -110,7 +110,7 @@ pub fn interests() -> Interests {
 /// What the config adds to [`interests`]: the scripts in its PATH folders and working folder,
 /// and the absolute paths its Entrypoint and Cmd name, so that the entrypoint can be followed
 /// to the program it runs.
-pub fn interests_for(config: &ImageConfiguration) -> Interests {
+pub(crate) fn interests_for(config: &ImageConfiguration) -> Interests {
     let c = config.config().as_ref();
     let env = c.and_then(|c| c.env().clone()).unwrap_or_default();
     let path_var = env
@@ -162,7 +162,7 @@ fn scripts_in(dir: &str) -> String {
 /// Follows the config's command to the program that runs. `env` is the config's `Env`, `arch`
 /// the image's architecture (for `$(uname -m)` in scripts), `image` what searching the image
 /// may still cost (shared by the containers that run it).
-pub fn derive(
+pub(crate) fn derive(
     tree: &FileTree,
     config: Option<&ImageConfiguration>,
     env: &Env,
@@ -337,7 +337,7 @@ impl Walk<'_> {
                     let exported = script::exports(&text, &path, &self.seen, &cx);
                     self.seen.to_mut().extend(&exported);
                     e.exports.extend(exported);
-                    if let Some(p) = self.seen.get("PATH").filter(|_| self.seen.from_script("PATH")) {
+                    if let Some(p) = self.seen.get("PATH").filter(|_| self.seen.set_by_script("PATH")) {
                         self.path_var = p.to_string();
                     }
                     e.steps.push(Step {

@@ -24,7 +24,7 @@ use std::sync::{Arc, LazyLock};
 
 /// Where a variable's value comes from.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Origin {
+pub(crate) enum Origin {
     /// The image config's `Env` (a Dockerfile `ENV`).
     Image,
     /// An entrypoint script, at a line (from 1). The path is shared by every setting the
@@ -36,7 +36,7 @@ pub enum Origin {
 
 /// What a variable holds for the program.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Value {
+pub(crate) enum Value {
     Set(String),
     /// `unset NAME` in a script.
     Unset,
@@ -52,14 +52,14 @@ pub enum Value {
 
 /// One variable's setting.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Var {
-    pub name: String,
-    pub value: Value,
-    pub origin: Origin,
+pub(crate) struct Var {
+    pub(crate) name: String,
+    pub(crate) value: Value,
+    pub(crate) origin: Origin,
     /// The script line that sets it, as written (empty for the config's `Env`): shared by the
     /// settings of one line, and an excerpt when the line is long (see
     /// [`super::script::MAX_QUOTED`]), so that a line of thousands of assignments is kept once.
-    pub text: Arc<str>,
+    pub(crate) text: Arc<str>,
 }
 
 /// The empty line text of the config's settings, shared rather than allocated per variable (an
@@ -71,18 +71,18 @@ pub(crate) fn no_text() -> Arc<str> {
 
 /// The name of the setting a script's reader records when it stops following the script (its
 /// budget spent): from there on, any variable may be set to anything.
-pub const ANY: &str = "*";
+pub(crate) const ANY: &str = "*";
 
 impl Var {
     /// Whether this setting stands for every variable ([`ANY`]): undecided, from a script.
-    pub fn is_any(&self) -> bool {
+    pub(crate) fn is_any(&self) -> bool {
         self.name == ANY
             && matches!(self.origin, Origin::Script { .. })
             && matches!(self.value, Value::Undecided { .. })
     }
 
     /// The script and line that set it, when a script did.
-    pub fn script(&self) -> Option<(&str, u32)> {
+    pub(crate) fn script(&self) -> Option<(&str, u32)> {
         match &self.origin {
             Origin::Script { script, line } => Some((&**script, *line)),
             Origin::Image | Origin::Manifest { .. } => None,
@@ -90,7 +90,7 @@ impl Var {
     }
 
     /// `exported by SCRIPT line N`, or `set by the image's ENV`.
-    pub fn describe_origin(&self) -> String {
+    pub(crate) fn describe_origin(&self) -> String {
         match &self.origin {
             Origin::Image => "set by the image's ENV".to_string(),
             Origin::Script { script, line } => format!("exported by {script} line {line}"),
@@ -166,13 +166,13 @@ impl Serialize for Var {
 
 /// The environment: settings in order; a later one for the same name wins, as in a process.
 #[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
-pub struct Env {
+pub(crate) struct Env {
     vars: Vec<Var>,
 }
 
 impl Env {
     /// The config's `Env`.
-    pub fn from_config(config: Option<&ImageConfiguration>) -> Env {
+    pub(crate) fn from_config(config: Option<&ImageConfiguration>) -> Env {
         let list = config
             .and_then(|c| c.config().as_ref())
             .and_then(|c| c.env().clone())
@@ -181,7 +181,7 @@ impl Env {
     }
 
     /// `NAME=VALUE` pairs, as the config's `Env` lists them.
-    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = &'a str>) -> Env {
+    pub(crate) fn from_pairs<'a>(pairs: impl IntoIterator<Item = &'a str>) -> Env {
         let mut env = Env::default();
         for p in pairs {
             let (k, v) = p.split_once('=').unwrap_or((p, ""));
@@ -197,7 +197,7 @@ impl Env {
 
     /// Puts a setting in place of any earlier one of the same name (the earlier one stays in
     /// the history, so that [`Env::image`] still has the config's).
-    pub fn set(&mut self, var: Var) {
+    pub(crate) fn set(&mut self, var: Var) {
         self.vars.push(var);
     }
 
@@ -214,8 +214,9 @@ impl Env {
             .map(|(_, v)| v)
     }
 
+    #[cfg(test)]
     /// This environment with `exports` applied in order.
-    pub fn overlay<'a>(&self, exports: impl IntoIterator<Item = &'a Var>) -> Env {
+    pub(crate) fn overlay<'a>(&self, exports: impl IntoIterator<Item = &'a Var>) -> Env {
         let mut env = self.clone();
         env.extend(exports);
         env
@@ -223,14 +224,14 @@ impl Env {
 
     /// Applies `exports` in order, in place: no copy of what is there (an image's `Env` may
     /// hold millions of entries).
-    pub fn extend<'a>(&mut self, exports: impl IntoIterator<Item = &'a Var>) {
+    pub(crate) fn extend<'a>(&mut self, exports: impl IntoIterator<Item = &'a Var>) {
         self.vars.extend(exports.into_iter().cloned());
     }
 
     /// The settings in effect by name, for a reader that looks up many names: [`Env::var`]
     /// scans the whole history, and a script's every `$NAME` against an image's `Env` of
     /// millions of entries would cost their product.
-    pub fn indexed(&self) -> Indexed<'_> {
+    pub(crate) fn indexed(&self) -> Indexed<'_> {
         let mut last = HashMap::with_capacity(self.vars.len().min(1 << 16));
         let mut any = None;
         for (i, v) in self.vars.iter().enumerate() {
@@ -243,7 +244,7 @@ impl Env {
     }
 
     /// The setting of `key` the program gets, unless it is unset.
-    pub fn var(&self, key: &str) -> Option<&Var> {
+    pub(crate) fn var(&self, key: &str) -> Option<&Var> {
         self.vars
             .iter()
             .rev()
@@ -253,7 +254,7 @@ impl Env {
 
     /// The value, when it is set and known. `None` when unset or undecided (see
     /// [`Env::undecided`]).
-    pub fn get(&self, key: &str) -> Option<&str> {
+    pub(crate) fn get(&self, key: &str) -> Option<&str> {
         match &self.var(key)?.value {
             Value::Set(v) => Some(v.as_str()),
             _ => None,
@@ -261,12 +262,12 @@ impl Env {
     }
 
     /// The value, or `None` when the variable is unset, empty or undecided.
-    pub fn non_empty(&self, key: &str) -> Option<&str> {
+    pub(crate) fn non_empty(&self, key: &str) -> Option<&str> {
         self.get(key).filter(|v| !v.is_empty())
     }
 
     /// The setting, when a script sets `key` in a way memlint cannot work out.
-    pub fn undecided(&self, key: &str) -> Option<&Var> {
+    pub(crate) fn undecided(&self, key: &str) -> Option<&Var> {
         self.var(key)
             .filter(|v| matches!(v.value, Value::Undecided { .. }))
     }
@@ -274,19 +275,19 @@ impl Env {
     /// The first of `keys` a script sets in a way memlint cannot work out, as [`Env::entry`]
     /// says it: a rule that reads those variables stays undecided rather than judge a value it
     /// does not know.
-    pub fn first_undecided(&self, keys: &[&str]) -> Option<String> {
+    pub(crate) fn first_undecided(&self, keys: &[&str]) -> Option<String> {
         keys.iter()
             .find(|k| self.undecided(k).is_some())
             .and_then(|k| self.entry(k))
     }
 
     /// Whether `key` was set by a script (decided or not) rather than the config.
-    pub fn from_script(&self, key: &str) -> bool {
+    pub(crate) fn set_by_script(&self, key: &str) -> bool {
         self.var(key).is_some_and(|v| v.script().is_some())
     }
 
     /// The known values, in order.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
         self.current().filter_map(|v| match &v.value {
             Value::Set(s) => Some((v.name.as_str(), s.as_str())),
             _ => None,
@@ -295,7 +296,7 @@ impl Env {
 
     /// `KEY=VALUE`, as evidence; a script's setting adds `(exported by SCRIPT line N)`, and an
     /// undecided one shows the line as written.
-    pub fn entry(&self, key: &str) -> Option<String> {
+    pub(crate) fn entry(&self, key: &str) -> Option<String> {
         let v = self.var(key)?;
         Some(match (&v.value, &v.origin) {
             (Value::Set(s), Origin::Image) => format!("{key}={s}"),
@@ -309,14 +310,15 @@ impl Env {
     }
 
     /// [`Env::entry`] as evidence naming the script that set it.
-    pub fn evidence(&self, key: &str) -> Option<Evidence> {
+    pub(crate) fn evidence(&self, key: &str) -> Option<Evidence> {
         let text = self.entry(key)?;
         let script = self.var(key).and_then(Var::script).map(|(s, _)| s);
         Some(Evidence::naming(text, script))
     }
 
+    #[cfg(test)]
     /// The config's `Env` alone (what `ENV` lines wrote), without what scripts export.
-    pub fn image(&self) -> Env {
+    pub(crate) fn image(&self) -> Env {
         Env {
             vars: self
                 .vars
@@ -327,8 +329,9 @@ impl Env {
         }
     }
 
+    #[cfg(test)]
     /// What scripts set and the program still gets, in order.
-    pub fn exports(&self) -> impl Iterator<Item = &Var> {
+    pub(crate) fn exports(&self) -> impl Iterator<Item = &Var> {
         self.current()
             .filter(|v| matches!(v.origin, Origin::Script { .. }))
     }
@@ -336,7 +339,7 @@ impl Env {
 
 /// [`Env`] indexed by name ([`Env::indexed`]): the same answers as [`Env::var`], [`Env::get`]
 /// and [`Env::undecided`], each in constant time.
-pub struct Indexed<'a> {
+pub(crate) struct Indexed<'a> {
     /// The last setting of each name, and where it is in the history.
     last: HashMap<&'a str, (usize, &'a Var)>,
     /// The last setting of any name ([`Var::is_any`]).
@@ -345,7 +348,7 @@ pub struct Indexed<'a> {
 
 impl<'a> Indexed<'a> {
     /// [`Env::var`].
-    pub fn var(&self, key: &str) -> Option<&'a Var> {
+    pub(crate) fn var(&self, key: &str) -> Option<&'a Var> {
         let hit = match (self.last.get(key).copied(), self.any) {
             (Some((i, v)), Some((j, any))) => Some(if j > i { any } else { v }),
             (hit, any) => hit.or(any).map(|(_, v)| v),
@@ -354,7 +357,7 @@ impl<'a> Indexed<'a> {
     }
 
     /// [`Env::get`].
-    pub fn get(&self, key: &str) -> Option<&'a str> {
+    pub(crate) fn get(&self, key: &str) -> Option<&'a str> {
         match &self.var(key)?.value {
             Value::Set(v) => Some(v.as_str()),
             _ => None,
@@ -362,7 +365,7 @@ impl<'a> Indexed<'a> {
     }
 
     /// [`Env::undecided`].
-    pub fn undecided(&self, key: &str) -> Option<&'a Var> {
+    pub(crate) fn undecided(&self, key: &str) -> Option<&'a Var> {
         self.var(key)
             .filter(|v| matches!(v.value, Value::Undecided { .. }))
     }
@@ -460,7 +463,7 @@ mod tests {
         assert!(e.var("X").is_none());
         assert_eq!(e.get("MALLOC_CONF"), None);
         assert!(e.undecided("MALLOC_CONF").is_some());
-        assert!(e.from_script("MALLOC_CONF") && !e.from_script("PATH"));
+        assert!(e.set_by_script("MALLOC_CONF") && !e.set_by_script("PATH"));
         assert_eq!(e.image().get("LD_PRELOAD"), Some("/a.so"));
         assert_eq!(e.image().get("X"), Some("1"));
         assert_eq!(e.exports().count(), 3);

@@ -11,14 +11,14 @@ use crate::elf::ElfInfo;
 use crate::tree::{FileTree, Interests, NodeId, NodeKind};
 use serde::Serialize;
 
-pub mod buildinfo;
-pub mod memlimit;
+pub(crate) mod buildinfo;
+pub(crate) mod memlimit;
 
-pub use buildinfo::{GoBuildInfo, GoModule};
+pub(crate) use buildinfo::{GoBuildInfo, GoModule};
 
 /// The build info blob Go's linker puts in the `.go.buildinfo` section of a program's writable
 /// data, 16-byte aligned, starting with its magic ([`buildinfo`] has the format).
-pub static GO_BUILDINFO: ElfMarker = ElfMarker {
+pub(crate) static GO_BUILDINFO: ElfMarker = ElfMarker {
     key: "go",
     find: Find::Blob(Blob {
         magic: buildinfo::MAGIC,
@@ -32,7 +32,7 @@ pub static GO_BUILDINFO: ElfMarker = ElfMarker {
 };
 
 /// The build info of a Go program, from the blob the scan held.
-pub fn build_info(elf: &ElfInfo) -> Option<GoBuildInfo> {
+pub(crate) fn build_info(elf: &ElfInfo) -> Option<GoBuildInfo> {
     match elf.scan.markers.get(&GO_BUILDINFO)? {
         Found::Bytes(held) => buildinfo::parse(held),
         Found::Text(_) => None,
@@ -44,30 +44,30 @@ const MAX_BINARIES: usize = 256;
 
 /// One Go program.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
-pub struct GoBinary {
+pub(crate) struct GoBinary {
     /// Its path in the image (links followed).
-    pub path: String,
+    pub(crate) path: String,
     /// `go1.22.1`; `null` for a program built by Go before 1.18 (whose build info memlint
     /// does not decode).
-    pub go_version: Option<String>,
+    pub(crate) go_version: Option<String>,
     /// The `CGO_ENABLED` build setting; `null` when the build info does not record it.
-    pub cgo: Option<bool>,
+    pub(crate) cgo: Option<bool>,
     /// The main module's path.
-    pub main_module: Option<String>,
+    pub(crate) main_module: Option<String>,
     /// The module dependencies (`dep` lines), with their `=>` replacements.
     #[schemars(with = "Vec<serde_json::Map<String, serde_json::Value>>")]
-    pub deps: Vec<GoModule>,
+    pub(crate) deps: Vec<GoModule>,
     /// False when the build info was longer than memlint keeps, so `deps` may be missing some.
-    pub deps_complete: bool,
+    pub(crate) deps_complete: bool,
     /// Its DT_NEEDED libraries.
-    pub needed: Vec<String>,
+    pub(crate) needed: Vec<String>,
     /// The entrypoint runs it (it is the final program or a step on the way).
-    pub on_entrypoint: bool,
+    pub(crate) on_entrypoint: bool,
 }
 
 impl GoBinary {
     /// The module paths the program was built from, its main module first.
-    pub fn modules(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn modules(&self) -> impl Iterator<Item = &str> {
         self.main_module
             .as_deref()
             .into_iter()
@@ -76,20 +76,20 @@ impl GoBinary {
 }
 
 #[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
-pub struct GoFacts {
-    pub binaries: Vec<GoBinary>,
+pub(crate) struct GoFacts {
+    pub(crate) binaries: Vec<GoBinary>,
     /// The `GOMEMLIMIT` the entrypoint's program starts with (reported under `facts.memory`).
     #[serde(skip)]
-    pub memlimit: memlimit::GoMemLimit,
+    pub(crate) memlimit: memlimit::GoMemLimit,
     /// The `GOGC` it starts with.
     #[serde(skip)]
-    pub gogc: GoGc,
+    pub(crate) gogc: GoGc,
 }
 
 /// `GOGC` as the runtime reads it (`readGOGC` in `mgcpacer.go`): `off` or a negative number
 /// turns the collector off, a number is the percentage, anything else is the default 100.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum GoGc {
+pub(crate) enum GoGc {
     #[default]
     Default,
     Percent(i64),
@@ -99,7 +99,7 @@ pub enum GoGc {
 }
 
 /// The `GOGC` the environment gives the program.
-pub fn read_gogc(env: &Env) -> GoGc {
+pub(crate) fn read_gogc(env: &Env) -> GoGc {
     if let Some(why) = env.first_undecided(&["GOGC"]) {
         return GoGc::Undecided(why);
     }
@@ -114,14 +114,8 @@ pub fn read_gogc(env: &Env) -> GoGc {
     }
 }
 
-impl GoFacts {
-    pub fn is_empty(&self) -> bool {
-        self.binaries.is_empty()
-    }
-}
-
 /// What [`derive`] reads: the build info and dynamic section the ELF scan records.
-pub fn interests() -> Interests {
+pub(crate) fn interests() -> Interests {
     Interests::default().scan_elf_for(&[&GO_BUILDINFO])
 }
 
@@ -136,7 +130,7 @@ fn env_inputs(env: &Env) -> EnvInputs<'_> {
     }
 }
 
-pub fn derive(tree: &FileTree, env: &Env, entry: &Entrypoint) -> GoFacts {
+pub(crate) fn derive(tree: &FileTree, env: &Env, entry: &Entrypoint) -> GoFacts {
     let inputs = env_inputs(env);
     let mut out = GoFacts::default();
     let mut seen = std::collections::BTreeSet::new();
@@ -279,7 +273,7 @@ fn atoi64(s: &[u8]) -> Option<i64> {
 /// Whether a program built by this Go version reads `GOMEMLIMIT` (Go 1.19 and later; earlier
 /// ones ignore it). `go1.19.8`, `go1.21rc2`, `devel go1.23-…`; `None` (no build info memlint
 /// decodes, so before Go 1.18) does not.
-pub fn reads_gomemlimit(go_version: Option<&str>) -> bool {
+pub(crate) fn reads_gomemlimit(go_version: Option<&str>) -> bool {
     let Some(v) = go_version else { return false };
     let Some(at) = v.find("go1.") else {
         return v.contains("devel");

@@ -17,22 +17,22 @@ const DECODED_SLACK: usize = 64 * 1024;
 
 /// One library the cache knows.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct CacheEntry {
+pub(crate) struct CacheEntry {
     /// `FLAG_ELF_LIBC6` (3) in the low byte, the ABI in the next (0x0300 x86-64, 0x0a00 AArch64…).
-    pub flags: i32,
-    pub soname: String,
-    pub path: String,
-    pub hwcap: u64,
+    pub(crate) flags: i32,
+    pub(crate) soname: String,
+    pub(crate) path: String,
+    pub(crate) hwcap: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
-pub struct LdCache {
-    pub format: &'static str,
-    pub entries: Vec<CacheEntry>,
+pub(crate) struct LdCache {
+    pub(crate) format: &'static str,
+    pub(crate) entries: Vec<CacheEntry>,
 }
 
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
-pub enum CacheError {
+pub(crate) enum CacheError {
     #[error("it does not start with a known ld.so.cache magic")]
     BadMagic,
     #[error("it is cut short: {0}")]
@@ -40,7 +40,7 @@ pub enum CacheError {
 }
 
 impl LdCache {
-    pub fn parse(bytes: &[u8]) -> Result<LdCache, CacheError> {
+    pub(crate) fn parse(bytes: &[u8]) -> Result<LdCache, CacheError> {
         if bytes.starts_with(NEW_MAGIC) {
             return parse_new(bytes, 0);
         }
@@ -95,7 +95,7 @@ impl LdCache {
     }
 
     /// The entries for `soname` that a loader for ABI `wanted` flags accepts, in cache order.
-    pub fn lookup<'a>(
+    pub(crate) fn lookup<'a>(
         &'a self,
         soname: &'a str,
         accepts: &'a dyn Fn(i32) -> bool,
@@ -201,7 +201,7 @@ const FLAG_ELF_LIBC6: i32 = 0x03;
 
 /// The cache flags a glibc loader of `arch` accepts (sysdeps/*/dl-cache.h
 /// `_dl_cache_check_flags`); any libc6 entry where the architecture or its flags are unknown.
-pub fn accepts(arch: Option<Arch>) -> impl Fn(i32) -> bool {
+pub(crate) fn accepts(arch: Option<Arch>) -> impl Fn(i32) -> bool {
     let known = arch.map_or(&[][..], Arch::ld_cache_flags);
     move |flags: i32| match known {
         [] => flags & 0xff == FLAG_ELF_LIBC6,

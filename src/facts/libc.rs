@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum LibcFamily {
+pub(crate) enum LibcFamily {
     Glibc,
     Musl,
     /// A statically linked program: no loader, no shared libc.
@@ -32,7 +32,7 @@ impl std::fmt::Display for LibcFamily {
 
 /// The family a program interpreter belongs to, from its name (glibc shlib-versions, musl's
 /// `ld-musl-$ARCH.so.1`).
-pub fn interpreter_family(interp: &str) -> LibcFamily {
+pub(crate) fn interpreter_family(interp: &str) -> LibcFamily {
     let base = interp.rsplit('/').next().unwrap_or(interp);
     if base.starts_with("ld-musl-") {
         LibcFamily::Musl
@@ -44,28 +44,28 @@ pub fn interpreter_family(interp: &str) -> LibcFamily {
 }
 
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
-pub struct Libc {
+pub(crate) struct Libc {
     /// The C library the entrypoint runs on, or the image's when the entrypoint tells nothing.
-    pub family: LibcFamily,
-    pub version: Option<String>,
+    pub(crate) family: LibcFamily,
+    pub(crate) version: Option<String>,
     /// What the entrypoint program itself uses (when it is an ELF program).
-    pub entrypoint: Option<LibcFamily>,
+    pub(crate) entrypoint: Option<LibcFamily>,
     /// Every C library the image holds.
-    pub present: Vec<LibcFamily>,
+    pub(crate) present: Vec<LibcFamily>,
     /// The program interpreter (dynamic loader) the decision rests on.
-    pub loader: Option<String>,
-    pub evidence: Vec<String>,
+    pub(crate) loader: Option<String>,
+    pub(crate) evidence: Vec<String>,
 }
 
 /// What [`derive`] reads: the interpreter every ELF file names, and the release string in
 /// glibc's libc.so.6 (a marker the scan finds).
-pub fn interests() -> Interests {
+pub(crate) fn interests() -> Interests {
     Interests::default().scan_elf_for(&[&GLIBC_RELEASE])
 }
 
 /// The release glibc's `libc.so.6` (and its `ld.so`) announces: "GNU C Library (Debian GLIBC
 /// 2.36-9+deb12u14) stable release version 2.36."
-pub static GLIBC_RELEASE: ElfMarker = ElfMarker {
+pub(crate) static GLIBC_RELEASE: ElfMarker = ElfMarker {
     key: "glibc_release",
     find: Find::Version {
         anchor: Some((b"GNU C Library", 160)),
@@ -75,7 +75,7 @@ pub static GLIBC_RELEASE: ElfMarker = ElfMarker {
     null_when_absent: true,
 };
 
-pub fn derive(tree: &FileTree, os: &OsFacts, entry: &Entrypoint, platform: &PlatformFacts) -> Libc {
+pub(crate) fn derive(tree: &FileTree, os: &OsFacts, entry: &Entrypoint, platform: &PlatformFacts) -> Libc {
     let mut evidence = Vec::new();
     // Interpreters that the image's executables name.
     let mut interps: BTreeMap<String, u64> = BTreeMap::new();

@@ -25,7 +25,7 @@ use serde::Serialize;
 /// Where a library was found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
-pub enum Via {
+pub(crate) enum Via {
     /// The name held a slash and was opened as a path.
     Path,
     Rpath,
@@ -38,7 +38,7 @@ pub enum Via {
 
 impl Via {
     /// In words, for reasons and evidence.
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             Via::Path => "its path",
             Via::Rpath => "the program's DT_RPATH",
@@ -53,54 +53,54 @@ impl Via {
 
 /// A candidate the loader looked at and passed over.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct Skipped {
-    pub path: String,
-    pub reason: String,
+pub(crate) struct Skipped {
+    pub(crate) path: String,
+    pub(crate) reason: String,
 }
 
 /// The outcome of a search.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
-pub struct Resolution {
-    pub name: String,
+pub(crate) struct Resolution {
+    pub(crate) name: String,
     /// The file the loader opens (canonical path in the image).
-    pub path: Option<String>,
-    pub via: Option<Via>,
+    pub(crate) path: Option<String>,
+    pub(crate) via: Option<Via>,
     /// The path as the search produced it, before symlinks were resolved.
-    pub found_as: Option<String>,
+    pub(crate) found_as: Option<String>,
     /// Files that exist but that the loader passes over (wrong class or machine, dangling).
-    pub skipped: Vec<Skipped>,
+    pub(crate) skipped: Vec<Skipped>,
 }
 
 impl Resolution {
-    pub fn found(&self) -> bool {
+    pub(crate) fn found(&self) -> bool {
         self.path.is_some()
     }
 }
 
 /// The loader's configuration, as reported.
 #[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
-pub struct LoaderFacts {
-    pub family: Option<LibcFamily>,
+pub(crate) struct LoaderFacts {
+    pub(crate) family: Option<LibcFamily>,
     /// The ELF class and machine of the processes (the entrypoint's, else the config's).
-    pub machine: Option<u16>,
+    pub(crate) machine: Option<u16>,
     #[schemars(with = "Option<String>")]
-    pub class: Option<ElfClass>,
-    pub multiarch_triplet: Option<&'static str>,
-    pub ld_library_path: Vec<String>,
-    pub ld_so_cache: Option<String>,
-    pub ld_so_cache_entries: usize,
-    pub ld_so_cache_error: Option<String>,
+    pub(crate) class: Option<ElfClass>,
+    pub(crate) multiarch_triplet: Option<&'static str>,
+    pub(crate) ld_library_path: Vec<String>,
+    pub(crate) ld_so_cache: Option<String>,
+    pub(crate) ld_so_cache_entries: usize,
+    pub(crate) ld_so_cache_error: Option<String>,
     /// Folders searched after the cache (glibc) or the musl path.
-    pub system_dirs: Vec<String>,
+    pub(crate) system_dirs: Vec<String>,
     /// Folders listed in /etc/ld.so.conf (and its includes).
-    pub ld_so_conf_dirs: Vec<String>,
+    pub(crate) ld_so_conf_dirs: Vec<String>,
     /// Why /etc/ld.so.conf was read only in part, when a limit stopped it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ld_so_conf_error: Option<String>,
+    pub(crate) ld_so_conf_error: Option<String>,
 }
 
 /// The image's dynamic loader, simulated.
-pub struct Loader<'a> {
+pub(crate) struct Loader<'a> {
     tree: &'a FileTree,
     family: LibcFamily,
     machine: Option<(u16, ElfClass)>,
@@ -127,7 +127,7 @@ const MUSL_PATH_FILES: &str = "/etc/ld-musl-*.path";
 
 /// What the loader reads: glibc's cache and configuration, musl's path file, and the ELF
 /// facts (machine, DT_NEEDED, RPATH, RUNPATH) of every object it resolves.
-pub fn interests() -> Interests {
+pub(crate) fn interests() -> Interests {
     Interests::default()
         .keep(LD_SO_CACHE, LARGE_FILE)
         .keep(LD_SO_CONF, SMALL_FILE)
@@ -137,7 +137,7 @@ pub fn interests() -> Interests {
 }
 
 impl<'a> Loader<'a> {
-    pub fn new(
+    pub(crate) fn new(
         tree: &'a FileTree,
         env: &Env,
         libc: &Libc,
@@ -228,28 +228,28 @@ impl<'a> Loader<'a> {
         }
     }
 
-    pub fn family(&self) -> LibcFamily {
+    pub(crate) fn family(&self) -> LibcFamily {
         self.family
     }
 
-    pub fn machine(&self) -> Option<(u16, ElfClass)> {
+    pub(crate) fn machine(&self) -> Option<(u16, ElfClass)> {
         self.machine
     }
 
     /// The architecture of the processes, when memlint knows their machine.
-    pub fn arch(&self) -> Option<Arch> {
+    pub(crate) fn arch(&self) -> Option<Arch> {
         self.arch
     }
 
-    pub fn triplet(&self) -> Option<&'static str> {
+    pub(crate) fn triplet(&self) -> Option<&'static str> {
         self.triplet
     }
 
-    pub fn tree(&self) -> &'a FileTree {
+    pub(crate) fn tree(&self) -> &'a FileTree {
         self.tree
     }
 
-    pub fn facts(&self) -> LoaderFacts {
+    pub(crate) fn facts(&self) -> LoaderFacts {
         LoaderFacts {
             family: Some(self.family),
             machine: self.machine.map(|m| m.0),
@@ -266,13 +266,13 @@ impl<'a> Loader<'a> {
     }
 
     /// The ELF info of the file at a path (symlinks followed).
-    pub fn elf_at(&self, path: &str) -> Option<&'a ElfInfo> {
+    pub(crate) fn elf_at(&self, path: &str) -> Option<&'a ElfInfo> {
         let id = self.tree.lookup(path).ok()??;
         self.tree.elf(id)
     }
 
     /// Expands `$ORIGIN`, `$LIB` and `$PLATFORM` (ld.so(8) "Dynamic string tokens").
-    pub fn expand(&self, s: &str, origin: Option<&str>) -> String {
+    pub(crate) fn expand(&self, s: &str, origin: Option<&str>) -> String {
         let lib = match (self.family, self.triplet) {
             (LibcFamily::Glibc, Some(t)) if self.system_dirs.iter().any(|d| d.contains(t)) => {
                 format!("lib/{t}")
@@ -299,7 +299,7 @@ impl<'a> Loader<'a> {
 
     /// Resolves a library name for `requester` (an ELF object's path in the image; `None` for
     /// the main program when it is unknown).
-    pub fn resolve(&self, name: &str, requester: Option<&str>) -> Resolution {
+    pub(crate) fn resolve(&self, name: &str, requester: Option<&str>) -> Resolution {
         let mut r = Resolution {
             name: name.to_string(),
             path: None,
@@ -431,7 +431,7 @@ impl<'a> Loader<'a> {
     }
 
     /// The canonical path of a file (symlinks resolved), or the path itself.
-    pub fn canonical(&self, path: &str) -> String {
+    pub(crate) fn canonical(&self, path: &str) -> String {
         match self.tree.lookup(path) {
             Ok(Some(id)) => self.tree.path_of(id),
             _ => path.to_string(),
@@ -440,7 +440,7 @@ impl<'a> Loader<'a> {
 
     /// Libraries in the image whose file name starts with one of `prefixes`, of the process's
     /// class and machine, as canonical paths (sorted, deduplicated).
-    pub fn find_libraries(&self, prefixes: &[&str]) -> Vec<String> {
+    pub(crate) fn find_libraries(&self, prefixes: &[&str]) -> Vec<String> {
         let mut out: Vec<String> = self
             .tree
             .walk()
@@ -467,7 +467,7 @@ impl<'a> Loader<'a> {
     /// Resolves every DT_NEEDED of the object at `path`, as the loader would when loading it
     /// (its own RPATH/RUNPATH, the environment, the cache, the system folders). Returns the
     /// names that do not resolve.
-    pub fn unresolved_needed(&self, path: &str) -> Vec<Resolution> {
+    pub(crate) fn unresolved_needed(&self, path: &str) -> Vec<Resolution> {
         let Some(dynamic) = self.elf_at(path).and_then(|e| e.scan.dynamic.as_ref()) else {
             return Vec::new();
         };

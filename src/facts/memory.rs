@@ -25,14 +25,14 @@ use crate::units::human_bytes;
 use serde::Serialize;
 
 /// `/dev/shm` as containerd, CRI-O and Docker give a container that mounts nothing there.
-pub const DEV_SHM_DEFAULT: u64 = 64 << 20;
+pub(crate) const DEV_SHM_DEFAULT: u64 = 64 << 20;
 /// Where the container runtimes mount the shared-memory tmpfs.
-pub const DEV_SHM: &str = "/dev/shm";
+pub(crate) const DEV_SHM: &str = "/dev/shm";
 
 /// An amount of memory the manifest sets, or why it is not known.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "status", rename_all = "snake_case")]
-pub enum Amount {
+pub(crate) enum Amount {
     Set {
         bytes: u64,
         /// As the manifest writes it (`2Gi`).
@@ -63,7 +63,7 @@ impl Amount {
     }
 
     /// The bytes, when set (a limit of 0 is no limit).
-    pub fn bytes(&self) -> Option<u64> {
+    pub(crate) fn bytes(&self) -> Option<u64> {
         match self {
             Amount::Set { bytes, .. } if *bytes > 0 => Some(*bytes),
             _ => None,
@@ -74,41 +74,41 @@ impl Amount {
 /// A memory-backed volume the container mounts (`emptyDir` with `medium: Memory`): a tmpfs whose
 /// pages count against the memory limit of the container that writes them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct MemoryVolume {
-    pub volume: String,
-    pub path: String,
+pub(crate) struct MemoryVolume {
+    pub(crate) volume: String,
+    pub(crate) path: String,
     /// Its `sizeLimit` in bytes; `null` when it has none (the tmpfs is then sized from the node).
-    pub size_limit: Option<u64>,
+    pub(crate) size_limit: Option<u64>,
     /// The `sizeLimit` as the manifest writes it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub size_limit_text: Option<String>,
+    pub(crate) size_limit_text: Option<String>,
 }
 
 /// `/dev/shm` as the container gets it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct DevShm {
+pub(crate) struct DevShm {
     /// Its size in bytes; `null` when a memory volume with no `sizeLimit` is mounted there.
-    pub bytes: Option<u64>,
+    pub(crate) bytes: Option<u64>,
     /// `the container runtime's default`, `emptyDir VOLUME (medium: Memory)`, `volume
     /// VOLUME (not memory-backed)` or `the node's /dev/shm (hostIPC: true)`.
-    pub source: String,
+    pub(crate) source: String,
     /// The same, for programs: `runtime_default`, `memory_volume`, `volume` or `host_ipc`.
-    pub from: &'static str,
+    pub(crate) from: &'static str,
     /// The manifest line of the volume mounted there, when one is.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub mount_line: Option<u32>,
+    pub(crate) mount_line: Option<u32>,
 }
 
 impl DevShm {
     /// Whether `/dev/shm` is the 64 MiB the container runtime gives when nothing is mounted.
-    pub fn is_runtime_default(&self) -> bool {
+    pub(crate) fn is_runtime_default(&self) -> bool {
         self.from == "runtime_default"
     }
 }
 
 /// How a setting sizes what it commits.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Sizing {
+pub(crate) enum Sizing {
     /// A size in bytes (`-Xmx`, `GCHeapHardLimit`, `GOMEMLIMIT`), or the runtime's own choice.
     #[default]
     Bytes,
@@ -120,36 +120,36 @@ pub enum Sizing {
 
 /// What a runtime's setting commits of the container's memory.
 #[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct Commitment {
+pub(crate) struct Commitment {
     /// `jvm`, `node`, `go`, `dotnet`.
-    pub runtime: &'static str,
+    pub(crate) runtime: &'static str,
     /// `heap`, `direct_memory`, `metaspace`, `code_cache`, `young_generation`, `gomemlimit`.
-    pub what: &'static str,
+    pub(crate) what: &'static str,
     /// `set` (an option or variable sets it), `default` (the runtime's own choice), or
     /// `undecided` (memlint cannot work it out).
-    pub status: &'static str,
+    pub(crate) status: &'static str,
     /// Bytes, when known (a share of the limit needs the limit).
-    pub bytes: Option<u64>,
+    pub(crate) bytes: Option<u64>,
     /// A share of the memory limit, when that is how it is set.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub percent_of_limit: Option<f64>,
+    pub(crate) percent_of_limit: Option<f64>,
     /// How the setting sizes it, for a rule that writes the fix in the same terms.
     #[serde(skip)]
-    pub sizing: Sizing,
+    pub(crate) sizing: Sizing,
     /// The setting as written, with where it came from (`-Xmx2g (from JAVA_TOOL_OPTIONS)`), or
     /// the default in words.
-    pub setting: String,
+    pub(crate) setting: String,
     /// Where the variable that carries it was set, when a variable does: `set by the image's
     /// ENV`, `set by the manifest's env at line 12`, `exported by /start line 3`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub origin: Option<String>,
+    pub(crate) origin: Option<String>,
     /// Why it is undecided.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub why: Option<String>,
+    pub(crate) why: Option<String>,
     /// The vendor launcher that decides it (`OpenSearch`, `Cassandra`), when one does: its
     /// rule (`launcher-heap-vs-limit`) judges it, not the runtime's.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub launcher: Option<&'static str>,
+    pub(crate) launcher: Option<&'static str>,
 }
 
 impl Commitment {
@@ -195,26 +195,26 @@ impl Commitment {
 
 /// The container's memory budget.
 #[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct MemoryBudget {
+pub(crate) struct MemoryBudget {
     /// `resources.limits.memory`.
-    pub limit: Amount,
+    pub(crate) limit: Amount,
     /// `resources.requests.memory`.
-    pub request: Amount,
+    pub(crate) request: Amount,
     /// Memory-backed volumes it mounts (`/dev/shm` included when one is mounted there).
-    pub volumes: Vec<MemoryVolume>,
-    pub dev_shm: DevShm,
+    pub(crate) volumes: Vec<MemoryVolume>,
+    pub(crate) dev_shm: DevShm,
     /// What each runtime's settings commit, in the order: JVM, Node, Go, .NET.
-    pub runtimes: Vec<Commitment>,
+    pub(crate) runtimes: Vec<Commitment>,
 }
 
 impl MemoryBudget {
     /// The limit in bytes, when the manifest sets one.
-    pub fn limit_bytes(&self) -> Option<u64> {
+    pub(crate) fn limit_bytes(&self) -> Option<u64> {
         self.limit.bytes()
     }
 
     /// The commitments of `runtime` to `what`.
-    pub fn commitment<'a>(
+    pub(crate) fn commitment<'a>(
         &'a self,
         runtime: &'a str,
         what: &'a str,
@@ -226,7 +226,7 @@ impl MemoryBudget {
 }
 
 /// Puts the runtimes' settings beside the container's memory.
-pub fn derive(
+pub(crate) fn derive(
     env: &Env,
     container: Option<&Container>,
     java: Option<&JavaFacts>,
@@ -570,7 +570,7 @@ fn gomemlimit(m: &GoMemLimit) -> Commitment {
 
 /// The budget as rows for people (`inspect`, `lint -v`): what, setting, bytes, share of the
 /// limit.
-pub fn rows(b: &MemoryBudget) -> Vec<[String; 3]> {
+pub(crate) fn rows(b: &MemoryBudget) -> Vec<[String; 3]> {
     let limit = b.limit_bytes();
     let size = |bytes: Option<u64>| match (bytes, limit) {
         (Some(n), Some(l)) if l > 0 => {

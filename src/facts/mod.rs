@@ -2,37 +2,37 @@
 //! anything: platform, libc, the loader's view, preloads, the allocator in effect, the
 //! entrypoint, runtimes and packages. Pure: no I/O, no tar, no network. Rules read only these.
 
-pub mod allocator;
-pub mod chrome;
+pub(crate) mod allocator;
+pub(crate) mod chrome;
 mod command;
-pub mod container;
-pub mod dotnet;
-pub mod elasticsearch;
-pub mod entrypoint;
-pub mod env;
+pub(crate) mod container;
+pub(crate) mod dotnet;
+pub(crate) mod elasticsearch;
+pub(crate) mod entrypoint;
+pub(crate) mod env;
 pub mod go;
-pub mod java;
-pub mod ldcache;
-pub mod libc;
-pub mod loader;
-pub mod memory;
-pub mod next;
-pub mod node;
-pub mod os;
-pub mod php;
-pub mod platform;
-pub mod postgres;
-pub mod preload;
-pub mod python;
-pub mod redis;
-pub mod ruby;
-pub mod script;
-pub mod sharp;
+pub(crate) mod java;
+pub(crate) mod ldcache;
+pub(crate) mod libc;
+pub(crate) mod loader;
+pub(crate) mod memory;
+pub(crate) mod next;
+pub(crate) mod node;
+pub(crate) mod os;
+pub(crate) mod php;
+pub(crate) mod platform;
+pub(crate) mod postgres;
+pub(crate) mod preload;
+pub(crate) mod python;
+pub(crate) mod redis;
+pub(crate) mod ruby;
+pub(crate) mod script;
+pub(crate) mod sharp;
 #[cfg(test)]
 pub(crate) mod testing;
-pub mod workers;
+pub(crate) mod workers;
 
-pub use env::Env;
+pub(crate) use env::Env;
 
 use crate::image::Image;
 use crate::tree::Interests;
@@ -78,7 +78,7 @@ const DECLARED: &[(&str, Declaration)] = &[
 
 /// Every file content and ELF fact the facts read, whatever the config says. The layer reader
 /// keeps these and skips the rest.
-pub fn interests() -> Interests {
+pub(crate) fn interests() -> Interests {
     interests_except(&[])
 }
 
@@ -93,7 +93,7 @@ fn interests_except(left_out: &[&str]) -> Interests {
 
 /// What the image's config adds to [`interests`] once it is known: the scripts its entrypoint
 /// may run.
-pub fn interests_for(config: &ImageConfiguration) -> Interests {
+pub(crate) fn interests_for(config: &ImageConfiguration) -> Interests {
     entrypoint::interests_for(config)
         .union(java::interests_for(config))
         .union(ruby::interests_for(config))
@@ -105,60 +105,60 @@ pub fn interests_for(config: &ImageConfiguration) -> Interests {
 
 /// Everything memlint knows about an image. JSON keys are a contract with users' scripts.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
-pub struct Facts {
+pub(crate) struct Facts {
     /// The environment the program gets: the config's `Env` (reported under
     /// `image.config.env`) overlaid with what entrypoint scripts export (reported under
     /// `facts.entrypoint.exports`). See [`env`] for how a rule reads a variable and its source.
     #[serde(skip)]
-    pub env: Env,
-    pub platform: platform::PlatformFacts,
-    pub os: os::OsFacts,
-    pub libc: libc::Libc,
-    pub loader: loader::LoaderFacts,
-    pub preloads: Vec<preload::Preload>,
-    pub allocator: allocator::AllocatorFacts,
-    pub entrypoint: entrypoint::Entrypoint,
-    pub node: Option<node::NodeFacts>,
-    pub sharp: sharp::SharpFacts,
-    pub next: Option<next::NextFacts>,
-    pub dotnet: dotnet::DotnetFacts,
+    pub(crate) env: Env,
+    pub(crate) platform: platform::PlatformFacts,
+    pub(crate) os: os::OsFacts,
+    pub(crate) libc: libc::Libc,
+    pub(crate) loader: loader::LoaderFacts,
+    pub(crate) preloads: Vec<preload::Preload>,
+    pub(crate) allocator: allocator::AllocatorFacts,
+    pub(crate) entrypoint: entrypoint::Entrypoint,
+    pub(crate) node: Option<node::NodeFacts>,
+    pub(crate) sharp: sharp::SharpFacts,
+    pub(crate) next: Option<next::NextFacts>,
+    pub(crate) dotnet: dotnet::DotnetFacts,
     /// Absent when no JVM is found.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub java: Option<java::JavaFacts>,
-    pub ruby: Option<ruby::RubyFacts>,
-    pub python: Option<python::PythonFacts>,
-    pub go: go::GoFacts,
+    pub(crate) java: Option<java::JavaFacts>,
+    pub(crate) ruby: Option<ruby::RubyFacts>,
+    pub(crate) python: Option<python::PythonFacts>,
+    pub(crate) go: go::GoFacts,
     /// A PostgreSQL server and its shared-memory settings. Absent when there is none.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub postgres: Option<postgres::PostgresFacts>,
+    pub(crate) postgres: Option<postgres::PostgresFacts>,
     /// Chrome or Chromium and what starts it. Absent when there is no browser.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub chrome: Option<chrome::ChromeFacts>,
+    pub(crate) chrome: Option<chrome::ChromeFacts>,
     /// Elasticsearch or OpenSearch: `bootstrap.memory_lock` and whether the heap is set.
     /// Absent when there is neither.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub search_engine: Option<elasticsearch::SearchEngine>,
+    pub(crate) search_engine: Option<elasticsearch::SearchEngine>,
     /// PHP-FPM or Apache with mod_php, when the entrypoint runs one: its pools of workers.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub php: Option<php::PhpFacts>,
+    pub(crate) php: Option<php::PhpFacts>,
     /// Worker counts that pm2, uWSGI, nginx and puma take from the node's CPUs.
     #[serde(skip_serializing_if = "workers::WorkerFacts::is_empty")]
-    pub workers: workers::WorkerFacts,
+    pub(crate) workers: workers::WorkerFacts,
     /// Redis or Valkey, when the container runs one. Absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub redis: Option<redis::RedisFacts>,
+    pub(crate) redis: Option<redis::RedisFacts>,
     /// The container's memory budget: the limit and request (undecided without `--k8s`), the
     /// memory-backed volumes, `/dev/shm`, and what each runtime's settings commit.
-    pub memory: memory::MemoryBudget,
+    pub(crate) memory: memory::MemoryBudget,
     /// The Kubernetes container the image runs in (`lint --k8s`): its resources, env and
     /// mounts as the manifest declares them. Absent for an image linted alone.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
-    pub container: Option<crate::k8s::Container>,
+    pub(crate) container: Option<crate::k8s::Container>,
 }
 
 /// Derives the facts of an image.
-pub fn derive(image: &Image) -> Facts {
+pub(crate) fn derive(image: &Image) -> Facts {
     derive_in(image, None)
 }
 
@@ -167,7 +167,7 @@ pub fn derive(image: &Image) -> Facts {
 /// by what following one depends on, so that a thousand containers running one image with one
 /// command and env read its scripts once.
 #[derive(Default)]
-pub struct PerImage {
+pub(crate) struct PerImage {
     searches: script::ImageBudget,
     entrypoints: RefCell<EntrypointCache>,
 }
@@ -222,12 +222,16 @@ impl EntrypointCache {
 
 /// Derives the facts of an image as a Kubernetes container runs it: with the container's
 /// command, args, working folder and env in place of the image's (see [`container`]).
-pub fn derive_in(image: &Image, in_container: Option<&crate::k8s::Container>) -> Facts {
+pub(crate) fn derive_in(image: &Image, in_container: Option<&crate::k8s::Container>) -> Facts {
     derive_for(image, in_container, &PerImage::default())
 }
 
 /// [`derive_in`] for one of the containers that run `image`, sharing `shared` with the others.
-pub fn derive_for(image: &Image, in_container: Option<&crate::k8s::Container>, shared: &PerImage) -> Facts {
+pub(crate) fn derive_for(
+    image: &Image,
+    in_container: Option<&crate::k8s::Container>,
+    shared: &PerImage,
+) -> Facts {
     let applied = in_container.map(|c| container::config_for(image.config.as_ref(), c));
     let config = match &applied {
         Some(c) => Some(c),

@@ -17,48 +17,48 @@ use serde::Serialize;
 use serde_json::Value;
 
 #[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
-pub struct NextFacts {
-    pub version: Option<String>,
+pub(crate) struct NextFacts {
+    pub(crate) version: Option<String>,
     /// Path of `node_modules/next/package.json` (canonical; empty when no Next.js package was
     /// found but a build manifest was).
-    pub package: String,
+    pub(crate) package: String,
     /// Path of `.next/required-server-files.json`.
-    pub standalone: Option<String>,
+    pub(crate) standalone: Option<String>,
     /// The resolved config was read from the manifest.
-    pub config_found: bool,
-    pub image: NextImageConfig,
+    pub(crate) config_found: bool,
+    pub(crate) image: NextImageConfig,
     /// Next's own image optimizer serves images: Next is installed, images are not
     /// `unoptimized`, the loader is the default one and the app is not a static export.
-    pub optimizer_in_use: bool,
-    pub notes: Vec<String>,
+    pub(crate) optimizer_in_use: bool,
+    pub(crate) notes: Vec<String>,
 }
 
 impl NextFacts {
     /// The version, parsed.
-    pub fn parsed_version(&self) -> Option<Version> {
+    pub(crate) fn parsed_version(&self) -> Option<Version> {
         self.version.as_deref().and_then(Version::parse)
     }
 }
 
 #[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
-pub struct NextImageConfig {
+pub(crate) struct NextImageConfig {
     /// Seconds: the configured value, else this version's default.
-    pub minimum_cache_ttl: Option<u64>,
+    pub(crate) minimum_cache_ttl: Option<u64>,
     /// The value is this version's default (unset, or set to the same number).
-    pub minimum_cache_ttl_default: bool,
+    pub(crate) minimum_cache_ttl_default: bool,
     /// As configured (`0` turns the disk cache off).
-    pub maximum_disk_cache_size: Option<Value>,
+    pub(crate) maximum_disk_cache_size: Option<Value>,
     /// Whether this version has `maximumDiskCacheSize` (15.5.14+ in 15.x, 16.1.7+ in 16.x).
-    pub disk_cache_size_supported: Option<bool>,
-    pub unoptimized: bool,
-    pub loader: Option<String>,
-    pub custom_loader_file: bool,
-    pub formats: Vec<String>,
+    pub(crate) disk_cache_size_supported: Option<bool>,
+    pub(crate) unoptimized: bool,
+    pub(crate) loader: Option<String>,
+    pub(crate) custom_loader_file: bool,
+    pub(crate) formats: Vec<String>,
 }
 
 /// The bound the image optimizer's disk cache has, as this version reads its settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DiskCacheBound {
+pub(crate) enum DiskCacheBound {
     /// No `maximumDiskCacheSize`, or a version that does not have the setting.
     Unbounded,
     /// `maximumDiskCacheSize: 0`: no disk cache.
@@ -71,7 +71,7 @@ pub enum DiskCacheBound {
 
 impl NextImageConfig {
     /// The disk cache's bound: `maximumDiskCacheSize` where this version has it.
-    pub fn disk_cache_bound(&self) -> DiskCacheBound {
+    pub(crate) fn disk_cache_bound(&self) -> DiskCacheBound {
         match (&self.maximum_disk_cache_size, self.disk_cache_size_supported) {
             (_, Some(false)) | (None, _) => DiskCacheBound::Unbounded,
             (Some(v), _) => match v.as_u64() {
@@ -93,7 +93,7 @@ fn release_has_disk_cache_size(v: &Version) -> bool {
 }
 
 /// The first release of `version`'s line (or the next line) with `maximumDiskCacheSize`.
-pub fn disk_cache_size_release(version: Option<&Version>) -> String {
+pub(crate) fn disk_cache_size_release(version: Option<&Version>) -> String {
     let [(a, b, c), (d, e, f)] = DISK_CACHE_SIZE_FROM;
     match version {
         Some(v) if v.major >= d => format!("{d}.{e}.{f}"),
@@ -103,7 +103,7 @@ pub fn disk_cache_size_release(version: Option<&Version>) -> String {
 
 /// Where `maximumDiskCacheSize` exists, in words: `15.5.14+ (15.x) and 16.1.7+ (16.x)`, or
 /// `15.5.14+ or 16.1.7+` when `short`.
-pub fn disk_cache_size_releases(short: bool) -> String {
+pub(crate) fn disk_cache_size_releases(short: bool) -> String {
     let [(a, b, c), (d, e, f)] = DISK_CACHE_SIZE_FROM;
     if short {
         format!("{a}.{b}.{c}+ or {d}.{e}.{f}+")
@@ -119,7 +119,7 @@ pub fn disk_cache_size_releases(short: bool) -> String {
 /// after 16.2.0, 17.x canaries after 16.2), it lacks it when its own release lacks it
 /// (`16.1.5-canary`), and otherwise it is unknown (`15.5.14-canary.3`, `16.2.0-canary.2`: canaries
 /// of the line the fix went into may predate it).
-pub fn disk_cache_size_supported(v: &Version) -> Option<bool> {
+pub(crate) fn disk_cache_size_supported(v: &Version) -> Option<bool> {
     if !v.is_prerelease() {
         return Some(release_has_disk_cache_size(v));
     }
@@ -137,7 +137,7 @@ pub fn disk_cache_size_supported(v: &Version) -> Option<bool> {
 
 /// `images.minimumCacheTTL` when unset: 60 s before 16.0.0, 14400 s (4 h) from 16.0.0
 /// (vercel/next.js#84105). `None` for 16.0.0 prereleases, which may have either.
-pub fn default_minimum_cache_ttl(v: &Version) -> Option<u64> {
+pub(crate) fn default_minimum_cache_ttl(v: &Version) -> Option<u64> {
     if v.major < 16 {
         Some(60)
     } else if v.major == 16 && v.minor == 0 && v.patch == 0 && v.is_prerelease() {
@@ -165,13 +165,13 @@ struct Manifest {
 }
 
 /// What [`derive`] reads: `node_modules/next/package.json` and `.next/required-server-files.json`.
-pub fn interests() -> Interests {
+pub(crate) fn interests() -> Interests {
     Interests::default()
         .keep("**/node_modules/*/package.json", super::SMALL_FILE)
         .keep("**/.next/required-server-files.json", super::LARGE_FILE)
 }
 
-pub fn derive(tree: &FileTree) -> Option<NextFacts> {
+pub(crate) fn derive(tree: &FileTree) -> Option<NextFacts> {
     let (installs, manifests) = installs_and_manifests(tree);
     if installs.is_empty() && manifests.is_empty() {
         return None;

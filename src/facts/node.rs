@@ -25,20 +25,20 @@ use serde::Serialize;
 
 /// The first Node release that reads cgroup v2's `memory.max` (libuv 1.45.0): from it on,
 /// V8 sizes its heap and young generation from the container's limit.
-pub fn reads_cgroup_v2(v: &Version) -> bool {
+pub(crate) fn reads_cgroup_v2(v: &Version) -> bool {
     *v >= Version::new(20, 3, 0)
 }
 
 /// Whether Node `v` takes `--max-semi-space-size` in `NODE_OPTIONS` (18.13.0 and 19.2.0 on,
 /// nodejs/node#44436); older ones take it on the command line only.
-pub fn semi_space_flag_in_node_options(v: &Version) -> bool {
+pub(crate) fn semi_space_flag_in_node_options(v: &Version) -> bool {
     *v >= Version::new(19, 2, 0) || (v.major == 18 && *v >= Version::new(18, 13, 0))
 }
 
 /// The semi-space Node sizes from a visible memory limit of `limit` bytes, and the one it uses
 /// without a limit, in MiB (measured, ../shared/domain-sources.md 3.2: Node 18–22; Node 24
 /// and later take the second table). Gaps between the measured rows take the next row up.
-pub fn semi_space_mib(limit: u64, version: Option<&Version>) -> (u64, u64) {
+pub(crate) fn semi_space_mib(limit: u64, version: Option<&Version>) -> (u64, u64) {
     let newer = semi_spaces_of_node_24(version);
     let mib = limit >> 20;
     let (older, newest) = match mib {
@@ -59,7 +59,7 @@ fn semi_spaces_of_node_24(version: Option<&Version>) -> bool {
 }
 
 /// The semi-space Node uses without a memory limit, in MiB: 16, and 64 from Node 24.
-pub fn default_semi_space_mib(version: Option<&Version>) -> u64 {
+pub(crate) fn default_semi_space_mib(version: Option<&Version>) -> u64 {
     if semi_spaces_of_node_24(version) {
         64
     } else {
@@ -69,50 +69,50 @@ pub fn default_semi_space_mib(version: Option<&Version>) -> u64 {
 
 /// V8's young generation: two semi-spaces and the space objects are promoted through, each
 /// the semi-space's size.
-pub const YOUNG_GENERATION_SEMI_SPACES: u64 = 3;
+pub(crate) const YOUNG_GENERATION_SEMI_SPACES: u64 = 3;
 
 /// File names of the node executable.
 const NODE_NAMES: &[&str] = &["node", "nodejs"];
 
 #[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
-pub struct NodeFacts {
+pub(crate) struct NodeFacts {
     /// The node executable (canonical path): the entrypoint program when it is node, else the
     /// first `node` in PATH.
-    pub binary: Option<String>,
+    pub(crate) binary: Option<String>,
     /// `20.11.1`.
-    pub version: Option<String>,
+    pub(crate) version: Option<String>,
     /// Where the version comes from: `NODE_VERSION`, the path of a `node_version.h`, the
     /// path of the node binary, or `dpkg package nodejs VERSION`.
-    pub version_source: Option<String>,
-    pub entrypoint_is_node: bool,
+    pub(crate) version_source: Option<String>,
+    pub(crate) entrypoint_is_node: bool,
     /// `NODE_OPTIONS` as written in the image config.
-    pub node_options: Option<String>,
-    pub max_old_space_size: Option<NodeFlag>,
-    pub max_semi_space_size: Option<NodeFlag>,
+    pub(crate) node_options: Option<String>,
+    pub(crate) max_old_space_size: Option<NodeFlag>,
+    pub(crate) max_semi_space_size: Option<NodeFlag>,
     /// Whether the entrypoint runs node: it is the program, its interpreter, or a step on the
     /// way (as far as memlint can follow it).
     #[serde(skip)]
-    pub runs: bool,
+    pub(crate) runs: bool,
     /// Why the flags are not all known, when a script sets `NODE_OPTIONS` in a way memlint
     /// cannot work out: a rule that judges a flag stays undecided.
     #[serde(skip)]
-    pub options_undecided: Option<String>,
+    pub(crate) options_undecided: Option<String>,
 }
 
 /// A V8 heap flag node runs with (the occurrence that wins).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct NodeFlag {
+pub(crate) struct NodeFlag {
     /// MiB, as written.
-    pub value: String,
-    pub source: FlagSource,
+    pub(crate) value: String,
+    pub(crate) source: FlagSource,
     /// Why node will not start with it, or why it has no effect (any occurrence).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub problem: Option<String>,
+    pub(crate) problem: Option<String>,
 }
 
 impl NodeFlag {
     /// The flag's size in bytes (its value is MiB), when node takes it.
-    pub fn bytes(&self) -> Option<u64> {
+    pub(crate) fn bytes(&self) -> Option<u64> {
         if self.problem.is_some() {
             return None;
         }
@@ -123,14 +123,14 @@ impl NodeFlag {
 
 impl NodeFacts {
     /// The version, parsed.
-    pub fn parsed_version(&self) -> Option<Version> {
+    pub(crate) fn parsed_version(&self) -> Option<Version> {
         self.version.as_deref().and_then(Version::parse)
     }
 }
 
 /// What [`derive`] reads: node's `include/node/node_version.h` headers, and the Node.js
 /// release string the scan finds in a node binary.
-pub fn interests() -> Interests {
+pub(crate) fn interests() -> Interests {
     Interests::default()
         .keep("**/include/node/node_version.h", super::SMALL_FILE)
         .scan_elf_for(&[&NODE_RELEASE])
@@ -138,7 +138,7 @@ pub fn interests() -> Interests {
 
 /// The release of an official node binary, from the headers download URL built into it
 /// (`https://nodejs.org/download/release/v20.11.1/node-v20.11.1-headers.tar.gz`).
-pub static NODE_RELEASE: ElfMarker = ElfMarker {
+pub(crate) static NODE_RELEASE: ElfMarker = ElfMarker {
     key: "node_release",
     find: Find::Version {
         anchor: None,
@@ -148,7 +148,7 @@ pub static NODE_RELEASE: ElfMarker = ElfMarker {
     null_when_absent: true,
 };
 
-pub fn derive(tree: &FileTree, env: &Env, entry: &Entrypoint, os: &OsFacts) -> Option<NodeFacts> {
+pub(crate) fn derive(tree: &FileTree, env: &Env, entry: &Entrypoint, os: &OsFacts) -> Option<NodeFacts> {
     let entry_node = entry.program.as_deref().filter(|p| is_node_program(tree, p));
     let binary = match entry_node {
         Some(p) => Some(p.to_string()),
@@ -328,7 +328,7 @@ fn is_under(tree: &FileTree, id: NodeId, names: &[&str]) -> bool {
 
 /// `NODE_MAJOR_VERSION` / `NODE_MINOR_VERSION` / `NODE_PATCH_VERSION` from node_version.h, with
 /// `-pre` when `NODE_VERSION_IS_RELEASE` is 0 (as `NODE_VERSION_STRING` does).
-pub fn parse_node_version_h(text: &str) -> Option<String> {
+pub(crate) fn parse_node_version_h(text: &str) -> Option<String> {
     let define = |name: &str| -> Option<u64> {
         text.lines().find_map(|line| {
             let mut words = line.split_whitespace();
@@ -360,7 +360,7 @@ pub fn parse_node_version_h(text: &str) -> Option<String> {
 /// Splits `NODE_OPTIONS` as node does: at spaces outside double quotes; inside quotes a
 /// backslash escapes the next character. `None` when node would reject it (an unterminated
 /// string or a trailing escape).
-pub fn tokenize_node_options(s: &str) -> Option<Vec<String>> {
+pub(crate) fn tokenize_node_options(s: &str) -> Option<Vec<String>> {
     let mut out: Vec<String> = Vec::new();
     let (mut in_string, mut new_word) = (false, true);
     let mut chars = s.chars();
@@ -387,7 +387,7 @@ pub fn tokenize_node_options(s: &str) -> Option<Vec<String>> {
 
 /// Where node reads a flag from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub enum FlagSource {
+pub(crate) enum FlagSource {
     /// The `NODE_OPTIONS` environment variable.
     #[serde(rename = "NODE_OPTIONS")]
     NodeOptions,
@@ -397,7 +397,7 @@ pub enum FlagSource {
 }
 
 impl FlagSource {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             FlagSource::NodeOptions => "NODE_OPTIONS",
             FlagSource::CommandLine => "command line",

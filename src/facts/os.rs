@@ -7,34 +7,34 @@ use std::collections::BTreeMap;
 
 /// What os-release says.
 #[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
-pub struct OsRelease {
-    pub id: Option<String>,
-    pub id_like: Vec<String>,
-    pub version_id: Option<String>,
-    pub pretty_name: Option<String>,
+pub(crate) struct OsRelease {
+    pub(crate) id: Option<String>,
+    pub(crate) id_like: Vec<String>,
+    pub(crate) version_id: Option<String>,
+    pub(crate) pretty_name: Option<String>,
     /// The file it was read from.
-    pub path: String,
+    pub(crate) path: String,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum PackageManager {
+pub(crate) enum PackageManager {
     Dpkg,
     Apk,
 }
 
 /// One installed package.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct Package {
-    pub version: String,
+pub(crate) struct Package {
+    pub(crate) version: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub architecture: Option<String>,
+    pub(crate) architecture: Option<String>,
 }
 
 /// The distribution family, for fixes that name a package manager, a package or a library
 /// folder.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Distro {
+pub(crate) enum Distro {
     /// Debian or a distribution derived from it (Ubuntu, distroless…): dpkg, apt.
     Debian,
     /// The RHEL family (RHEL, Fedora, CentOS, Rocky, Alma, Amazon, Oracle): rpm, dnf.
@@ -46,18 +46,18 @@ pub enum Distro {
 }
 
 #[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
-pub struct OsFacts {
+pub(crate) struct OsFacts {
     /// From the package database and os-release; not in the JSON, which reports both.
     #[serde(skip)]
-    pub distro: Distro,
-    pub release: Option<OsRelease>,
-    pub package_manager: Option<PackageManager>,
+    pub(crate) distro: Distro,
+    pub(crate) release: Option<OsRelease>,
+    pub(crate) package_manager: Option<PackageManager>,
     /// Installed packages by name (for dpkg, `name` or `name:arch` for foreign ones).
     #[serde(skip)]
-    pub packages: BTreeMap<String, Package>,
-    pub package_count: usize,
+    pub(crate) packages: BTreeMap<String, Package>,
+    pub(crate) package_count: usize,
     /// Files the packages were read from.
-    pub package_db: Vec<String>,
+    pub(crate) package_db: Vec<String>,
 }
 
 impl OsFacts {
@@ -82,7 +82,7 @@ impl OsFacts {
         })
     }
 
-    pub fn package(&self, name: &str) -> Option<&Package> {
+    pub(crate) fn package(&self, name: &str) -> Option<&Package> {
         self.packages.get(name)
     }
 }
@@ -95,7 +95,7 @@ const DPKG_STATUS_D: &str = "/var/lib/dpkg/status.d";
 const APK_INSTALLED: &str = "/lib/apk/db/installed";
 
 /// The files [`derive`] reads.
-pub fn interests() -> Interests {
+pub(crate) fn interests() -> Interests {
     Interests::default()
         .keep(OS_RELEASE[0], SMALL_FILE)
         .keep(OS_RELEASE[1], SMALL_FILE)
@@ -104,7 +104,7 @@ pub fn interests() -> Interests {
         .keep(APK_INSTALLED, LARGE_FILE)
 }
 
-pub fn derive(tree: &FileTree) -> OsFacts {
+pub(crate) fn derive(tree: &FileTree) -> OsFacts {
     let mut facts = OsFacts::default();
     for path in OS_RELEASE {
         if let Some(c) = tree.contents(path) {
@@ -142,7 +142,7 @@ pub fn derive(tree: &FileTree) -> OsFacts {
 }
 
 /// `KEY=value` lines, values optionally quoted.
-pub fn parse_os_release(text: &str) -> OsRelease {
+pub(crate) fn parse_os_release(text: &str) -> OsRelease {
     let mut r = OsRelease::default();
     for line in text.lines() {
         let Some((k, v)) = line.trim().split_once('=') else {
@@ -161,7 +161,7 @@ pub fn parse_os_release(text: &str) -> OsRelease {
 }
 
 /// dpkg's status file: RFC 822 stanzas; only installed packages count.
-pub fn parse_dpkg_status(text: &str, out: &mut BTreeMap<String, Package>) {
+pub(crate) fn parse_dpkg_status(text: &str, out: &mut BTreeMap<String, Package>) {
     for stanza in text.split("\n\n") {
         let (mut name, mut version, mut arch, mut installed) = (None, None, None, true);
         for line in stanza.lines() {
@@ -188,7 +188,7 @@ pub fn parse_dpkg_status(text: &str, out: &mut BTreeMap<String, Package>) {
 }
 
 /// apk's installed database: `P:name` / `V:version` / `A:arch` records separated by blank lines.
-pub fn parse_apk_installed(text: &str, out: &mut BTreeMap<String, Package>) {
+pub(crate) fn parse_apk_installed(text: &str, out: &mut BTreeMap<String, Package>) {
     for record in text.split("\n\n") {
         let (mut name, mut version, mut arch) = (None, None, None);
         for line in record.lines() {

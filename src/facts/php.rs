@@ -25,9 +25,9 @@ use serde::Serialize;
 
 /// PHP's `memory_limit` when nothing sets it (`main/main.c`: `PHP_INI_ENTRY_EX("memory_limit",
 /// "128M", …)`).
-pub const BUILT_IN_MEMORY_LIMIT: &str = "128M";
+pub(crate) const BUILT_IN_MEMORY_LIMIT: &str = "128M";
 /// Apache prefork's `MaxRequestWorkers` and `ServerLimit` when unset (`DEFAULT_SERVER_LIMIT`).
-pub const PREFORK_DEFAULT_WORKERS: u64 = 256;
+pub(crate) const PREFORK_DEFAULT_WORKERS: u64 = 256;
 
 /// Bytes kept of each config file: Debian's php.ini is 73 KiB.
 const CONFIG_CAP: u64 = 256 * 1024;
@@ -66,7 +66,7 @@ const CONFIG_FILES: &[&str] = &[
 
 /// What [`derive`] reads: the FPM configs and pools, php.ini and its scan folders, Apache's
 /// module configs.
-pub fn interests() -> Interests {
+pub(crate) fn interests() -> Interests {
     CONFIG_FILES
         .iter()
         .fold(Interests::default(), |i, p| i.keep(p, CONFIG_CAP))
@@ -74,42 +74,42 @@ pub fn interests() -> Interests {
 
 /// A value a config file gives, where, and the variable it came from.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct Setting {
+pub(crate) struct Setting {
     /// As the server reads it (`${VAR}` replaced).
-    pub value: String,
-    pub path: String,
-    pub line: u32,
+    pub(crate) value: String,
+    pub(crate) path: String,
+    pub(crate) line: u32,
     /// The `${VAR}` the value is, when it is one variable: the variable is then the fix.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub variable: Option<String>,
+    pub(crate) variable: Option<String>,
 }
 
 impl Setting {
     /// `PATH line N`.
-    pub fn at(&self) -> String {
+    pub(crate) fn at(&self) -> String {
         format!("{} line {}", self.path, self.line)
     }
 }
 
 /// The `memory_limit` one request of a pool gets.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct MemoryLimit {
+pub(crate) struct MemoryLimit {
     /// As written (`256M`, `-1`).
-    pub text: String,
+    pub(crate) text: String,
     /// In bytes; `None` when unbounded (`-1`) or not a size.
-    pub bytes: Option<u64>,
-    pub unbounded: bool,
+    pub(crate) bytes: Option<u64>,
+    pub(crate) unbounded: bool,
     /// Where it is set; `None` for PHP's built-in default.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub setting: Option<Setting>,
+    pub(crate) setting: Option<Setting>,
     /// How it is set, in words (`php_admin_value[memory_limit] of the pool`, `php.ini`, …).
-    pub how: String,
+    pub(crate) how: String,
 }
 
 /// A worker count: PHP-FPM's `pm.max_children` or Apache's `MaxRequestWorkers`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "status", rename_all = "snake_case")]
-pub enum Workers {
+pub(crate) enum Workers {
     Set {
         count: u64,
         /// Where it is set; `None` for Apache's default.
@@ -123,43 +123,43 @@ pub enum Workers {
 
 /// One pool of worker processes that run PHP.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct PhpPool {
+pub(crate) struct PhpPool {
     /// The FPM pool's name (`www`), or `prefork` for Apache.
-    pub name: String,
+    pub(crate) name: String,
     /// The directive that sets the count (`pm.max_children`, `MaxRequestWorkers`).
-    pub directive: &'static str,
-    pub workers: Workers,
+    pub(crate) directive: &'static str,
+    pub(crate) workers: Workers,
     /// `pm.max_requests` (Apache: `MaxConnectionsPerChild`), when set and above 0.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_requests: Option<u64>,
+    pub(crate) max_requests: Option<u64>,
     /// `None` when memlint cannot tell (see `memory_limit_undecided`).
-    pub memory_limit: Option<MemoryLimit>,
+    pub(crate) memory_limit: Option<MemoryLimit>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub memory_limit_undecided: Option<String>,
+    pub(crate) memory_limit_undecided: Option<String>,
 }
 
 /// The PHP server the entrypoint runs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct PhpServer {
+pub(crate) struct PhpServer {
     /// `php-fpm` or `apache2` (prefork with mod_php).
-    pub kind: &'static str,
-    pub program: String,
+    pub(crate) kind: &'static str,
+    pub(crate) program: String,
     /// The main config file read (`php-fpm.conf`, `mpm_prefork.conf`).
-    pub config: String,
-    pub pools: Vec<PhpPool>,
+    pub(crate) config: String,
+    pub(crate) pools: Vec<PhpPool>,
     /// What memlint could not read (an include outside the known folders, a `-c` file).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub undecided: Vec<String>,
+    pub(crate) undecided: Vec<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct PhpFacts {
-    pub servers: Vec<PhpServer>,
+pub(crate) struct PhpFacts {
+    pub(crate) servers: Vec<PhpServer>,
 }
 
 /// The PHP server of the entrypoint, or `None` when it runs neither PHP-FPM nor Apache with
 /// mod_php.
-pub fn derive(tree: &FileTree, env: &Env, entry: &Entrypoint) -> Option<PhpFacts> {
+pub(crate) fn derive(tree: &FileTree, env: &Env, entry: &Entrypoint) -> Option<PhpFacts> {
     let program = entry.program.as_deref()?;
     let name = program.rsplit('/').next().unwrap_or(program);
     let server = if is_fpm(name) {
@@ -430,7 +430,7 @@ fn memory_limit(text: String, setting: Option<Setting>, how: &str) -> MemoryLimi
 }
 
 /// A size as PHP reads an ini quantity: digits and an optional `K`, `M` or `G` (either case).
-pub fn parse_quantity(text: &str) -> Option<u64> {
+pub(crate) fn parse_quantity(text: &str) -> Option<u64> {
     let t = text.trim();
     let (digits, mult) = match t.as_bytes().last()? {
         b'k' | b'K' => (&t[..t.len() - 1], 1u64 << 10),

@@ -7,25 +7,25 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
-pub struct PlatformFacts {
+pub(crate) struct PlatformFacts {
     /// What the config says.
     #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
-    pub declared: Platform,
+    pub(crate) declared: Platform,
     /// The architecture most ELF files are built for.
-    pub binaries: Option<String>,
+    pub(crate) binaries: Option<String>,
     /// ELF files per architecture.
-    pub elf_architectures: BTreeMap<String, u64>,
+    pub(crate) elf_architectures: BTreeMap<String, u64>,
     /// The binaries are built for another architecture than the config declares: the image
     /// was assembled wrongly and will not run where the config says it does.
-    pub mismatch: bool,
+    pub(crate) mismatch: bool,
 }
 
 /// What [`derive`] reads: the machine of every ELF file.
-pub fn interests() -> Interests {
+pub(crate) fn interests() -> Interests {
     Interests::default().read_elf_heads()
 }
 
-pub fn derive(tree: &FileTree, declared: &Platform) -> PlatformFacts {
+pub(crate) fn derive(tree: &FileTree, declared: &Platform) -> PlatformFacts {
     let mut counts: BTreeMap<String, u64> = BTreeMap::new();
     for id in tree.walk() {
         if let Some(elf) = tree.elf(id) {

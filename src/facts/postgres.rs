@@ -50,9 +50,9 @@ const CONFIGS: &[&str] = &[
 ];
 
 /// The settings memlint reads.
-pub const DYNAMIC_SHARED_MEMORY_TYPE: &str = "dynamic_shared_memory_type";
-pub const MAX_PARALLEL_WORKERS_PER_GATHER: &str = "max_parallel_workers_per_gather";
-pub const HUGE_PAGES: &str = "huge_pages";
+pub(crate) const DYNAMIC_SHARED_MEMORY_TYPE: &str = "dynamic_shared_memory_type";
+pub(crate) const MAX_PARALLEL_WORKERS_PER_GATHER: &str = "max_parallel_workers_per_gather";
+pub(crate) const HUGE_PAGES: &str = "huge_pages";
 const READ: [&str; 3] = [
     DYNAMIC_SHARED_MEMORY_TYPE,
     MAX_PARALLEL_WORKERS_PER_GATHER,
@@ -61,44 +61,44 @@ const READ: [&str; 3] = [
 
 /// One setting as the server would read it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct PgSetting {
-    pub name: String,
+pub(crate) struct PgSetting {
+    pub(crate) name: String,
     /// Unquoted, lower case.
-    pub value: String,
+    pub(crate) value: String,
     /// `/etc/postgresql/15/main/postgresql.conf line 130`, `the command line (-c …)`.
-    pub source: String,
+    pub(crate) source: String,
     /// The configuration file, when it is one (for evidence that names the image path).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub path: Option<String>,
+    pub(crate) path: Option<String>,
 }
 
 /// A PostgreSQL server in the image.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct PostgresFacts {
+pub(crate) struct PostgresFacts {
     /// The `postgres` binary.
-    pub binary: String,
+    pub(crate) binary: String,
     /// `debian`, `alpine` or `bitnami`.
-    pub layout: &'static str,
+    pub(crate) layout: &'static str,
     /// The major version, when its folder names it (`15`).
-    pub major: Option<String>,
+    pub(crate) major: Option<String>,
     /// The configuration file read, when the image has one.
-    pub config: Option<String>,
+    pub(crate) config: Option<String>,
     /// The settings memlint reads, in the order the server reads them (the last one wins).
-    pub settings: Vec<PgSetting>,
+    pub(crate) settings: Vec<PgSetting>,
     /// Why a setting may be set where memlint does not look, when it may.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub undecided: Option<String>,
+    pub(crate) undecided: Option<String>,
 }
 
 impl PostgresFacts {
     /// The setting in effect, when the image sets it.
-    pub fn setting(&self, name: &str) -> Option<&PgSetting> {
+    pub(crate) fn setting(&self, name: &str) -> Option<&PgSetting> {
         self.settings.iter().rev().find(|s| s.name == name)
     }
 }
 
 /// What [`derive`] reads whatever the config says: the usual configuration files.
-pub fn interests() -> Interests {
+pub(crate) fn interests() -> Interests {
     CONFIGS
         .iter()
         .fold(Interests::default(), |i, p| i.keep(p, CONFIG_CAP))
@@ -106,7 +106,7 @@ pub fn interests() -> Interests {
 
 /// What the config adds: the file a `-c config_file=PATH` names, and the `postgresql.conf` of
 /// the `PGDATA` it sets.
-pub fn interests_for(config: &ImageConfiguration) -> Interests {
+pub(crate) fn interests_for(config: &ImageConfiguration) -> Interests {
     let Some(c) = config.config().as_ref() else {
         return Interests::default();
     };
@@ -138,7 +138,7 @@ pub fn interests_for(config: &ImageConfiguration) -> Interests {
 }
 
 /// The server, when the image holds one.
-pub fn derive(tree: &FileTree, env: &Env, entry: &Entrypoint) -> Option<PostgresFacts> {
+pub(crate) fn derive(tree: &FileTree, env: &Env, entry: &Entrypoint) -> Option<PostgresFacts> {
     let (binary, layout, major) = find_binary(tree)?;
     let mut facts = PostgresFacts {
         binary,
@@ -332,7 +332,7 @@ fn read_conf_d(tree: &FileTree, dir: &str, facts: &mut PostgresFacts) {
 /// The `name = value` lines of a configuration file (the `=` is optional, `#` starts a
 /// comment, a value may be single-quoted with `''` or `\'` inside), with their line numbers;
 /// names in lower case as the server compares them.
-pub fn entries(body: &str) -> Vec<(usize, String, String)> {
+pub(crate) fn entries(body: &str) -> Vec<(usize, String, String)> {
     let mut out = Vec::new();
     for (i, raw) in body.lines().enumerate() {
         let line = raw.trim_start();

@@ -25,7 +25,7 @@ use serde::Serialize;
 use std::fmt;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub enum PreloadSource {
+pub(crate) enum PreloadSource {
     #[serde(rename = "env")]
     Env,
     #[serde(rename = "ld.so.preload")]
@@ -37,7 +37,7 @@ pub enum PreloadSource {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum PreloadStatus {
+pub(crate) enum PreloadStatus {
     Ok,
     Missing,
     Incompatible,
@@ -48,47 +48,47 @@ pub enum PreloadStatus {
 
 /// One preload entry.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
-pub struct Preload {
+pub(crate) struct Preload {
     /// The entry as written.
-    pub entry: String,
-    pub source: PreloadSource,
+    pub(crate) entry: String,
+    pub(crate) source: PreloadSource,
     /// The script that exports it (source `script`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub script: Option<String>,
+    pub(crate) script: Option<String>,
     /// The line of that script (from 1).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub line: Option<u32>,
-    pub status: PreloadStatus,
+    pub(crate) line: Option<u32>,
+    pub(crate) status: PreloadStatus,
     /// The file the loader opens (canonical path), or null.
-    pub resolved: Option<String>,
-    pub reason: String,
+    pub(crate) resolved: Option<String>,
+    pub(crate) reason: String,
     /// The paths `reason` names (scoped ignores and layer provenance match on these; the
     /// evidence keeps the absolute ones).
     #[serde(skip)]
-    pub reason_paths: Vec<String>,
+    pub(crate) reason_paths: Vec<String>,
     /// How it was found (path, LD_LIBRARY_PATH, ld.so.cache, system folder…).
-    pub via: Option<Via>,
+    pub(crate) via: Option<Via>,
     /// The allocator this library is, when it is one.
-    pub allocator: Option<Allocator>,
+    pub(crate) allocator: Option<Allocator>,
     /// Its own DT_NEEDED libraries that do not resolve in the image.
-    pub unresolved_needed: Vec<String>,
+    pub(crate) unresolved_needed: Vec<String>,
     /// The loader refuses it in a way that stops every dynamic program from starting (a
     /// library of another machine under musl, of the other libc, or with missing
     /// dependencies), rather than skipping it with a warning.
     #[serde(skip)]
-    pub fatal: bool,
+    pub(crate) fatal: bool,
     /// Files in this image that the entry was probably meant to name.
-    pub candidates: Vec<String>,
+    pub(crate) candidates: Vec<String>,
     /// The layer (from 1) whose whiteout removed the file, when one did.
-    pub removed_in_layer: Option<u32>,
+    pub(crate) removed_in_layer: Option<u32>,
     /// That layer's history line.
-    pub removed_by: Option<String>,
+    pub(crate) removed_by: Option<String>,
 }
 
 /// A malloc implementation: a replacement allocator, or the C library's own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum Allocator {
+pub(crate) enum Allocator {
     Jemalloc,
     Tcmalloc,
     Mimalloc,
@@ -98,7 +98,7 @@ pub enum Allocator {
 }
 
 impl Allocator {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Allocator::Jemalloc => "jemalloc",
             Allocator::Tcmalloc => "tcmalloc",
@@ -110,7 +110,7 @@ impl Allocator {
     }
 
     /// Whether it replaces the C library's malloc.
-    pub fn is_replacement(self) -> bool {
+    pub(crate) fn is_replacement(self) -> bool {
         matches!(
             self,
             Allocator::Jemalloc | Allocator::Tcmalloc | Allocator::Mimalloc
@@ -118,7 +118,7 @@ impl Allocator {
     }
 
     /// A replacement allocator by its name (as an ELF scan of its messages gives it).
-    pub fn replacement_named(name: &str) -> Option<Allocator> {
+    pub(crate) fn replacement_named(name: &str) -> Option<Allocator> {
         [Allocator::Jemalloc, Allocator::Tcmalloc, Allocator::Mimalloc]
             .into_iter()
             .find(|a| a.as_str() == name)
@@ -132,7 +132,7 @@ impl fmt::Display for Allocator {
 }
 
 /// The allocator a library is, from its name or its own messages (the name an ELF scan found).
-pub fn allocator_of(name: &str, embedded: Option<&str>) -> Option<Allocator> {
+pub(crate) fn allocator_of(name: &str, embedded: Option<&str>) -> Option<Allocator> {
     let base = name.rsplit('/').next().unwrap_or(name);
     if base.starts_with("libjemalloc") {
         Some(Allocator::Jemalloc)
@@ -146,7 +146,7 @@ pub fn allocator_of(name: &str, embedded: Option<&str>) -> Option<Allocator> {
 }
 
 /// Splits LD_PRELOAD as the loader does.
-pub fn split_env(value: &str, family: LibcFamily) -> Vec<String> {
+pub(crate) fn split_env(value: &str, family: LibcFamily) -> Vec<String> {
     let seps: &[char] = match family {
         LibcFamily::Musl => &[' ', '\t', '\n', ':'],
         _ => &[' ', ':'],
@@ -159,7 +159,7 @@ pub fn split_env(value: &str, family: LibcFamily) -> Vec<String> {
 }
 
 /// Splits /etc/ld.so.preload: `#` starts a comment, separators are space, tab, newline, colon.
-pub fn split_file(text: &str) -> Vec<String> {
+pub(crate) fn split_file(text: &str) -> Vec<String> {
     text.lines()
         .map(|l| l.split('#').next().unwrap_or(""))
         .flat_map(|l| l.split([' ', '\t', ':']))
@@ -172,7 +172,7 @@ const LD_SO_PRELOAD: &str = "/etc/ld.so.preload";
 
 /// Strings only an allocator prints, so finding one means the allocator is in the file (linked
 /// in statically, or the allocator library itself).
-pub static EMBEDDED_ALLOCATOR: ElfMarker = ElfMarker {
+pub(crate) static EMBEDDED_ALLOCATOR: ElfMarker = ElfMarker {
     key: "embedded_allocator",
     find: Find::Label(&[
         (b"<jemalloc>: ", "jemalloc"),
@@ -183,20 +183,20 @@ pub static EMBEDDED_ALLOCATOR: ElfMarker = ElfMarker {
 };
 
 /// The allocator whose own messages `elf` carries.
-pub fn embedded_allocator(elf: &ElfInfo) -> Option<&'static str> {
+pub(crate) fn embedded_allocator(elf: &ElfInfo) -> Option<&'static str> {
     let found = elf.scan.markers.text(&EMBEDDED_ALLOCATOR)?;
     EMBEDDED_ALLOCATOR.label(found)
 }
 
 /// What [`derive`] reads: /etc/ld.so.preload, and the ELF facts of what it preloads (its type,
 /// machine and the allocator linked into it).
-pub fn interests() -> Interests {
+pub(crate) fn interests() -> Interests {
     Interests::default()
         .keep(LD_SO_PRELOAD, super::SMALL_FILE)
         .scan_elf_for(&[&EMBEDDED_ALLOCATOR])
 }
 
-pub fn derive(loader: &Loader, env: &Env, entry: &Entrypoint) -> Vec<Preload> {
+pub(crate) fn derive(loader: &Loader, env: &Env, entry: &Entrypoint) -> Vec<Preload> {
     let tree = loader.tree();
     let mut out = Vec::new();
     let family = loader.family();

@@ -49,54 +49,54 @@ const BITNAMI: &[(&str, &str, &str)] = &[
 ];
 
 /// Redis 7's snapshot schedule when no `save` line sets one (`redis.conf`, "SNAPSHOTTING").
-pub const DEFAULT_SAVE: &str = "3600 1 300 100 60 10000";
+pub(crate) const DEFAULT_SAVE: &str = "3600 1 300 100 60 10000";
 
 /// One setting and where it was read.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct RedisSetting {
+pub(crate) struct RedisSetting {
     /// The value as written (`160mb`, `""`, `yes`).
-    pub value: String,
+    pub(crate) value: String,
     /// `/etc/redis/redis.conf line 1119`, `the command line`, `REDIS_EXTRA_FLAGS`.
-    pub source: String,
+    pub(crate) source: String,
 }
 
 /// The server the container runs and the settings that bound its memory.
 #[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct RedisFacts {
+pub(crate) struct RedisFacts {
     /// `redis-server` or `valkey-server`.
-    pub server: String,
+    pub(crate) server: String,
     /// `official`, `bitnami`, `debian` or `other`.
-    pub layout: &'static str,
+    pub(crate) layout: &'static str,
     /// How the server was found, in words.
-    pub found_by: String,
+    pub(crate) found_by: String,
     /// The config file the server is given, when one is.
-    pub config_file: Option<String>,
+    pub(crate) config_file: Option<String>,
     /// The server's arguments after its name, as it gets them.
-    pub args: Vec<String>,
+    pub(crate) args: Vec<String>,
     /// `maxmemory`, when set (`0` is no limit).
-    pub maxmemory: Option<RedisSetting>,
+    pub(crate) maxmemory: Option<RedisSetting>,
     /// `maxmemory`'s bytes, when it is set and readable.
-    pub maxmemory_bytes: Option<u64>,
-    pub maxmemory_policy: Option<RedisSetting>,
+    pub(crate) maxmemory_bytes: Option<u64>,
+    pub(crate) maxmemory_policy: Option<RedisSetting>,
     /// The last `save` (`None`: Redis's default schedule, [`DEFAULT_SAVE`]).
-    pub save: Option<RedisSetting>,
-    pub appendonly: Option<RedisSetting>,
+    pub(crate) save: Option<RedisSetting>,
+    pub(crate) appendonly: Option<RedisSetting>,
     /// Why the settings are not all known, when they are not: a rule stays undecided.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub undecided: Option<String>,
+    pub(crate) undecided: Option<String>,
     /// The words of the container's `Cmd` (the manifest's `args` when it sets them), for a fix
     /// that appends to them.
     #[serde(skip)]
-    pub cmd: Vec<String>,
+    pub(crate) cmd: Vec<String>,
     /// Whether the server's name is in the `Cmd` (else in the Entrypoint or a script).
     #[serde(skip)]
-    pub server_in_cmd: bool,
+    pub(crate) server_in_cmd: bool,
 }
 
 impl RedisFacts {
     /// Whether the server writes snapshots or an append-only file: `save` not `""` (its default
     /// schedule included), or `appendonly yes`.
-    pub fn persists(&self) -> bool {
+    pub(crate) fn persists(&self) -> bool {
         let saves = self.save.as_ref().is_none_or(|s| !is_empty_word(&s.value));
         let aof = self
             .appendonly
@@ -106,7 +106,7 @@ impl RedisFacts {
     }
 
     /// The persistence in words, for evidence.
-    pub fn persistence(&self) -> String {
+    pub(crate) fn persistence(&self) -> String {
         let save = match &self.save {
             Some(s) if is_empty_word(&s.value) => format!("save \"\" ({})", s.source),
             Some(s) => format!("save {} ({})", s.value, s.source),
@@ -125,7 +125,7 @@ fn is_empty_word(v: &str) -> bool {
 }
 
 /// What [`derive`] reads whatever the config says: the config files of the usual layouts.
-pub fn interests() -> Interests {
+pub(crate) fn interests() -> Interests {
     CONF_PATTERNS
         .iter()
         .fold(Interests::default(), |i, p| i.keep(p, CONF_CAP))
@@ -133,7 +133,7 @@ pub fn interests() -> Interests {
 
 /// What the config adds: a `.conf` its command names (absolute, or relative to its working
 /// folder), which the server reads as its config file.
-pub fn interests_for(config: &ImageConfiguration) -> Interests {
+pub(crate) fn interests_for(config: &ImageConfiguration) -> Interests {
     let c = config.config().as_ref();
     let working_dir = c
         .and_then(|c| c.working_dir().clone())
@@ -152,7 +152,7 @@ fn basename(p: &str) -> &str {
 }
 
 /// The server, when the container runs Redis or Valkey.
-pub fn derive(
+pub(crate) fn derive(
     tree: &FileTree,
     env: &Env,
     entry: &Entrypoint,
@@ -502,7 +502,7 @@ fn split_args(line: &str) -> Vec<String> {
 
 /// A Redis size (`memtoull`): digits with an optional `k`, `kb`, `m`, `mb`, `g` or `gb` in
 /// either case; `k` is 1000, `kb` 1024. `None` for what Redis refuses.
-pub fn memory_size(text: &str) -> Option<u64> {
+pub(crate) fn memory_size(text: &str) -> Option<u64> {
     let t = text.trim().trim_matches('"').to_ascii_lowercase();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (digits, unit) = t.split_at(split);

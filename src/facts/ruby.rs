@@ -12,7 +12,7 @@ use oci_spec::image::ImageConfiguration;
 use serde::Serialize;
 
 /// The servers the arena rule counts: long-lived multi-threaded processes.
-pub const SERVERS: &[&str] = &["puma", "sidekiq", "unicorn", "rails"];
+pub(crate) const SERVERS: &[&str] = &["puma", "sidekiq", "unicorn", "rails"];
 
 /// Folders Ruby apps live in: Rails' generated Dockerfile (`/rails`), the usual app folders.
 const APP_FOLDERS: &[&str] = &[
@@ -26,31 +26,31 @@ const APP_FOLDERS: &[&str] = &[
 ];
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct RubyServer {
-    pub name: String,
-    pub version: Option<String>,
+pub(crate) struct RubyServer {
+    pub(crate) name: String,
+    pub(crate) version: Option<String>,
     /// Where it was seen: a `Gemfile.lock` path, or `entrypoint`.
-    pub source: String,
+    pub(crate) source: String,
 }
 
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
-pub struct RubyFacts {
+pub(crate) struct RubyFacts {
     /// The MRI executable (canonical path).
-    pub binary: String,
-    pub version: Option<String>,
+    pub(crate) binary: String,
+    pub(crate) version: Option<String>,
     /// Where the version comes from: `ENV RUBY_VERSION`, a package, or the library's name.
-    pub version_source: Option<String>,
+    pub(crate) version_source: Option<String>,
     /// `libruby.so.*`, when ruby is built with a shared library.
-    pub library: Option<String>,
+    pub(crate) library: Option<String>,
     /// The ELF interpreter of `ruby` (which C library it runs on).
-    pub interpreter: Option<String>,
+    pub(crate) interpreter: Option<String>,
     /// `ruby` or `libruby` needs `libjemalloc.so.2`: built `--with-jemalloc`.
-    pub jemalloc_linked: bool,
-    pub servers: Vec<RubyServer>,
+    pub(crate) jemalloc_linked: bool,
+    pub(crate) servers: Vec<RubyServer>,
 }
 
 /// What [`derive`] reads: `Gemfile.lock` in the usual app folders, and ELF dynamic sections.
-pub fn interests() -> Interests {
+pub(crate) fn interests() -> Interests {
     APP_FOLDERS
         .iter()
         .fold(Interests::default(), |i, d| {
@@ -60,7 +60,7 @@ pub fn interests() -> Interests {
 }
 
 /// What the config adds: `Gemfile.lock` in its working folder.
-pub fn interests_for(config: &ImageConfiguration) -> Interests {
+pub(crate) fn interests_for(config: &ImageConfiguration) -> Interests {
     let dir = config
         .config()
         .as_ref()
@@ -76,7 +76,7 @@ fn lockfile(dir: &str) -> String {
     format!("{}/Gemfile.lock", dir.trim_end_matches('/'))
 }
 
-pub fn derive(loader: &Loader, env: &Env, os: &OsFacts, entry: &Entrypoint) -> Option<RubyFacts> {
+pub(crate) fn derive(loader: &Loader, env: &Env, os: &OsFacts, entry: &Entrypoint) -> Option<RubyFacts> {
     let tree = loader.tree();
     let is_ruby = |p: &str| {
         let base = p.rsplit('/').next().unwrap_or(p);
@@ -209,7 +209,7 @@ fn version(env: &Env, os: &OsFacts, library: Option<&str>) -> (Option<String>, O
 }
 
 /// The server gems a `Gemfile.lock` resolves (`    name (version)` under `specs:`).
-pub fn gems(lock: &str) -> Vec<(String, String)> {
+pub(crate) fn gems(lock: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut in_specs = false;
     for line in lock.lines() {

@@ -25,28 +25,28 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 
 #[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
-pub struct SharpFacts {
-    pub installs: Vec<SharpInstall>,
+pub(crate) struct SharpFacts {
+    pub(crate) installs: Vec<SharpInstall>,
     /// Every `libvips*.so*` ELF file in the image (canonical paths).
-    pub libvips: Vec<String>,
+    pub(crate) libvips: Vec<String>,
     /// The addon platform this image needs; `None` when its architecture or C library is
     /// unknown. Not in the JSON: each addon's `mismatch_reason` already says it.
     #[serde(skip)]
-    pub wanted: Option<SharpTarget>,
+    pub(crate) wanted: Option<SharpTarget>,
 }
 
 /// The platform an image needs a sharp addon for, from the architecture the loader runs and
 /// the image's C library.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SharpTarget {
-    pub arch: Arch,
+pub(crate) struct SharpTarget {
+    pub(crate) arch: Arch,
     /// Glibc or Musl.
-    pub libc: LibcFamily,
+    pub(crate) libc: LibcFamily,
 }
 
 impl SharpTarget {
     /// The target of an image whose loader runs `arch` on `libc`; `None` when either is unknown.
-    pub fn of(arch: Option<Arch>, libc: LibcFamily) -> Option<SharpTarget> {
+    pub(crate) fn of(arch: Option<Arch>, libc: LibcFamily) -> Option<SharpTarget> {
         match (arch, libc) {
             (Some(arch), LibcFamily::Glibc | LibcFamily::Musl) => Some(SharpTarget { arch, libc }),
             _ => None,
@@ -54,7 +54,7 @@ impl SharpTarget {
     }
 
     /// As sharp names it: `linux-x64`, `linuxmusl-arm64`.
-    pub fn platform(self) -> String {
+    pub(crate) fn platform(self) -> String {
         format!(
             "{}-{}",
             if self.libc == LibcFamily::Musl {
@@ -67,12 +67,12 @@ impl SharpTarget {
     }
 
     /// npm's `cpu` (Node's `process.arch`); the OCI name where memlint knows no Node one.
-    pub fn npm_cpu(self) -> &'static str {
+    pub(crate) fn npm_cpu(self) -> &'static str {
         self.arch.node().unwrap_or(self.arch.oci())
     }
 
     /// npm's `libc`: `glibc` or `musl`.
-    pub fn npm_libc(self) -> &'static str {
+    pub(crate) fn npm_libc(self) -> &'static str {
         if self.libc == LibcFamily::Musl {
             "musl"
         } else {
@@ -82,23 +82,23 @@ impl SharpTarget {
 }
 
 #[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
-pub struct SharpInstall {
+pub(crate) struct SharpInstall {
     /// The sharp package folder (canonical).
-    pub path: String,
-    pub version: Option<String>,
+    pub(crate) path: String,
+    pub(crate) version: Option<String>,
     /// `img-packages` (0.33+), `build-release` (0.29–0.32), `legacy` (≤ 0.28), or `unknown`.
-    pub layout: String,
+    pub(crate) layout: String,
     /// The native addons this copy of sharp can load, in the order it tries them.
-    pub addons: Vec<SharpAddon>,
+    pub(crate) addons: Vec<SharpAddon>,
     /// Some addon matches the image's os, architecture and libc, and its libvips resolves.
-    pub usable: bool,
+    pub(crate) usable: bool,
 }
 
 impl SharpInstall {
     /// Whether this sharp keeps its concurrency at one thread per image even when
     /// `MALLOC_ARENA_MAX` is set: releases before 0.35.3, which lifts the limit then
     /// (lovell/sharp 540d2ead).
-    pub fn limits_concurrency_under_arena_cap(&self) -> bool {
+    pub(crate) fn limits_concurrency_under_arena_cap(&self) -> bool {
         self.version
             .as_deref()
             .and_then(crate::version::Version::parse)
@@ -107,30 +107,30 @@ impl SharpInstall {
 }
 
 #[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
-pub struct SharpAddon {
+pub(crate) struct SharpAddon {
     /// `@img/sharp-linux-x64`; `None` for an addon inside the sharp package.
-    pub package: Option<String>,
+    pub(crate) package: Option<String>,
     /// The addon package's version (0.33+), when its package.json says.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
+    pub(crate) version: Option<String>,
     /// As sharp names it: `linux-x64`, `linuxmusl-arm64`, `linux-arm64v8` (≤ 0.32)…
-    pub platform: String,
+    pub(crate) platform: String,
     /// The OCI architecture of the platform.
-    pub arch: Option<String>,
+    pub(crate) arch: Option<String>,
     /// `glibc` or `musl` for Linux platforms, `none` otherwise.
-    pub libc: String,
+    pub(crate) libc: String,
     /// The `.node` file (canonical).
-    pub path: Option<String>,
+    pub(crate) path: Option<String>,
     /// The OCI architecture of the `.node` file's ELF header.
-    pub elf_arch: Option<String>,
+    pub(crate) elf_arch: Option<String>,
     /// The C library its DT_NEEDED names: `libc.so.6`, `libc.musl-x86_64.so.1`.
-    pub needs_libc: Option<String>,
+    pub(crate) needs_libc: Option<String>,
     /// Where its libvips DT_NEEDED resolves, as the image's loader would find it.
-    pub libvips: Option<String>,
+    pub(crate) libvips: Option<String>,
     /// The libvips soname that does not resolve.
-    pub libvips_missing: Option<String>,
-    pub matches_image: bool,
-    pub mismatch_reason: Option<String>,
+    pub(crate) libvips_missing: Option<String>,
+    pub(crate) matches_image: bool,
+    pub(crate) mismatch_reason: Option<String>,
 }
 
 /// The platform the image gives sharp.
@@ -155,14 +155,14 @@ struct Candidate {
 
 /// What [`derive`] reads: the `package.json` of sharp and of its `@img/sharp-*` packages, and
 /// which files are ELF (libvips).
-pub fn interests() -> Interests {
+pub(crate) fn interests() -> Interests {
     Interests::default()
         .keep("**/node_modules/*/package.json", super::SMALL_FILE)
         .keep("**/node_modules/@*/*/package.json", super::SMALL_FILE)
         .read_elf_heads()
 }
 
-pub fn derive(loader: &Loader, libc: &Libc) -> SharpFacts {
+pub(crate) fn derive(loader: &Loader, libc: &Libc) -> SharpFacts {
     let tree = loader.tree();
     let machine = loader.machine();
     let runtime = Runtime {

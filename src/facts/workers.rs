@@ -33,11 +33,11 @@ const CONFIG_FILES: &[&str] = &[
 
 /// The script the official nginx image runs before nginx to fit `worker_processes` to the
 /// container's CPU quota, when `NGINX_ENTRYPOINT_WORKER_PROCESSES_AUTOTUNE` is set.
-pub const NGINX_AUTOTUNE_SCRIPT: &str = "/docker-entrypoint.d/30-tune-worker-processes.sh";
-pub const NGINX_AUTOTUNE_VARIABLE: &str = "NGINX_ENTRYPOINT_WORKER_PROCESSES_AUTOTUNE";
+pub(crate) const NGINX_AUTOTUNE_SCRIPT: &str = "/docker-entrypoint.d/30-tune-worker-processes.sh";
+pub(crate) const NGINX_AUTOTUNE_VARIABLE: &str = "NGINX_ENTRYPOINT_WORKER_PROCESSES_AUTOTUNE";
 
 /// What [`derive`] reads whatever the config says.
-pub fn interests() -> Interests {
+pub(crate) fn interests() -> Interests {
     CONFIG_FILES
         .iter()
         .fold(Interests::default(), |i, p| i.keep(p, CONFIG_CAP))
@@ -45,7 +45,7 @@ pub fn interests() -> Interests {
 
 /// What the config adds: a config file its command names (`uwsgi --ini FILE`,
 /// `pm2-runtime start FILE`, `puma -C FILE`, `nginx -c FILE`).
-pub fn interests_for(config: &ImageConfiguration) -> Interests {
+pub(crate) fn interests_for(config: &ImageConfiguration) -> Interests {
     let Some(c) = config.config().as_ref() else {
         return Interests::default();
     };
@@ -121,39 +121,39 @@ fn flag(args: &[String], names: &[&str]) -> Option<String> {
 
 /// A worker count a server takes from the CPUs it sees.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct HostCpuWorkers {
+pub(crate) struct HostCpuWorkers {
     /// `pm2`, `uwsgi`, `nginx` or `puma`.
-    pub server: &'static str,
+    pub(crate) server: &'static str,
     /// How, in words.
-    pub how: String,
+    pub(crate) how: String,
     /// The config file and line that set it, when a file does.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub path: Option<String>,
+    pub(crate) path: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub line: Option<u32>,
+    pub(crate) line: Option<u32>,
     /// The setting as written (`-i max`, `processes = %k`, `worker_processes auto;`).
-    pub setting: String,
+    pub(crate) setting: String,
     /// The setting that fixes it, in the same place (`-i 2`, `processes = 2`).
-    pub fix: String,
+    pub(crate) fix: String,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct WorkerFacts {
+pub(crate) struct WorkerFacts {
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub host_cpu: Vec<HostCpuWorkers>,
+    pub(crate) host_cpu: Vec<HostCpuWorkers>,
     /// Counts memlint could not settle (a variable a script sets, a config it cannot read).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub undecided: Vec<String>,
+    pub(crate) undecided: Vec<String>,
 }
 
 impl WorkerFacts {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.host_cpu.is_empty() && self.undecided.is_empty()
     }
 }
 
 /// The count the fixes propose: a placeholder the rule's doc explains.
-pub const COUNT: u32 = 2;
+pub(crate) const COUNT: u32 = 2;
 
 /// The argument vectors of the entrypoint: each step's and the program's.
 fn argvs(entry: &Entrypoint) -> Vec<&[String]> {
@@ -163,7 +163,7 @@ fn argvs(entry: &Entrypoint) -> Vec<&[String]> {
     out
 }
 
-pub fn derive(tree: &FileTree, env: &Env, entry: &Entrypoint) -> WorkerFacts {
+pub(crate) fn derive(tree: &FileTree, env: &Env, entry: &Entrypoint) -> WorkerFacts {
     let mut f = WorkerFacts::default();
     let working_dir = entry.working_dir.as_str();
     let mut seen: Vec<&'static str> = Vec::new();

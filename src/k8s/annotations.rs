@@ -6,50 +6,50 @@
 use jiff::civil::Date;
 
 /// The annotation that lists a workload's ignores: a contract, as kube-score's `kube-score/ignore`.
-pub const IGNORE: &str = "memlint/ignore";
+pub(crate) const IGNORE: &str = "memlint/ignore";
 /// The annotation that gives the day a workload's ignores expire after.
-pub const IGNORE_UNTIL: &str = "memlint/ignore-until";
+pub(crate) const IGNORE_UNTIL: &str = "memlint/ignore-until";
 
 /// The most an annotation value may hold: Kubernetes refuses more than 256 KiB of annotations
 /// on an object altogether, so a longer one is no manifest the API server would take.
-pub const MAX_ANNOTATION_BYTES: usize = 256 << 10;
+pub(crate) const MAX_ANNOTATION_BYTES: usize = 256 << 10;
 
 /// One entry of a `memlint/ignore` annotation.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WorkloadIgnore {
-    pub rule: String,
+pub(crate) struct WorkloadIgnore {
+    pub(crate) rule: String,
     /// `RULE@container`: only that container of the workload; else every container.
-    pub container: Option<String>,
-    pub reason: String,
+    pub(crate) container: Option<String>,
+    pub(crate) reason: String,
     /// The `memlint/ignore-until` beside it: the last day it hides findings.
-    pub expires: Option<Date>,
+    pub(crate) expires: Option<Date>,
     /// The manifest line the entry is written on.
-    pub line: u32,
+    pub(crate) line: u32,
 }
 
 impl WorkloadIgnore {
     /// Whether it is about the container named `container` of its workload.
-    pub fn applies_to(&self, container: &str) -> bool {
+    pub(crate) fn applies_to(&self, container: &str) -> bool {
         self.container.as_deref().is_none_or(|c| c == container)
     }
 }
 
 /// A malformed entry: which line of the value (from 0), what is wrong, what to do.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Malformed {
-    pub index: usize,
-    pub message: String,
-    pub help: String,
+pub(crate) struct Malformed {
+    pub(crate) index: usize,
+    pub(crate) message: String,
+    pub(crate) help: String,
 }
 
 /// An entry of a `memlint/ignore` value before it has a manifest line: the line of the value it
 /// is on (from 0), the rule, the container, the reason.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Entry {
-    pub index: usize,
-    pub rule: String,
-    pub container: Option<String>,
-    pub reason: String,
+pub(crate) struct Entry {
+    pub(crate) index: usize,
+    pub(crate) rule: String,
+    pub(crate) container: Option<String>,
+    pub(crate) reason: String,
 }
 
 /// The entries of a `memlint/ignore` value: one `RULE: reason` or `RULE@container: reason` a
@@ -57,7 +57,7 @@ pub struct Entry {
 /// is refused: an ignore whose reason the next reader cannot learn is worse than an error.
 /// Whether the rule exists is the caller's to check (`commands::fleet`): this module reads
 /// YAML and knows no rules.
-pub fn parse_ignore(value: &str) -> Result<Vec<Entry>, Malformed> {
+pub(crate) fn parse_ignore(value: &str) -> Result<Vec<Entry>, Malformed> {
     let mut out = Vec::new();
     for (index, text) in value.lines().enumerate() {
         let text = text.trim();
@@ -109,7 +109,7 @@ pub fn parse_ignore(value: &str) -> Result<Vec<Entry>, Malformed> {
 }
 
 /// The day of a `memlint/ignore-until` value (`YYYY-MM-DD`).
-pub fn parse_until(value: &str) -> Result<Date, String> {
+pub(crate) fn parse_until(value: &str) -> Result<Date, String> {
     value.trim().parse::<Date>().map_err(|e| e.to_string())
 }
 

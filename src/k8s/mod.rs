@@ -7,9 +7,9 @@
 //! serde-saphyr into a tree with lines ([`yaml`]), which the walk below holds to Kubernetes'
 //! types for the workload kinds only: a CRD of another shape never fails the run.
 
-pub mod annotations;
-pub mod quantity;
-pub mod yaml;
+pub(crate) mod annotations;
+pub(crate) mod quantity;
+pub(crate) mod yaml;
 
 use quantity::Quantity;
 use serde::Serialize;
@@ -20,37 +20,37 @@ use std::sync::Arc;
 use yaml::{line_of, Node};
 
 /// The most a manifest file (or standard input) may hold: a whole cluster's rendering.
-pub const MAX_MANIFEST_BYTES: u64 = 32 << 20;
+pub(crate) const MAX_MANIFEST_BYTES: u64 = 32 << 20;
 
 /// Where a container is declared: the contract of the JSON `k8s` object.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Workload {
+pub(crate) struct Workload {
     /// The file as given on the command line (`-` for standard input), `/`-separated.
-    pub file: String,
+    pub(crate) file: String,
     /// The line of the container's `image:`.
-    pub line: u32,
-    pub kind: String,
-    pub namespace: Option<String>,
-    pub name: String,
-    pub container: String,
+    pub(crate) line: u32,
+    pub(crate) kind: String,
+    pub(crate) namespace: Option<String>,
+    pub(crate) name: String,
+    pub(crate) container: String,
     /// The container's image as the manifest spells it.
-    pub image: String,
+    pub(crate) image: String,
     /// An init container.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub init: bool,
+    pub(crate) init: bool,
 }
 
 /// A value with the line it is written on.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Lined<T> {
-    pub value: T,
-    pub line: u32,
+pub(crate) struct Lined<T> {
+    pub(crate) value: T,
+    pub(crate) line: u32,
 }
 
 /// Where an `env` entry's value comes from.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "from", rename_all = "snake_case")]
-pub enum EnvValue {
+pub(crate) enum EnvValue {
     /// `value:` (after `$(VAR)` expansion, as the kubelet does it).
     Value { value: String },
     /// `valueFrom.resourceFieldRef` of a resource of this container, resolved.
@@ -62,97 +62,97 @@ pub enum EnvValue {
 
 /// One `env` entry.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct EnvEntry {
-    pub name: String,
-    pub line: u32,
+pub(crate) struct EnvEntry {
+    pub(crate) name: String,
+    pub(crate) line: u32,
     #[serde(flatten)]
-    pub value: EnvValue,
+    pub(crate) value: EnvValue,
 }
 
 /// A volume mounted into the container, with what the pod says the volume is.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Mount {
-    pub path: String,
-    pub volume: String,
+pub(crate) struct Mount {
+    pub(crate) path: String,
+    pub(crate) volume: String,
     /// `emptyDir` with `medium: Memory` (a tmpfs counted against the memory limit).
-    pub memory_backed: bool,
+    pub(crate) memory_backed: bool,
     /// `emptyDir` on disk.
-    pub disk_empty_dir: bool,
+    pub(crate) disk_empty_dir: bool,
     /// The `emptyDir`'s `sizeLimit`.
-    pub size_limit: Option<Quantity>,
+    pub(crate) size_limit: Option<Quantity>,
     /// `readOnly: true`: the container cannot write to it.
-    pub read_only: bool,
+    pub(crate) read_only: bool,
     /// `subPath` (or `subPathExpr`, as written): only that folder of the volume is mounted.
-    pub sub_path: Option<String>,
+    pub(crate) sub_path: Option<String>,
     /// The line of the pod's `volumes` entry; `null` when the pod declares no such volume (a
     /// StatefulSet's `volumeClaimTemplates` entry, a typo).
-    pub volume_line: Option<u32>,
+    pub(crate) volume_line: Option<u32>,
     /// The line of the container's `volumeMounts` entry.
-    pub mount_line: u32,
+    pub(crate) mount_line: u32,
 }
 
 /// A `hugepages-<size>` resource of the container (`hugepages-2Mi: 1Gi`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct HugePages {
+pub(crate) struct HugePages {
     /// The page size as the resource names it (`2Mi`, `1Gi`).
-    pub page_size: String,
+    pub(crate) page_size: String,
     /// `limits` or `requests`.
-    pub of: &'static str,
-    pub quantity: Quantity,
-    pub line: u32,
+    pub(crate) of: &'static str,
+    pub(crate) quantity: Quantity,
+    pub(crate) line: u32,
 }
 
 /// A container as the manifest declares it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Container {
+pub(crate) struct Container {
     #[serde(skip)]
-    pub workload: Workload,
+    pub(crate) workload: Workload,
     /// The image reference as the manifest spells it.
-    pub image: String,
+    pub(crate) image: String,
     /// `command` (replaces the image's Entrypoint, and its Cmd when `args` is absent).
-    pub command: Option<Lined<Vec<String>>>,
+    pub(crate) command: Option<Lined<Vec<String>>>,
     /// `args` (replaces the image's Cmd).
-    pub args: Option<Lined<Vec<String>>>,
-    pub env: Vec<EnvEntry>,
+    pub(crate) args: Option<Lined<Vec<String>>>,
+    pub(crate) env: Vec<EnvEntry>,
     /// `envFrom` sources: every variable they hold is unknown.
-    pub env_from: Vec<String>,
-    pub limits_memory: Option<Lined<Quantity>>,
-    pub requests_memory: Option<Lined<Quantity>>,
-    pub limits_ephemeral_storage: Option<Lined<Quantity>>,
+    pub(crate) env_from: Vec<String>,
+    pub(crate) limits_memory: Option<Lined<Quantity>>,
+    pub(crate) requests_memory: Option<Lined<Quantity>>,
+    pub(crate) limits_ephemeral_storage: Option<Lined<Quantity>>,
     /// `resources.limits` and `resources.requests` of `hugepages-*`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub hugepages: Vec<HugePages>,
-    pub mounts: Vec<Mount>,
+    pub(crate) hugepages: Vec<HugePages>,
+    pub(crate) mounts: Vec<Mount>,
     /// The pod's `hostIPC: true`: the container shares the node's IPC namespace and its
     /// `/dev/shm`.
-    pub host_ipc: bool,
-    pub working_dir: Option<String>,
+    pub(crate) host_ipc: bool,
+    pub(crate) working_dir: Option<String>,
     /// Words of `command`/`args` whose `$(VAR)` the manifest cannot resolve (left as written),
     /// each with why: a rule that would read them stays undecided.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub unresolved_args: Vec<String>,
+    pub(crate) unresolved_args: Vec<String>,
     /// The `memlint/ignore` entries of its workload and pod template, shared by the workload's
     /// containers; each says which of them it is about ([`annotations::WorkloadIgnore::applies_to`]).
     #[serde(skip)]
-    pub ignores: Arc<[annotations::WorkloadIgnore]>,
+    pub(crate) ignores: Arc<[annotations::WorkloadIgnore]>,
 }
 
 /// A document memlint does not lint, for `-v`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Skipped {
-    pub file: String,
-    pub line: u32,
-    pub kind: String,
-    pub name: String,
+pub(crate) struct Skipped {
+    pub(crate) file: String,
+    pub(crate) line: u32,
+    pub(crate) kind: String,
+    pub(crate) name: String,
 }
 
 /// What a set of manifests runs.
 #[derive(Debug, Default)]
-pub struct Manifests {
-    pub containers: Vec<Container>,
-    pub skipped: Vec<Skipped>,
+pub(crate) struct Manifests {
+    pub(crate) containers: Vec<Container>,
+    pub(crate) skipped: Vec<Skipped>,
     /// Memory quantities that are valid but strange (`500m`), in words with file and line.
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
     /// What `$(VAR)` references may still add to the values of every manifest read, all
     /// together ([`MAX_RUN_EXPANSION`]); `None` before the first container.
     expansion_left: Option<usize>,
@@ -160,24 +160,24 @@ pub struct Manifests {
 
 /// A manifest that cannot be read: what, the file and its text, the line, what to do.
 #[derive(Debug)]
-pub struct ManifestError {
-    pub file: String,
-    pub text: String,
-    pub line: Option<u32>,
-    pub column: Option<u32>,
-    pub message: String,
-    pub help: String,
+pub(crate) struct ManifestError {
+    pub(crate) file: String,
+    pub(crate) text: String,
+    pub(crate) line: Option<u32>,
+    pub(crate) column: Option<u32>,
+    pub(crate) message: String,
+    pub(crate) help: String,
 }
 
 /// One input: its name as the user gave it and its text.
-pub struct Input {
-    pub file: String,
-    pub text: String,
+pub(crate) struct Input {
+    pub(crate) file: String,
+    pub(crate) text: String,
 }
 
 /// The files a `--k8s` argument names: the file, or every `*.yaml`/`*.yml` under the folder
 /// (sorted, so that runs agree), or `-` for standard input (returned as `None`).
-pub fn expand(path: &Path) -> std::io::Result<Vec<Option<PathBuf>>> {
+pub(crate) fn expand(path: &Path) -> std::io::Result<Vec<Option<PathBuf>>> {
     if path == Path::new("-") {
         return Ok(vec![None]);
     }
@@ -215,7 +215,7 @@ pub fn expand(path: &Path) -> std::io::Result<Vec<Option<PathBuf>>> {
 }
 
 /// Reads the containers of every workload in `inputs`.
-pub fn read(inputs: &[Input]) -> Result<Manifests, Box<ManifestError>> {
+pub(crate) fn read(inputs: &[Input]) -> Result<Manifests, Box<ManifestError>> {
     let mut out = Manifests::default();
     for input in inputs {
         read_one(input, &mut out)?;
@@ -1169,15 +1169,15 @@ impl Walk<'_> {
 /// execve(2) refuses an argument or environment string longer than MAX_ARG_STRLEN, 32 pages
 /// (128 KiB) on Linux: a value `$(VAR)` references grow past it (each may double it) cannot
 /// reach the program, and is undecided.
-pub const MAX_ARG_STRLEN: usize = 128 << 10;
+pub(crate) const MAX_ARG_STRLEN: usize = 128 << 10;
 /// execve(2) refuses argv and envp together past ARG_MAX, a quarter of the stack limit: about
 /// 2 MiB under the usual 8 MiB. A container's env values and command words, once expanded,
 /// past it are undecided: no pod starts with more.
-pub const MAX_CONTAINER_ARGS: usize = 2 << 20;
+pub(crate) const MAX_CONTAINER_ARGS: usize = 2 << 20;
 /// What `$(VAR)` references may add to the values of all the manifests of a run, together:
 /// 2 MiB a container for eight containers. Real references add a few bytes; a 295 KB manifest
 /// of containers that each double a value 20 times would otherwise take gigabytes.
-pub const MAX_RUN_EXPANSION: usize = 16 << 20;
+pub(crate) const MAX_RUN_EXPANSION: usize = 16 << 20;
 
 /// What `$(VAR)` expansion may still produce: for this container, and for the run.
 /// The index in a container's env of the last entry of each name.

@@ -16,16 +16,16 @@
 
 /// A quantity as written and as a number.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Quantity {
-    pub text: String,
+pub(crate) struct Quantity {
+    pub(crate) text: String,
     /// The value rounded up to a whole number (bytes, for memory).
-    pub value: u64,
+    pub(crate) value: u64,
     /// The value is not a whole number (`500m`, `0.5`): Kubernetes rounds it up.
-    pub fractional: bool,
+    pub(crate) fractional: bool,
 }
 
 /// Parses a quantity; the error says what is wrong in words.
-pub fn parse(text: &str) -> Result<Quantity, String> {
+pub(crate) fn parse(text: &str) -> Result<Quantity, String> {
     let bytes = text.as_bytes();
     let mut i = 0;
     let negative = match bytes.first() {

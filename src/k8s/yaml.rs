@@ -8,7 +8,7 @@ use serde_saphyr::Spanned;
 
 /// A YAML node.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Node {
+pub(crate) enum Node {
     Map(Vec<(Spanned<String>, Spanned<Node>)>),
     Seq(Vec<Spanned<Node>>),
     Str(String),
@@ -20,7 +20,7 @@ pub enum Node {
 
 impl Node {
     /// The value of `key` in a map.
-    pub fn get(&self, key: &str) -> Option<&Spanned<Node>> {
+    pub(crate) fn get(&self, key: &str) -> Option<&Spanned<Node>> {
         match self {
             Node::Map(entries) => entries.iter().rev().find(|(k, _)| k.value == key).map(|(_, v)| v),
             _ => None,
@@ -28,7 +28,7 @@ impl Node {
     }
 
     /// The line of `key` itself in a map (where an editor puts the cursor for it).
-    pub fn key_line(&self, key: &str) -> Option<u32> {
+    pub(crate) fn key_line(&self, key: &str) -> Option<u32> {
         match self {
             Node::Map(entries) => entries
                 .iter()
@@ -40,7 +40,7 @@ impl Node {
     }
 
     /// What the node is, for an error: "a map", "a list", "the number 3", ...
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             Node::Map(_) => "a map".to_string(),
             Node::Seq(_) => "a list".to_string(),
@@ -53,7 +53,7 @@ impl Node {
     }
 
     /// A scalar as text: strings as they are, numbers as Kubernetes would print them.
-    pub fn scalar_text(&self) -> Option<String> {
+    pub(crate) fn scalar_text(&self) -> Option<String> {
         match self {
             Node::Str(s) => Some(s.clone()),
             Node::Int(i) => Some(i.to_string()),
@@ -65,7 +65,7 @@ impl Node {
 }
 
 /// The line (from 1) a node starts on.
-pub fn line_of<T>(s: &Spanned<T>) -> u32 {
+pub(crate) fn line_of<T>(s: &Spanned<T>) -> u32 {
     u32::try_from(s.referenced.line()).unwrap_or(u32::MAX)
 }
 
@@ -145,14 +145,14 @@ impl<'de> Deserialize<'de> for KeyText {
 
 /// A YAML error's line and message (the message's first line, without the snippet).
 #[derive(Debug)]
-pub struct YamlError {
-    pub line: Option<u32>,
-    pub column: Option<u32>,
-    pub message: String,
+pub(crate) struct YamlError {
+    pub(crate) line: Option<u32>,
+    pub(crate) column: Option<u32>,
+    pub(crate) message: String,
 }
 
 /// The documents of a multi-document YAML text; empty documents are left out.
-pub fn documents(text: &str) -> Result<Vec<Spanned<Node>>, YamlError> {
+pub(crate) fn documents(text: &str) -> Result<Vec<Spanned<Node>>, YamlError> {
     // Each level of nesting is a few frames of the deserializer: a thread with a stack that
     // holds `max_depth` levels in a debug build too, whatever thread calls.
     let parsed = std::thread::scope(|scope| {

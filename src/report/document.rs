@@ -12,42 +12,42 @@ use serde_json::Value;
 use std::io::{self, Write};
 
 /// One report rendered in one format, before it is spooled.
-pub struct Piece {
-    pub bytes: Vec<u8>,
+pub(crate) struct Piece {
+    pub(crate) bytes: Vec<u8>,
     /// The elements a document caps or separates one by one (SARIF results, Code Quality
     /// issues): each one's length in `bytes`.
-    pub lens: Vec<u32>,
-    pub tally: Tally,
+    pub(crate) lens: Vec<u32>,
+    pub(crate) tally: Tally,
 }
 
 /// What a document's head or end needs of each report.
 #[derive(Clone, Debug, Default)]
-pub struct Tally {
+pub(crate) struct Tally {
     /// Text: the summary table's row.
-    pub row: Option<[String; 6]>,
+    pub(crate) row: Option<[String; 6]>,
     /// JUnit: the tests and failing rules of a linted report's suite.
-    pub tests: usize,
-    pub failures: usize,
+    pub(crate) tests: usize,
+    pub(crate) failures: usize,
     /// Its image was read.
-    pub linted: bool,
+    pub(crate) linted: bool,
     /// SARIF: the run's properties, should this be the run's one report.
-    pub run_properties: Option<Value>,
+    pub(crate) run_properties: Option<Value>,
     /// HTML: the summary's row of a linted report, or the line of an image not read.
-    pub html: Option<HtmlTally>,
+    pub(crate) html: Option<HtmlTally>,
 }
 
 /// What the HTML page's summary needs of one report.
 #[derive(Clone, Debug)]
-pub enum HtmlTally {
+pub(crate) enum HtmlTally {
     Linted(html::Tally),
     Unread(html::Unread),
 }
 
 /// A report's piece in the spool.
-pub struct Part {
-    pub chunk: Chunk,
-    pub lens: Vec<u32>,
-    pub tally: Tally,
+pub(crate) struct Part {
+    pub(crate) chunk: Chunk,
+    pub(crate) lens: Vec<u32>,
+    pub(crate) tally: Tally,
 }
 
 impl Part {
@@ -68,7 +68,7 @@ impl Part {
 }
 
 /// Puts each piece in the spool.
-pub fn spool(spool: &mut Spool, pieces: Vec<Piece>) -> io::Result<Vec<Part>> {
+pub(crate) fn spool(spool: &mut Spool, pieces: Vec<Piece>) -> io::Result<Vec<Part>> {
     pieces
         .into_iter()
         .map(|p| {
@@ -82,7 +82,7 @@ pub fn spool(spool: &mut Spool, pieces: Vec<Piece>) -> io::Result<Vec<Part>> {
 }
 
 /// An output format of a document of reports.
-pub trait Format: Send + Sync {
+pub(crate) trait Format: Send + Sync {
     /// One report's piece of the document.
     fn render(&self, v: &View) -> io::Result<Piece>;
     /// The document: every report's piece, in order.
@@ -111,8 +111,8 @@ fn whole(bytes: Vec<u8>, tally: Tally) -> Piece {
 }
 
 /// `{"schema_version": …, "fail_on": …, "reports": [...]}`: each report's JSON document.
-pub struct Json {
-    pub fail_on: FailOn,
+pub(crate) struct Json {
+    pub(crate) fail_on: FailOn,
 }
 
 impl Format for Json {
@@ -138,8 +138,8 @@ impl Format for Json {
 }
 
 /// Findings grouped by workload and container, then a table of every container's counts.
-pub struct Text {
-    pub options: text::TextOptions,
+pub(crate) struct Text {
+    pub(crate) options: text::TextOptions,
 }
 
 impl Format for Text {
@@ -237,9 +237,9 @@ impl Table {
 }
 
 /// One SARIF run: every linted report's results, up to [`sarif::MAX_RESULTS`].
-pub struct Sarif {
+pub(crate) struct Sarif {
     /// The run's `automationDetails.id`.
-    pub automation_id: String,
+    pub(crate) automation_id: String,
 }
 
 impl Format for Sarif {
@@ -272,7 +272,7 @@ impl Format for Sarif {
 }
 
 /// GitHub workflow commands, one per finding.
-pub struct Github;
+pub(crate) struct Github;
 
 impl Format for Github {
     fn render(&self, v: &View) -> io::Result<Piece> {
@@ -289,9 +289,9 @@ impl Format for Github {
 }
 
 /// GitLab Code Quality: one array of every report's issues.
-pub struct Gitlab {
+pub(crate) struct Gitlab {
     /// The run has more than one report: each issue names its image.
-    pub several: bool,
+    pub(crate) several: bool,
 }
 
 impl Format for Gitlab {
@@ -320,8 +320,8 @@ impl Format for Gitlab {
 }
 
 /// JUnit XML: each linted report's suite in order, then those whose image was not read.
-pub struct Junit {
-    pub fail_on: FailOn,
+pub(crate) struct Junit {
+    pub(crate) fail_on: FailOn,
 }
 
 impl Format for Junit {
@@ -360,8 +360,8 @@ impl Format for Junit {
 /// One self-contained page: a summary from every report's tally, then each linted report's
 /// section in order. A section is drawn from the live report ([`View::html`]): a view read
 /// back from JSON (`merge`) has none, and is refused.
-pub struct Html {
-    pub fail_on: FailOn,
+pub(crate) struct Html {
+    pub(crate) fail_on: FailOn,
 }
 
 impl Format for Html {

@@ -11,7 +11,7 @@ use std::io::{self, Write};
 
 /// Writes the facts, one line each; a line is made safe as a whole by [`line`], since nearly
 /// every part of it comes from the image.
-pub fn write(w: &mut dyn Write, f: &Facts) -> io::Result<()> {
+pub(crate) fn write(w: &mut dyn Write, f: &Facts) -> io::Result<()> {
     writeln!(w)?;
     put(w, "Facts".to_string())?;
     for part in [platform_os_libc, entrypoint, preloads, allocator_loader] {
@@ -580,7 +580,7 @@ pub(crate) fn count(n: u64, one: &str, many: &str) -> String {
 }
 
 /// An argv as a shell would show it.
-pub fn shell_words(argv: &[String]) -> String {
+pub(crate) fn shell_words(argv: &[String]) -> String {
     argv.iter()
         .map(|a| {
             if !a.is_empty()

@@ -9,7 +9,7 @@ use std::io::{self, Write};
 /// Writes one workflow command per finding. The commands are memlint's own; their data and
 /// properties are the finding's words made safe by [`line`] (no control character, no `##[`),
 /// then escaped as actions/toolkit does, so no line break or command comes from the image.
-pub fn write(w: &mut dyn Write, reports: &[LintReport]) -> io::Result<()> {
+pub(crate) fn write(w: &mut dyn Write, reports: &[LintReport]) -> io::Result<()> {
     for r in reports {
         write_view(w, &r.view())?;
     }
@@ -17,7 +17,7 @@ pub fn write(w: &mut dyn Write, reports: &[LintReport]) -> io::Result<()> {
 }
 
 /// The annotations of one report's view.
-pub fn write_view(w: &mut dyn Write, r: &View) -> io::Result<()> {
+pub(crate) fn write_view(w: &mut dyn Write, r: &View) -> io::Result<()> {
     for f in &r.findings {
         let place = f
             .location

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 /// work, or cannot), `major` for a warning (memory that climbs), `info` for a note (a setting
 /// worth a look). `minor` and `blocker` are not used: whether a finding blocks is `--fail-on`'s
 /// to say.
-pub fn severity(s: Severity) -> &'static str {
+pub(crate) fn severity(s: Severity) -> &'static str {
     match s {
         Severity::Error => "critical",
         Severity::Warning => "major",
@@ -23,7 +23,7 @@ pub fn severity(s: Severity) -> &'static str {
 
 /// The Code Quality issues of every report, in report order. Ignored findings are left out
 /// (GitLab has no notion of a suppressed issue).
-pub fn render(reports: &[LintReport]) -> Value {
+pub(crate) fn render(reports: &[LintReport]) -> Value {
     let several = reports.len() > 1;
     Value::Array(
         reports
@@ -36,7 +36,7 @@ pub fn render(reports: &[LintReport]) -> Value {
 /// The issues of one report; `several`: the run has more than one report. Each issue's
 /// fingerprint is the finding's ([`crate::baseline`]), as SARIF's `partialFingerprints` has it
 /// and the JSON carries it.
-pub fn issues_of_view(r: &View, several: bool) -> Vec<Value> {
+pub(crate) fn issues_of_view(r: &View, several: bool) -> Vec<Value> {
     r.findings.iter().map(|f| issue(r, f, several)).collect()
 }
 

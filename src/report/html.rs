@@ -26,46 +26,46 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 /// The page's policy: nothing is fetched, no script runs; inline style and `data:` images only.
-pub const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
+pub(crate) const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
 
 /// What the page says of the run besides the reports.
 #[derive(Clone, Copy, Debug)]
-pub struct HtmlOptions<'a> {
+pub(crate) struct HtmlOptions<'a> {
     /// What was run, in words (`memlint lint`, `memlint lint --k8s`).
-    pub title: &'a str,
-    pub fail_on: FailOn,
+    pub(crate) title: &'a str,
+    pub(crate) fail_on: FailOn,
 }
 
 /// One image that could not be read: the containers that run it are not linted.
 #[derive(Clone, Debug)]
-pub struct Unread {
+pub(crate) struct Unread {
     /// The container (or the image reference, without `--k8s`).
-    pub what: String,
-    pub why: String,
+    pub(crate) what: String,
+    pub(crate) why: String,
 }
 
 /// What the summary needs of one container's report.
 #[derive(Clone, Debug, Default)]
-pub struct Tally {
+pub(crate) struct Tally {
     /// The section's anchor (`c3`).
-    pub anchor: String,
+    pub(crate) anchor: String,
     /// The container as a person names it (`Deployment shop/api, container app
     /// (deploy.yaml:19)`), or the image reference.
-    pub heading: String,
-    pub image: String,
+    pub(crate) heading: String,
+    pub(crate) image: String,
     /// A Kubernetes container's report (`--k8s`), not an image's.
-    pub container: bool,
+    pub(crate) container: bool,
     /// Findings by severity: error, warning, note (those past the per-rule cap included).
-    pub counts: [usize; 3],
-    pub ignored: usize,
-    pub baselined: usize,
+    pub(crate) counts: [usize; 3],
+    pub(crate) ignored: usize,
+    pub(crate) baselined: usize,
     /// Findings by rule, with the rule's severity in this report.
-    pub by_rule: Vec<(&'static str, Severity, usize)>,
+    pub(crate) by_rule: Vec<(&'static str, Severity, usize)>,
     /// The memory limit, in words (`1 GiB` or `none`).
-    pub limit: String,
+    pub(crate) limit: String,
     /// What the settings commit of the limit, in bytes, and whether that passes the limit.
-    pub committed: u64,
-    pub over: bool,
+    pub(crate) committed: u64,
+    pub(crate) over: bool,
 }
 
 /// Severities from the worst, with the index of their count in [`Tally::counts`].
@@ -74,12 +74,12 @@ const SEVERITIES: [(Severity, usize); 3] =
 
 /// An untrusted string as the text of an element or an attribute value: hidden characters
 /// escaped as [`line`] shows them (so `\x1b` and `\x07` read as such), then HTML's five.
-pub fn text(s: &str) -> Cow<'_, str> {
+pub(crate) fn text(s: &str) -> Cow<'_, str> {
     escape_html(line(s))
 }
 
 /// Several lines of untrusted text (a fix): as [`text`], but `\n` stays a line break.
-pub fn text_lines(s: &str) -> Cow<'_, str> {
+pub(crate) fn text_lines(s: &str) -> Cow<'_, str> {
     escape_html(lines(s))
 }
 
@@ -103,7 +103,7 @@ fn escape_html(s: Cow<'_, str>) -> Cow<'_, str> {
 
 /// The whole page of `reports` (`lint` without `--k8s`: one section per image), and the images
 /// that could not be read.
-pub fn write(
+pub(crate) fn write(
     w: &mut dyn Write,
     reports: &[LintReport],
     unread: &[super::junit::Unread],
@@ -150,7 +150,12 @@ fn heading(r: &LintReport) -> String {
 
 /// Writes the head of the page and its summary, from the tallies of every section in the
 /// order they follow.
-pub fn start(w: &mut dyn Write, tallies: &[Tally], unread: &[Unread], o: &HtmlOptions) -> io::Result<()> {
+pub(crate) fn start(
+    w: &mut dyn Write,
+    tallies: &[Tally],
+    unread: &[Unread],
+    o: &HtmlOptions,
+) -> io::Result<()> {
     write!(
         w,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
@@ -281,7 +286,7 @@ pub fn start(w: &mut dyn Write, tallies: &[Tally], unread: &[Unread], o: &HtmlOp
 }
 
 /// Writes the end of the page.
-pub fn finish(w: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn finish(w: &mut dyn Write) -> io::Result<()> {
     writeln!(
         w,
         "<footer><p>Each rule is explained by <code>memlint explain RULE</code> and in <code>rules/RULE.md</code> of memlint's repository.</p></footer>\n</body>\n</html>"
@@ -289,7 +294,7 @@ pub fn finish(w: &mut dyn Write) -> io::Result<()> {
 }
 
 /// Writes the section of one report (the `index`th of the page) and returns its tally.
-pub fn section(w: &mut dyn Write, r: &LintReport, index: usize) -> io::Result<Tally> {
+pub(crate) fn section(w: &mut dyn Write, r: &LintReport, index: usize) -> io::Result<Tally> {
     let anchor = format!("r{}", index + 1);
     let heading = heading(r);
     let budget = Budget::of(r.facts);
@@ -338,7 +343,7 @@ pub fn section(w: &mut dyn Write, r: &LintReport, index: usize) -> io::Result<Ta
 }
 
 /// What the summary needs of the report whose section is `anchor`.
-pub fn tally(r: &LintReport, index: usize) -> Tally {
+pub(crate) fn tally(r: &LintReport, index: usize) -> Tally {
     tally_of(r, format!("r{}", index + 1), heading(r), &Budget::of(r.facts))
 }
 

@@ -13,44 +13,44 @@ use std::io::{self, Write};
 
 /// The JSON document `inspect` prints. Key names are a contract with users' scripts.
 #[derive(Serialize)]
-pub struct InspectReport<'a> {
-    pub reference: &'a str,
-    pub image: ImageView<'a>,
-    pub files: FilesView,
-    pub facts: &'a Facts,
+pub(crate) struct InspectReport<'a> {
+    pub(crate) reference: &'a str,
+    pub(crate) image: ImageView<'a>,
+    pub(crate) files: FilesView,
+    pub(crate) facts: &'a Facts,
     #[serde(skip)]
-    pub paths: Option<Vec<PathView>>,
+    pub(crate) paths: Option<Vec<PathView>>,
 }
 
 #[derive(Serialize)]
-pub struct FilesView {
+pub(crate) struct FilesView {
     #[serde(flatten)]
-    pub counts: TreeCounts,
+    pub(crate) counts: TreeCounts,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub paths: Option<Vec<PathView>>,
+    pub(crate) paths: Option<Vec<PathView>>,
 }
 
 /// One path of the merged tree, for `--files`.
 #[derive(Serialize, Clone)]
-pub struct PathView {
-    pub path: String,
+pub(crate) struct PathView {
+    pub(crate) path: String,
     #[serde(rename = "type")]
-    pub kind: &'static str,
-    pub mode: String,
-    pub size: u64,
+    pub(crate) kind: &'static str,
+    pub(crate) mode: String,
+    pub(crate) size: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub target: Option<String>,
+    pub(crate) target: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub hardlink_to: Option<String>,
+    pub(crate) hardlink_to: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub elf: Option<crate::elf::ElfInfo>,
+    pub(crate) elf: Option<crate::elf::ElfInfo>,
     /// 1-based layer number that wrote the path.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub layer: Option<u32>,
+    pub(crate) layer: Option<u32>,
 }
 
 /// Every path of the merged tree, for `--files`.
-pub fn list_paths(tree: &FileTree) -> Vec<PathView> {
+pub(crate) fn list_paths(tree: &FileTree) -> Vec<PathView> {
     tree.walk()
         .map(|id| {
             let n = tree.node(id);
@@ -69,32 +69,32 @@ pub fn list_paths(tree: &FileTree) -> Vec<PathView> {
 }
 
 #[derive(Serialize)]
-pub struct ImageView<'a> {
-    pub source: &'a str,
-    pub location: &'a str,
-    pub name: Option<&'a str>,
-    pub manifest_digest: Option<String>,
-    pub manifest_media_type: Option<&'a str>,
-    pub config_digest: Option<String>,
-    pub platform: &'a Platform,
-    pub platforms: &'a [Platform],
-    pub layers: &'a [Layer],
-    pub config: ConfigView,
+pub(crate) struct ImageView<'a> {
+    pub(crate) source: &'a str,
+    pub(crate) location: &'a str,
+    pub(crate) name: Option<&'a str>,
+    pub(crate) manifest_digest: Option<String>,
+    pub(crate) manifest_media_type: Option<&'a str>,
+    pub(crate) config_digest: Option<String>,
+    pub(crate) platform: &'a Platform,
+    pub(crate) platforms: &'a [Platform],
+    pub(crate) layers: &'a [Layer],
+    pub(crate) config: ConfigView,
 }
 
 #[derive(Serialize, Default)]
-pub struct ConfigView {
-    pub env: Vec<String>,
-    pub entrypoint: Option<Vec<String>>,
-    pub cmd: Option<Vec<String>>,
-    pub working_dir: Option<String>,
-    pub user: Option<String>,
-    pub labels: BTreeMap<String, String>,
-    pub created: Option<String>,
+pub(crate) struct ConfigView {
+    pub(crate) env: Vec<String>,
+    pub(crate) entrypoint: Option<Vec<String>>,
+    pub(crate) cmd: Option<Vec<String>>,
+    pub(crate) working_dir: Option<String>,
+    pub(crate) user: Option<String>,
+    pub(crate) labels: BTreeMap<String, String>,
+    pub(crate) created: Option<String>,
 }
 
 impl<'a> InspectReport<'a> {
-    pub fn new(image: &'a Image, facts: &'a Facts) -> InspectReport<'a> {
+    pub(crate) fn new(image: &'a Image, facts: &'a Facts) -> InspectReport<'a> {
         let config = image
             .config
             .as_ref()
@@ -139,7 +139,7 @@ impl<'a> InspectReport<'a> {
 
     /// Writes the text report; a line is made safe as a whole by [`line`], since nearly every
     /// part of it comes from the image.
-    pub fn write_text(&self, w: &mut dyn Write) -> io::Result<()> {
+    pub(crate) fn write_text(&self, w: &mut dyn Write) -> io::Result<()> {
         let i = &self.image;
         put(w, format!("Image      {}", self.reference))?;
         put(w, format!("Source     {} ({})", i.source, i.location))?;

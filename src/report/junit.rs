@@ -20,17 +20,17 @@ use crate::untrusted::{xml_attr, xml_text};
 use std::io::{self, Write};
 
 /// An image of the run that could not be read (the run ends with exit code 2).
-pub struct Unread {
+pub(crate) struct Unread {
     /// The reference as written on the command line.
-    pub reference: String,
+    pub(crate) reference: String,
     /// The diagnostic's code, e.g. `memlint::size_mismatch`.
-    pub code: String,
-    pub message: String,
+    pub(crate) code: String,
+    pub(crate) message: String,
 }
 
 impl Unread {
     /// A container whose image could not be read (`lint --k8s`, `merge`).
-    pub fn of_view(v: &View) -> Unread {
+    pub(crate) fn of_view(v: &View) -> Unread {
         let (code, message) = v
             .error
             .as_ref()
@@ -51,7 +51,7 @@ impl Unread {
 
 /// Writes the JUnit document of every report, and of every image that could not be read: a
 /// test suite of its own whose one test case, `read`, has an `<error>` saying what failed.
-pub fn write(
+pub(crate) fn write(
     w: &mut dyn Write,
     reports: &[LintReport],
     unread: &[Unread],
@@ -66,20 +66,20 @@ pub fn write(
 
 /// One report's test suite, written ahead (`lint --k8s` renders each container's report as
 /// its image is read, then lets the image go).
-pub struct Suite {
+pub(crate) struct Suite {
     xml: Vec<u8>,
     tests: usize,
     failures: usize,
 }
 
 /// The suite of one report.
-pub fn suite_of(r: &LintReport, fail_on: FailOn) -> io::Result<Suite> {
+pub(crate) fn suite_of(r: &LintReport, fail_on: FailOn) -> io::Result<Suite> {
     suite_of_view(&r.view(), fail_on, true)
 }
 
 /// The suite of one report's view; `reasons`: say why a rule could not decide (a live run's
 /// report of one image: the JSON of a fleet's reports has no reasons to give `merge`).
-pub fn suite_of_view(v: &View, fail_on: FailOn, reasons: bool) -> io::Result<Suite> {
+pub(crate) fn suite_of_view(v: &View, fail_on: FailOn, reasons: bool) -> io::Result<Suite> {
     let mut input = input_of(v, fail_on);
     if !reasons {
         for r in &mut input.results {
@@ -97,13 +97,13 @@ pub fn suite_of_view(v: &View, fail_on: FailOn, reasons: bool) -> io::Result<Sui
 
 impl Suite {
     /// The suite's XML, its tests and its failing rules.
-    pub fn into_parts(self) -> (Vec<u8>, usize, usize) {
+    pub(crate) fn into_parts(self) -> (Vec<u8>, usize, usize) {
         (self.xml, self.tests, self.failures)
     }
 }
 
 /// The JUnit document of suites written ahead, and of every image that could not be read.
-pub fn write_suites(w: &mut dyn Write, suites: &[&Suite], unread: &[Unread]) -> io::Result<()> {
+pub(crate) fn write_suites(w: &mut dyn Write, suites: &[&Suite], unread: &[Unread]) -> io::Result<()> {
     let tests: usize = suites.iter().map(|s| s.tests).sum::<usize>() + unread.len();
     let failures: usize = suites.iter().map(|s| s.failures).sum();
     write_head(w, tests, failures, unread.len())?;
@@ -118,7 +118,7 @@ pub fn write_suites(w: &mut dyn Write, suites: &[&Suite], unread: &[Unread]) -> 
 
 /// The document's head, for a writer that streams the suites (`lint --k8s`): the totals of
 /// every suite, the unread images' included (one test and one error each).
-pub fn write_head(w: &mut dyn Write, tests: usize, failures: usize, errors: usize) -> io::Result<()> {
+pub(crate) fn write_head(w: &mut dyn Write, tests: usize, failures: usize, errors: usize) -> io::Result<()> {
     writeln!(w, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
     writeln!(
         w,
@@ -127,7 +127,7 @@ pub fn write_head(w: &mut dyn Write, tests: usize, failures: usize, errors: usiz
 }
 
 /// The suite of an image that could not be read: one test case, `read`, in error.
-pub fn write_unread(w: &mut dyn Write, u: &Unread) -> io::Result<()> {
+pub(crate) fn write_unread(w: &mut dyn Write, u: &Unread) -> io::Result<()> {
     writeln!(
         w,
         r#"  <testsuite name="{}" tests="1" failures="0" errors="1" skipped="0">"#,
@@ -149,7 +149,7 @@ pub fn write_unread(w: &mut dyn Write, u: &Unread) -> io::Result<()> {
 }
 
 /// The document's end.
-pub fn write_tail(w: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn write_tail(w: &mut dyn Write) -> io::Result<()> {
     writeln!(w, "</testsuites>")
 }
 

@@ -14,53 +14,53 @@ use crate::settings::{Date, ScopedIgnore, Settings};
 use serde::Serialize;
 
 /// One image's report: what `inspect` shows, plus the findings.
-pub struct LintReport<'a> {
-    pub image: &'a Image,
-    pub facts: &'a Facts,
-    pub results: Vec<RuleResult>,
+pub(crate) struct LintReport<'a> {
+    pub(crate) image: &'a Image,
+    pub(crate) facts: &'a Facts,
+    pub(crate) results: Vec<RuleResult>,
     /// Findings after ignores, most severe first, then by rule id.
-    pub findings: Vec<Finding>,
+    pub(crate) findings: Vec<Finding>,
     /// Findings an ignore hides, each with its suppression.
-    pub ignored: Vec<Finding>,
+    pub(crate) ignored: Vec<Finding>,
     /// Findings the baseline holds (`--baseline`), each with a suppression that names it.
-    pub baselined: Vec<Finding>,
+    pub(crate) baselined: Vec<Finding>,
     /// What the findings were found in, as their fingerprints name it.
-    pub subject: Subject,
+    pub(crate) subject: Subject,
     /// Every finding no ignore hides, before the cap, as a baseline entry of today.
-    pub seen: Vec<Entry>,
+    pub(crate) seen: Vec<Entry>,
     /// The fingerprints of the findings an ignore hides.
-    pub ignored_fingerprints: Vec<String>,
+    pub(crate) ignored_fingerprints: Vec<String>,
     /// The baseline's entries of this report's subject that no longer occur; the command sets
     /// them once it knows every finding of the run.
-    pub fixed: Vec<Entry>,
+    pub(crate) fixed: Vec<Entry>,
     /// Things the reader should know about the run itself (ignores that matched nothing,
     /// findings placed on a nominal line).
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
     /// With `--k8s`: the container this report lints the image as.
-    pub k8s: Option<&'a Container>,
+    pub(crate) k8s: Option<&'a Container>,
     /// The last of `notes` says findings point at the nominal `artifact:1`.
     nominal_note: bool,
 }
 
 /// What shapes a report besides the image: settings and the Dockerfile.
-pub struct ReportContext<'a> {
-    pub settings: &'a Settings,
-    pub dockerfile: Option<&'a DockerfileContext<'a>>,
+pub(crate) struct ReportContext<'a> {
+    pub(crate) settings: &'a Settings,
+    pub(crate) dockerfile: Option<&'a DockerfileContext<'a>>,
     /// Where findings point when there is no Dockerfile (`--sarif-artifact`).
-    pub artifact: &'a str,
-    pub today: Date,
+    pub(crate) artifact: &'a str,
+    pub(crate) today: Date,
     /// The ignores the linted container's workload carries (`memlint/ignore`), as
     /// [`Policy::in_source`] takes them.
-    pub in_source: &'a [ScopedIgnore],
+    pub(crate) in_source: &'a [ScopedIgnore],
     /// The accepted findings (`--baseline`).
-    pub baseline: Option<&'a Baseline>,
+    pub(crate) baseline: Option<&'a Baseline>,
     /// With `--k8s`: the workload of the container the image is linted as, which names its
     /// findings' fingerprints in place of the image.
-    pub workload: Option<&'a crate::k8s::Workload>,
+    pub(crate) workload: Option<&'a crate::k8s::Workload>,
 }
 
 impl<'a> LintReport<'a> {
-    pub fn new(
+    pub(crate) fn new(
         image: &'a Image,
         facts: &'a Facts,
         results: Vec<RuleResult>,
@@ -121,7 +121,12 @@ impl<'a> LintReport<'a> {
     /// context decides (a limit, an env entry, the command it gives) go on that line of the
     /// manifest at `manifest_path` (repository-relative); the others keep their Dockerfile line
     /// when a Dockerfile was given, else go on the container's `image:` line.
-    pub fn in_container(mut self, c: &'a Container, manifest_path: &str, dockerfile_given: bool) -> Self {
+    pub(crate) fn in_container(
+        mut self,
+        c: &'a Container,
+        manifest_path: &str,
+        dockerfile_given: bool,
+    ) -> Self {
         locate::in_manifest(&mut self.findings, c, manifest_path, dockerfile_given);
         locate::in_manifest(&mut self.ignored, c, manifest_path, dockerfile_given);
         locate::in_manifest(&mut self.baselined, c, manifest_path, dockerfile_given);
@@ -133,7 +138,7 @@ impl<'a> LintReport<'a> {
     }
 
     /// Findings of severity `s`, those past the cap included.
-    pub fn count(&self, s: Severity) -> usize {
+    pub(crate) fn count(&self, s: Severity) -> usize {
         self.findings
             .iter()
             .filter(|f| f.severity == s)
@@ -142,29 +147,28 @@ impl<'a> LintReport<'a> {
     }
 
     /// Findings an ignore hides, those past the cap included.
-    pub fn ignored_count(&self) -> usize {
+    pub(crate) fn ignored_count(&self) -> usize {
         self.ignored.iter().map(Finding::count).sum()
     }
 
     /// Findings the baseline holds, those past the cap included.
-    pub fn baselined_count(&self) -> usize {
+    pub(crate) fn baselined_count(&self) -> usize {
         self.baselined.iter().map(Finding::count).sum()
     }
 
     /// The most severe finding, if any.
-    pub fn worst(&self) -> Option<Severity> {
+    pub(crate) fn worst(&self) -> Option<Severity> {
         self.findings.iter().map(|f| f.severity).max()
     }
 
     /// The view every format renders.
-    pub fn view(&self) -> View<'a> {
+    pub(crate) fn view(&self) -> View<'a> {
         let libc = match &self.facts.libc.version {
             Some(v) => format!("{} {v}", self.facts.libc.family),
             None => self.facts.libc.family.to_string(),
         };
         View {
             reference: self.image.reference.clone(),
-            name: self.image.name.clone(),
             platform: self.image.platform.to_string(),
             manifest_digest: self.image.manifest_digest.as_ref().map(ToString::to_string),
             libc,
@@ -192,7 +196,7 @@ impl<'a> LintReport<'a> {
     }
 
     /// The counts of the findings by severity, those past the cap included.
-    pub fn summary(&self) -> super::model::Summary {
+    pub(crate) fn summary(&self) -> super::model::Summary {
         super::model::Summary {
             errors: self.count(Severity::Error),
             warnings: self.count(Severity::Warning),
@@ -204,7 +208,7 @@ impl<'a> LintReport<'a> {
     }
 
     /// The JSON document: the inspect JSON plus `findings[]`.
-    pub fn json(&self) -> serde_json::Value {
+    pub(crate) fn json(&self) -> serde_json::Value {
         #[derive(Serialize)]
         struct Doc<'b> {
             #[serde(flatten)]

@@ -1,17 +1,17 @@
 //! Reports: one file per format.
 
-pub mod document;
-pub mod facts;
-pub mod github;
-pub mod gitlab;
-pub mod html;
-pub mod inspect;
-pub mod junit;
-pub mod lint;
-pub mod model;
-pub mod sarif;
-pub mod spool;
-pub mod text;
+pub(crate) mod document;
+pub(crate) mod facts;
+pub(crate) mod github;
+pub(crate) mod gitlab;
+pub(crate) mod html;
+pub(crate) mod inspect;
+pub(crate) mod junit;
+pub(crate) mod lint;
+pub(crate) mod model;
+pub(crate) mod sarif;
+pub(crate) mod spool;
+pub(crate) mod text;
 
 use std::io::{self, Write};
 
@@ -19,7 +19,7 @@ use std::io::{self, Write};
 /// it reads `depth` levels down a document, every line after the first indented by two spaces
 /// a level: documents of many reports are written one report at a time, yet read as if
 /// serialised whole. JSON strings hold no raw line break, so every `\n` is the layout's.
-pub fn write_json_at<T: serde::Serialize + ?Sized>(
+pub(crate) fn write_json_at<T: serde::Serialize + ?Sized>(
     w: &mut dyn Write,
     value: &T,
     depth: usize,
@@ -59,25 +59,25 @@ impl Write for Indented<'_> {
 
 /// Writes the elements of a pretty JSON array one at a time, `depth` levels down a document
 /// (the array's own `[` already written): `[]` when empty, as serde_json writes it.
-pub struct JsonArray {
+pub(crate) struct JsonArray {
     depth: usize,
     first: bool,
 }
 
 impl JsonArray {
-    pub fn new(depth: usize) -> Self {
+    pub(crate) fn new(depth: usize) -> Self {
         JsonArray { depth, first: true }
     }
     /// Starts the next element: the separator and its indent; then write the element as
     /// [`write_json_at`] does at `depth + 1`.
-    pub fn next(&mut self, w: &mut dyn Write) -> io::Result<()> {
+    pub(crate) fn next(&mut self, w: &mut dyn Write) -> io::Result<()> {
         if !std::mem::take(&mut self.first) {
             w.write_all(b",")?;
         }
         write!(w, "\n{}", "  ".repeat(self.depth + 1))
     }
     /// Closes the array: `]` on its own line unless it is empty.
-    pub fn end(self, w: &mut dyn Write) -> io::Result<()> {
+    pub(crate) fn end(self, w: &mut dyn Write) -> io::Result<()> {
         if !self.first {
             write!(w, "\n{}", "  ".repeat(self.depth))?;
         }

@@ -13,29 +13,29 @@ use std::collections::BTreeMap;
 
 /// The version of the JSON contract (`schema_version`, the top level of every JSON report and
 /// of `inspect --format json`): a new key bumps the minor, a key removed or changed the major.
-pub const SCHEMA_VERSION: &str = "1.0.0";
+pub(crate) const SCHEMA_VERSION: &str = "1.0.0";
 
 /// The major version of [`SCHEMA_VERSION`]: the reports `merge` reads.
-pub fn schema_major() -> &'static str {
+pub(crate) fn schema_major() -> &'static str {
     SCHEMA_VERSION.split('.').next().unwrap_or(SCHEMA_VERSION)
 }
 
 /// Where a container is declared: the JSON `k8s` object (`lint --k8s`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct WorkloadDoc {
+pub(crate) struct WorkloadDoc {
     /// The manifest file as given on the command line (`-` for standard input), `/`-separated.
-    pub file: String,
+    pub(crate) file: String,
     /// The line of the container's `image:`.
-    pub line: u32,
-    pub kind: String,
-    pub namespace: Option<String>,
-    pub name: String,
-    pub container: String,
+    pub(crate) line: u32,
+    pub(crate) kind: String,
+    pub(crate) namespace: Option<String>,
+    pub(crate) name: String,
+    pub(crate) container: String,
     /// The container's image as the manifest spells it.
-    pub image: String,
+    pub(crate) image: String,
     /// An init container.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub init: bool,
+    pub(crate) init: bool,
 }
 
 impl From<&crate::k8s::Workload> for WorkloadDoc {
@@ -55,7 +55,7 @@ impl From<&crate::k8s::Workload> for WorkloadDoc {
 
 impl WorkloadDoc {
     /// `Deployment shop/web, container app (deploy.yaml:12)`: the heading of its reports.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let ns = self
             .namespace
             .as_deref()
@@ -75,63 +75,63 @@ impl WorkloadDoc {
 
 /// An image's platform as the JSON writes it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct PlatformDoc {
-    pub os: String,
-    pub architecture: String,
+pub(crate) struct PlatformDoc {
+    pub(crate) os: String,
+    pub(crate) architecture: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub variant: Option<String>,
+    pub(crate) variant: Option<String>,
 }
 
 /// The part of a report's `image` object the formats show; the rest is kept as written.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
-pub struct ImageDoc {
+pub(crate) struct ImageDoc {
     /// The name the image was pulled or saved under, when known.
-    pub name: Option<String>,
-    pub manifest_digest: Option<String>,
-    pub platform: PlatformDoc,
+    pub(crate) name: Option<String>,
+    pub(crate) manifest_digest: Option<String>,
+    pub(crate) platform: PlatformDoc,
     /// `source`, `location`, `manifest_media_type`, `config_digest`, `platforms`, `layers`,
     /// `config` (as `memlint inspect --format json` writes them).
     #[serde(flatten)]
-    pub rest: BTreeMap<String, Value>,
+    pub(crate) rest: BTreeMap<String, Value>,
 }
 
 /// A finding in memlint's JSON: [`Finding`] as it serialises, read back by `merge`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct FindingDoc {
+pub(crate) struct FindingDoc {
     /// The rule's id (`memlint rules`).
-    pub rule: String,
-    pub severity: Severity,
+    pub(crate) rule: String,
+    pub(crate) severity: Severity,
     /// One matter-of-fact clause.
-    pub message: String,
+    pub(crate) message: String,
     /// The paths, env entries, versions and layers that led to the finding.
-    pub evidence: Vec<String>,
+    pub(crate) evidence: Vec<String>,
     /// What to change in this image.
-    pub fix: String,
+    pub(crate) fix: String,
     /// The Dockerfile (or manifest) line the finding belongs to, when one is known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub location: Option<crate::finding::Location>,
+    pub(crate) location: Option<crate::finding::Location>,
     /// Why the finding is hidden, when an ignore covers it (or a baseline holds it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub suppression: Option<SuppressionDoc>,
+    pub(crate) suppression: Option<SuppressionDoc>,
     /// What tells this finding from every other across runs: the baseline's key, SARIF's
     /// `partialFingerprints` and GitLab's `fingerprint`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub fingerprint: String,
+    pub(crate) fingerprint: String,
 }
 
 /// An ignore that hides a finding.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct SuppressionDoc {
-    pub kind: SuppressionKind,
-    pub justification: String,
+pub(crate) struct SuppressionDoc {
+    pub(crate) kind: SuppressionKind,
+    pub(crate) justification: String,
     /// Where the ignore is written.
-    pub origin: String,
+    pub(crate) origin: String,
 }
 
 /// SARIF's suppression kinds: `inSource` for a Dockerfile comment or a workload's annotation,
 /// `external` for the config, the command line or a baseline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub enum SuppressionKind {
+pub(crate) enum SuppressionKind {
     #[serde(rename = "inSource")]
     InSource,
     #[serde(rename = "external")]
@@ -140,7 +140,7 @@ pub enum SuppressionKind {
 
 impl FindingDoc {
     /// The finding, its rule this memlint's; `Err` names a rule it does not know.
-    pub fn finding(&self) -> Result<Finding, String> {
+    pub(crate) fn finding(&self) -> Result<Finding, String> {
         let rule = crate::rules::ALL
             .iter()
             .find(|r| r.id == self.rule)
@@ -175,25 +175,25 @@ impl FindingDoc {
 
 /// Why a container's image could not be read (`lint --k8s`; the run ends with exit code 2).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct ReadFailure {
+pub(crate) struct ReadFailure {
     /// The diagnostic's code, e.g. `memlint::size_mismatch`.
-    pub code: String,
-    pub message: String,
+    pub(crate) code: String,
+    pub(crate) message: String,
 }
 
 /// The findings of a report by severity, those past the cap included.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct Summary {
-    pub errors: usize,
-    pub warnings: usize,
-    pub notes: usize,
-    pub ignored: usize,
-    pub baselined: usize,
-    pub fixed: usize,
+pub(crate) struct Summary {
+    pub(crate) errors: usize,
+    pub(crate) warnings: usize,
+    pub(crate) notes: usize,
+    pub(crate) ignored: usize,
+    pub(crate) baselined: usize,
+    pub(crate) fixed: usize,
 }
 
 impl Summary {
-    pub fn of(&self, s: Severity) -> usize {
+    pub(crate) fn of(&self, s: Severity) -> usize {
         match s {
             Severity::Error => self.errors,
             Severity::Warning => self.warnings,
@@ -213,47 +213,47 @@ impl Summary {
 /// findings, or with `lint --k8s` a container whose image could not be read (`error`, no
 /// findings). Keys are a contract with users' scripts: see `memlint schema report`.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
-pub struct ContainerDoc {
+pub(crate) struct ContainerDoc {
     /// With `lint --k8s`: the container the image is linted as.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub k8s: Option<WorkloadDoc>,
+    pub(crate) k8s: Option<WorkloadDoc>,
     /// The image as given (`--image`, the manifest's reference, or the command line).
-    pub reference: String,
+    pub(crate) reference: String,
     /// The image could not be read: no findings, no facts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<ReadFailure>,
+    pub(crate) error: Option<ReadFailure>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub image: Option<ImageDoc>,
+    pub(crate) image: Option<ImageDoc>,
     /// File counts by type (and with `inspect --files`, every path).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub files: Option<Value>,
+    pub(crate) files: Option<Value>,
     /// What memlint found out about the image: see `memlint schema facts`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<crate::facts::Facts>")]
-    pub facts: Option<Value>,
+    pub(crate) facts: Option<Value>,
     /// Findings after ignores, most severe first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub findings: Option<Vec<FindingDoc>>,
+    pub(crate) findings: Option<Vec<FindingDoc>>,
     /// Findings an ignore hides, each with its suppression.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ignored: Option<Vec<FindingDoc>>,
+    pub(crate) ignored: Option<Vec<FindingDoc>>,
     /// Findings the baseline holds (`--baseline`), each with a suppression naming it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub baselined: Option<Vec<FindingDoc>>,
+    pub(crate) baselined: Option<Vec<FindingDoc>>,
     /// Baseline entries of this report's subject that no longer occur (as the baseline file
     /// writes them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<Vec<serde_json::Map<String, Value>>>")]
-    pub fixed: Option<Vec<crate::baseline::Entry>>,
+    pub(crate) fixed: Option<Vec<crate::baseline::Entry>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub summary: Option<Summary>,
+    pub(crate) summary: Option<Summary>,
     /// What the reader should know about the run itself (ignores that matched nothing,
     /// findings placed on a nominal line). Absent when there is nothing to say.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
     /// `lint --platform all`: the platforms the index lists that this copy lacks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub platforms_absent: Option<Vec<String>>,
+    pub(crate) platforms_absent: Option<Vec<String>>,
 }
 
 /// A JSON report: one image's report (`lint --format json`), or a list of them (`lint --k8s`,
@@ -301,7 +301,7 @@ fn generator() -> schemars::SchemaGenerator {
 }
 
 /// The JSON Schema (draft 2020-12) of memlint's JSON reports.
-pub fn report_schema() -> schemars::Schema {
+pub(crate) fn report_schema() -> schemars::Schema {
     let mut s = generator().into_root_schema_for::<ReportFile>();
     s.insert("title".to_string(), "memlint report".into());
     s.insert(
@@ -313,7 +313,7 @@ pub fn report_schema() -> schemars::Schema {
 
 /// The JSON Schema (draft 2020-12) of the facts (`inspect --format json`'s and each report's
 /// `facts`).
-pub fn facts_schema() -> schemars::Schema {
+pub(crate) fn facts_schema() -> schemars::Schema {
     let mut s = generator().into_root_schema_for::<crate::facts::Facts>();
     s.insert("title".to_string(), "memlint facts".into());
     s.insert(
@@ -324,40 +324,38 @@ pub fn facts_schema() -> schemars::Schema {
 }
 
 /// One image's (or container's) report as every format renders it.
-pub struct View<'a> {
-    pub reference: String,
-    /// The name the image was pulled or saved under (the single image's SARIF category).
-    pub name: Option<String>,
+pub(crate) struct View<'a> {
+    pub(crate) reference: String,
     /// `linux/amd64`, as `Platform` prints it.
-    pub platform: String,
-    pub manifest_digest: Option<String>,
+    pub(crate) platform: String,
+    pub(crate) manifest_digest: Option<String>,
     /// `glibc 2.36`: the C library of the text report's heading.
-    pub libc: String,
-    pub k8s: Option<WorkloadDoc>,
+    pub(crate) libc: String,
+    pub(crate) k8s: Option<WorkloadDoc>,
     /// The image could not be read (`lint --k8s`): the report says why, and nothing else.
-    pub error: Option<ReadFailure>,
-    pub findings: Vec<Finding>,
-    pub ignored: Vec<Finding>,
-    pub baselined: Vec<Finding>,
-    pub summary: Summary,
-    pub notes: Vec<String>,
+    pub(crate) error: Option<ReadFailure>,
+    pub(crate) findings: Vec<Finding>,
+    pub(crate) ignored: Vec<Finding>,
+    pub(crate) baselined: Vec<Finding>,
+    pub(crate) summary: Summary,
+    pub(crate) notes: Vec<String>,
     /// The rules that ran, each with why it could not decide when it could not (a live run
     /// only: the JSON keeps no reasons, so a document of many reports leaves them out of JUnit;
     /// `-v` text, which `merge` has not, shows them).
-    pub rules: Vec<(&'static str, Option<String>)>,
+    pub(crate) rules: Vec<(&'static str, Option<String>)>,
     /// The facts, for `-v` (a live run only).
-    pub facts: Option<&'a Facts>,
+    pub(crate) facts: Option<&'a Facts>,
     /// The report's JSON document, for the formats that write it.
-    pub json: Option<Value>,
+    pub(crate) json: Option<Value>,
     /// The report's section of the HTML page and what the page's summary needs of it, drawn
     /// from the live report (its memory budget needs the facts, which the JSON does not type).
-    pub html: Option<(Vec<u8>, super::html::Tally)>,
+    pub(crate) html: Option<(Vec<u8>, super::html::Tally)>,
 }
 
 impl<'a> View<'a> {
     /// The view of a report read back from JSON (`memlint merge`). Every rule of this
     /// memlint counts as run: the shards' `rules-version` pin is not in their JSON.
-    pub fn of_doc(d: ContainerDoc) -> Result<View<'static>, String> {
+    pub(crate) fn of_doc(d: ContainerDoc) -> Result<View<'static>, String> {
         let json = serde_json::to_value(&d).map_err(|e| e.to_string())?;
         let platform = d.image.as_ref().map(|i| {
             crate::platform::Platform {
@@ -382,7 +380,6 @@ impl<'a> View<'a> {
             list.unwrap_or_default().iter().map(FindingDoc::finding).collect()
         };
         Ok(View {
-            name: d.image.as_ref().and_then(|i| i.name.clone()),
             manifest_digest: d.image.as_ref().and_then(|i| i.manifest_digest.clone()),
             platform: platform.unwrap_or_default(),
             reference: d.reference,
@@ -402,7 +399,7 @@ impl<'a> View<'a> {
     }
 
     /// The report of a container whose image could not be read (`lint --k8s`).
-    pub fn unread(k8s: WorkloadDoc, reference: String, error: ReadFailure) -> View<'static> {
+    pub(crate) fn unread(k8s: WorkloadDoc, reference: String, error: ReadFailure) -> View<'static> {
         let doc = ContainerDoc {
             k8s: Some(k8s.clone()),
             reference: reference.clone(),
@@ -421,7 +418,6 @@ impl<'a> View<'a> {
         View {
             json: serde_json::to_value(&doc).ok(),
             reference,
-            name: None,
             platform: String::new(),
             manifest_digest: None,
             libc: String::new(),
@@ -439,12 +435,12 @@ impl<'a> View<'a> {
     }
 
     /// The most severe finding, if any.
-    pub fn worst(&self) -> Option<Severity> {
+    pub(crate) fn worst(&self) -> Option<Severity> {
         self.findings.iter().map(|f| f.severity).max()
     }
 
     /// It was linted (its image was read).
-    pub fn linted(&self) -> bool {
+    pub(crate) fn linted(&self) -> bool {
         self.error.is_none()
     }
 }
@@ -456,7 +452,7 @@ impl ContainerDoc {
     /// (`rules_run`: the rules whose entries can be fixed). Returns the container's subject
     /// and the fingerprints of every finding it has, for the baseline's tally; `None` for a
     /// report that is not a linted container's.
-    pub fn judge_against(
+    pub(crate) fn judge_against(
         &mut self,
         b: &crate::baseline::Baseline,
         rules_run: &std::collections::HashSet<&'static str>,

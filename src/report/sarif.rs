@@ -14,27 +14,27 @@ use std::io::{self, Write};
 
 /// The key of memlint's fingerprint in `partialFingerprints` (`memlintFinding/v1`, made of the
 /// message, was dropped in 0.2.0: alerts re-key once).
-pub const FINGERPRINT_KEY: &str = "memlintFinding/v2";
+pub(crate) const FINGERPRINT_KEY: &str = "memlintFinding/v2";
 
 /// GitHub code scanning keeps at most this many results per run.
-pub const MAX_RESULTS: usize = 25_000;
-pub const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
-pub const INFORMATION_URI: &str = "https://github.com/memlint/memlint";
+pub(crate) const MAX_RESULTS: usize = 25_000;
+pub(crate) const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
+pub(crate) const INFORMATION_URI: &str = "https://github.com/memlint/memlint";
 
 /// Options of the SARIF report.
-pub struct SarifOptions<'a> {
+pub(crate) struct SarifOptions<'a> {
     /// `--category`: the code scanning category of the upload.
-    pub category: Option<&'a str>,
+    pub(crate) category: Option<&'a str>,
 }
 
 /// The run's `automationDetails.id`: `--category`, else `default`, with the final `/` code
 /// scanning reads as "no run id".
-pub fn automation_id(category: Option<&str>, default: &str) -> String {
+pub(crate) fn automation_id(category: Option<&str>, default: &str) -> String {
     format!("{}/", category.unwrap_or(default).trim_end_matches('/'))
 }
 
 /// The SARIF document of lint reports: one run, each report's results in turn.
-pub fn write(w: &mut dyn Write, reports: &[LintReport], o: &SarifOptions) -> io::Result<()> {
+pub(crate) fn write(w: &mut dyn Write, reports: &[LintReport], o: &SarifOptions) -> io::Result<()> {
     // One image: the category it always had, so code scanning keeps matching its alerts.
     let default = match reports {
         [one] => format!("memlint/{}", derived_category(one)),
@@ -51,7 +51,7 @@ pub fn write(w: &mut dyn Write, reports: &[LintReport], o: &SarifOptions) -> io:
 }
 
 /// What a report's results say of where they were found.
-pub struct Subject<'a> {
+pub(crate) struct Subject<'a> {
     reference: &'a str,
     platform: String,
     manifest_digest: Option<String>,
@@ -60,7 +60,7 @@ pub struct Subject<'a> {
 }
 
 impl<'a> Subject<'a> {
-    pub fn of(r: &'a LintReport) -> Subject<'a> {
+    pub(crate) fn of(r: &'a LintReport) -> Subject<'a> {
         Subject {
             reference: &r.image.reference,
             platform: r.image.platform.to_string(),
@@ -70,7 +70,7 @@ impl<'a> Subject<'a> {
     }
 
     /// A report's view (`lint --k8s`, `memlint merge`).
-    pub fn of_view(v: &'a super::model::View) -> Subject<'a> {
+    pub(crate) fn of_view(v: &'a super::model::View) -> Subject<'a> {
         Subject {
             reference: &v.reference,
             platform: v.platform.clone(),
@@ -80,7 +80,7 @@ impl<'a> Subject<'a> {
     }
 
     /// The run's `properties` when this is its one report.
-    pub fn run_properties(&self) -> Value {
+    pub(crate) fn run_properties(&self) -> Value {
         let mut p = json!({ "image": self.reference, "platform": self.platform });
         if let Some(d) = &self.manifest_digest {
             p["manifestDigest"] = json!(d);
@@ -99,7 +99,7 @@ impl<'a> Subject<'a> {
 }
 
 /// The results of one report, each rendered as it sits in the document.
-pub fn rendered_results<'f>(
+pub(crate) fn rendered_results<'f>(
     subject: &Subject,
     findings: impl Iterator<Item = &'f Finding>,
 ) -> io::Result<Vec<Vec<u8>>> {
@@ -117,7 +117,7 @@ const RESULT_DEPTH: usize = 4;
 
 /// A SARIF document being written: its one run's tool and category first, then results as
 /// they come, then the run's properties.
-pub struct SarifWriter<'w> {
+pub(crate) struct SarifWriter<'w> {
     w: &'w mut dyn Write,
     results: JsonArray,
     written: usize,
@@ -128,7 +128,7 @@ pub struct SarifWriter<'w> {
 
 impl<'w> SarifWriter<'w> {
     /// Writes the document's head: the run's tool, with every rule once, and its category.
-    pub fn start(w: &'w mut dyn Write, automation_id: &str) -> io::Result<SarifWriter<'w>> {
+    pub(crate) fn start(w: &'w mut dyn Write, automation_id: &str) -> io::Result<SarifWriter<'w>> {
         w.write_all(b"{\n  \"$schema\": ")?;
         write_json_at(w, SCHEMA, 1)?;
         w.write_all(b",\n  \"version\": \"2.1.0\",\n  \"runs\": [\n    {\n      \"tool\": ")?;
@@ -147,7 +147,7 @@ impl<'w> SarifWriter<'w> {
     }
 
     /// Writes one report's results.
-    pub fn report<'f>(
+    pub(crate) fn report<'f>(
         &mut self,
         subject: &Subject,
         findings: impl Iterator<Item = &'f Finding>,
@@ -164,7 +164,7 @@ impl<'w> SarifWriter<'w> {
 
     /// Counts a report whose results come rendered ([`rendered_results`]); `properties`: the
     /// run's properties should it be the only one.
-    pub fn note_report(&mut self, properties: impl FnOnce() -> Value) {
+    pub(crate) fn note_report(&mut self, properties: impl FnOnce() -> Value) {
         self.reports += 1;
         if self.first.is_none() {
             self.first = Some(properties());
@@ -172,7 +172,7 @@ impl<'w> SarifWriter<'w> {
     }
 
     /// Writes one result rendered by [`rendered_results`].
-    pub fn rendered(&mut self, result: &[u8]) -> io::Result<()> {
+    pub(crate) fn rendered(&mut self, result: &[u8]) -> io::Result<()> {
         if self.room() {
             self.results.next(self.w)?;
             self.w.write_all(result)?;
@@ -192,7 +192,7 @@ impl<'w> SarifWriter<'w> {
     }
 
     /// Ends the run and the document.
-    pub fn finish(self) -> io::Result<()> {
+    pub(crate) fn finish(self) -> io::Result<()> {
         let SarifWriter {
             w,
             results,
@@ -432,7 +432,7 @@ const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
 
 /// A repository path as a relative URI reference: each `/`-separated segment percent-encoded
 /// (`%` first of all, so a folder named `%2e%2e` stays a name and never reads as `..`).
-pub fn uri_path(path: &str) -> String {
+pub(crate) fn uri_path(path: &str) -> String {
     path.split('/')
         .map(|seg| percent_encoding::utf8_percent_encode(seg, SEGMENT).to_string())
         .collect::<Vec<_>>()
@@ -441,7 +441,7 @@ pub fn uri_path(path: &str) -> String {
 
 /// Whether a path is fit to be a SARIF artifact URI that GitHub accepts: relative, `/`
 /// separated, no scheme, colon, space, `..` or backslash.
-pub fn valid_artifact_uri(path: &str) -> bool {
+pub(crate) fn valid_artifact_uri(path: &str) -> bool {
     !path.is_empty()
         && !path.starts_with('/')
         && !path.contains([':', ' ', '\\', '\t', '\n'])

@@ -7,26 +7,27 @@ use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 
 /// Where one rendered piece lies in the spool.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Chunk {
+pub(crate) struct Chunk {
     at: u64,
     len: u64,
 }
 
 impl Chunk {
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
     }
 }
 
 /// An unnamed temporary file (gone when it is closed, even on a crash) that rendered pieces
 /// are appended to.
-pub struct Spool {
+pub(crate) struct Spool {
     file: BufWriter<File>,
     len: u64,
 }
 
 impl Spool {
-    pub fn new() -> io::Result<Spool> {
+    pub(crate) fn new() -> io::Result<Spool> {
         Ok(Spool {
             file: BufWriter::with_capacity(256 << 10, tempfile::tempfile()?),
             len: 0,
@@ -34,7 +35,7 @@ impl Spool {
     }
 
     /// Appends `bytes`; where they lie.
-    pub fn put(&mut self, bytes: &[u8]) -> io::Result<Chunk> {
+    pub(crate) fn put(&mut self, bytes: &[u8]) -> io::Result<Chunk> {
         self.file.write_all(bytes)?;
         let chunk = Chunk {
             at: self.len,
@@ -45,20 +46,20 @@ impl Spool {
     }
 
     /// The spool, written, to read pieces back from.
-    pub fn finish(self) -> io::Result<Spooled> {
+    pub(crate) fn finish(self) -> io::Result<Spooled> {
         let file = self.file.into_inner().map_err(io::IntoInnerError::into_error)?;
         Ok(Spooled { file })
     }
 }
 
 /// A spool whose pieces are all written.
-pub struct Spooled {
+pub(crate) struct Spooled {
     file: File,
 }
 
 impl Spooled {
     /// Copies one piece to `w`.
-    pub fn copy(&self, chunk: Chunk, w: &mut dyn Write) -> io::Result<()> {
+    pub(crate) fn copy(&self, chunk: Chunk, w: &mut dyn Write) -> io::Result<()> {
         let mut f = &self.file;
         f.seek(SeekFrom::Start(chunk.at))?;
         let copied = io::copy(&mut f.take(chunk.len), w)?;
@@ -72,7 +73,7 @@ impl Spooled {
     }
 
     /// One piece's bytes.
-    pub fn read(&self, chunk: Chunk) -> io::Result<Vec<u8>> {
+    pub(crate) fn read(&self, chunk: Chunk) -> io::Result<Vec<u8>> {
         let mut out = Vec::with_capacity(usize::try_from(chunk.len).unwrap_or(0));
         self.copy(chunk, &mut out)?;
         Ok(out)

@@ -9,14 +9,14 @@ use std::io::{self, Write};
 
 /// How the text report looks.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct TextOptions {
-    pub color: bool,
+pub(crate) struct TextOptions {
+    pub(crate) color: bool,
     /// `-q`: findings only.
-    pub quiet: bool,
+    pub(crate) quiet: bool,
     /// `-v`: the facts behind each decision, and why silent rules stayed silent.
-    pub verbose: bool,
+    pub(crate) verbose: bool,
     /// `--show-ignored`: list the findings that ignores hide.
-    pub show_ignored: bool,
+    pub(crate) show_ignored: bool,
 }
 
 struct Paint {
@@ -50,13 +50,13 @@ impl Paint {
 /// Writes the text report of one image. Every string from the image, the Dockerfile or the
 /// config goes through [`line`] (or [`lines`] for a fix), so that it stays on its line and
 /// drives neither a terminal nor a CI runner.
-pub fn write(w: &mut dyn Write, r: &LintReport, o: TextOptions) -> io::Result<()> {
+pub(crate) fn write(w: &mut dyn Write, r: &LintReport, o: TextOptions) -> io::Result<()> {
     write_view(w, &r.view(), o)
 }
 
 /// A container's section of a fleet's text report (`lint --k8s`, `merge`): its heading, then
 /// its report or why its image could not be read, then a blank line.
-pub fn write_container(w: &mut dyn Write, v: &View, o: TextOptions) -> io::Result<()> {
+pub(crate) fn write_container(w: &mut dyn Write, v: &View, o: TextOptions) -> io::Result<()> {
     if let Some(k) = &v.k8s {
         writeln!(w, "== {}", line(&k.describe()))?;
     }
@@ -73,7 +73,7 @@ pub fn write_container(w: &mut dyn Write, v: &View, o: TextOptions) -> io::Resul
 }
 
 /// Writes the text report of one image's (or container's) view.
-pub fn write_view(w: &mut dyn Write, r: &View, o: TextOptions) -> io::Result<()> {
+pub(crate) fn write_view(w: &mut dyn Write, r: &View, o: TextOptions) -> io::Result<()> {
     let p = Paint { on: o.color };
     if !o.quiet {
         writeln!(

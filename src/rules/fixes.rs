@@ -9,7 +9,7 @@ use crate::facts::Facts;
 use super::preload::QUOTED_VALUE_MAX;
 
 /// Where the distribution's jemalloc package puts the library for this image's architecture.
-pub fn jemalloc_path(f: &Facts) -> String {
+pub(crate) fn jemalloc_path(f: &Facts) -> String {
     if f.libc.family == crate::facts::libc::LibcFamily::Musl {
         return "/usr/lib/libjemalloc.so.2".to_string();
     }
@@ -21,7 +21,7 @@ pub fn jemalloc_path(f: &Facts) -> String {
 }
 
 /// The RUN line that installs jemalloc on this distribution.
-pub fn install_jemalloc(f: &Facts) -> String {
+pub(crate) fn install_jemalloc(f: &Facts) -> String {
     match f.os.distro {
         Distro::Debian => "RUN apt-get update && apt-get install -y --no-install-recommends libjemalloc2 && rm -rf /var/lib/apt/lists/*".to_string(),
         Distro::Rhel => "RUN dnf install -y jemalloc && dnf clean all   # on RHEL, from EPEL".to_string(),
@@ -31,7 +31,7 @@ pub fn install_jemalloc(f: &Facts) -> String {
 }
 
 /// A jemalloc of this image's architecture that is already in the image.
-pub fn jemalloc_in_image(f: &Facts) -> Option<String> {
+pub(crate) fn jemalloc_in_image(f: &Facts) -> Option<String> {
     f.allocator
         .installed_not_in_effect
         .iter()
@@ -41,13 +41,13 @@ pub fn jemalloc_in_image(f: &Facts) -> Option<String> {
 
 /// `ENV KEY=VALUE` (or how to remove it, for `None`); where the Kubernetes manifest sets `KEY`
 /// (`lint --k8s`), its `env` entry instead, which wins over any `ENV`.
-pub fn set_env(f: &Facts, key: &str, value: Option<&str>) -> String {
+pub(crate) fn set_env(f: &Facts, key: &str, value: Option<&str>) -> String {
     env_fix(f, key, value, false)
 }
 
 /// [`set_env`] with the `ENV` value always in quotes, as options lists are written
 /// (`ENV NODE_OPTIONS="--max-old-space-size=768"`).
-pub fn set_env_quoted(f: &Facts, key: &str, value: Option<&str>) -> String {
+pub(crate) fn set_env_quoted(f: &Facts, key: &str, value: Option<&str>) -> String {
     env_fix(f, key, value, true)
 }
 
@@ -71,7 +71,7 @@ fn env_fix(f: &Facts, key: &str, value: Option<&str>, quoted: bool) -> String {
 
 /// `ENV LD_PRELOAD=…` with `lib` added to what the image already preloads (entries that do not
 /// work are dropped).
-pub fn preload_env_with(f: &Facts, lib: &str) -> String {
+pub(crate) fn preload_env_with(f: &Facts, lib: &str) -> String {
     let mut entries: Vec<String> = f
         .preloads
         .iter()
@@ -84,7 +84,7 @@ pub fn preload_env_with(f: &Facts, lib: &str) -> String {
 }
 
 /// The Dockerfile lines that put jemalloc in effect in this image.
-pub fn jemalloc_fix(f: &Facts) -> String {
+pub(crate) fn jemalloc_fix(f: &Facts) -> String {
     match jemalloc_in_image(f) {
         Some(path) => preload_env_with(f, &path),
         None => format!(
@@ -97,7 +97,7 @@ pub fn jemalloc_fix(f: &Facts) -> String {
 
 /// The preload value with one entry replaced (or removed when `with` is `None`); for a value
 /// too long to quote ([`QUOTED_VALUE_MAX`]), what to change in it, naming the entry only.
-pub fn replace_preload(f: &Facts, p: &Preload, with: Option<&str>) -> String {
+pub(crate) fn replace_preload(f: &Facts, p: &Preload, with: Option<&str>) -> String {
     match p.source {
         PreloadSource::Env => {
             let value = f.env.get("LD_PRELOAD").unwrap_or("");
@@ -143,7 +143,7 @@ pub fn replace_preload(f: &Facts, p: &Preload, with: Option<&str>) -> String {
 }
 
 /// The Debian package that ships a library, for the common runtime libraries.
-pub fn debian_package_for(soname: &str) -> Option<&'static str> {
+pub(crate) fn debian_package_for(soname: &str) -> Option<&'static str> {
     Some(match soname {
         "libstdc++.so.6" => "libstdc++6",
         "libgcc_s.so.1" => "libgcc-s1",

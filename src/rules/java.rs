@@ -7,7 +7,7 @@ use crate::finding::{Anchor, Evidence};
 
 /// The instruction that set an option: its `ENV`, else `CMD`/`ENTRYPOINT` (a start script and
 /// an argfile are reached from there).
-pub fn anchor_of(o: &JavaOption) -> Anchor {
+pub(crate) fn anchor_of(o: &JavaOption) -> Anchor {
     match o.source.variable(o.variable.as_deref()) {
         Some(variable) => Anchor::Env(variable),
         None => Anchor::Command,
@@ -15,12 +15,12 @@ pub fn anchor_of(o: &JavaOption) -> Anchor {
 }
 
 /// The option and where it is written, as evidence.
-pub fn option_evidence(o: &JavaOption) -> Evidence {
+pub(crate) fn option_evidence(o: &JavaOption) -> Evidence {
     Evidence::naming(format!("{} from {}", o.option, o.origin()), o.path.iter())
 }
 
 /// The JVM's version, vendor and where they were read, as evidence.
-pub fn jvm_evidence(j: &JavaFacts) -> Evidence {
+pub(crate) fn jvm_evidence(j: &JavaFacts) -> Evidence {
     let mut text = format!("Java {}", j.version.as_deref().unwrap_or("(version unknown)"));
     if let Some(v) = &j.vendor {
         text.push_str(&format!(" ({v})"));
@@ -43,7 +43,7 @@ pub fn jvm_evidence(j: &JavaFacts) -> Evidence {
 
 /// The Dockerfile line (or the words) that set `o`'s source again with `o` replaced by `with`
 /// (or dropped when `None`).
-pub fn rewrite(f: &Facts, j: &JavaFacts, o: &JavaOption, with: Option<&str>) -> String {
+pub(crate) fn rewrite(f: &Facts, j: &JavaFacts, o: &JavaOption, with: Option<&str>) -> String {
     let same_source = |x: &JavaOption| x.source == o.source && x.variable == o.variable && x.path == o.path;
     let words: Vec<String> = j
         .options
@@ -104,7 +104,7 @@ pub fn rewrite(f: &Facts, j: &JavaFacts, o: &JavaOption, with: Option<&str>) -> 
 }
 
 /// `ENV JAVA_TOOL_OPTIONS="…"` with `extra` added to what the image already sets there.
-pub fn tool_options_with(j: &JavaFacts, extra: &str) -> String {
+pub(crate) fn tool_options_with(j: &JavaFacts, extra: &str) -> String {
     let mut words: Vec<String> = j
         .options
         .iter()

@@ -6,7 +6,7 @@ use crate::k8s::{Container, Lined};
 use crate::units::human_bytes;
 
 /// `Deployment/api container `app`: resources.limits.memory 2Gi (2 GiB) at line 24`.
-pub fn limit_evidence(c: &Container, resource: &str, limit: &Lined<Quantity>) -> Evidence {
+pub(crate) fn limit_evidence(c: &Container, resource: &str, limit: &Lined<Quantity>) -> Evidence {
     Evidence::plain(format!(
         "{}/{} container `{}`: resources.limits.{resource} {} ({}) at line {}",
         c.workload.kind,
@@ -19,7 +19,7 @@ pub fn limit_evidence(c: &Container, resource: &str, limit: &Lined<Quantity>) ->
 }
 
 /// A size as a Kubernetes quantity: `3Gi`, `2560Mi`, rounded up to a whole MiB.
-pub fn quantity_text(bytes: u64) -> String {
+pub(crate) fn quantity_text(bytes: u64) -> String {
     const MI: u64 = 1 << 20;
     const GI: u64 = 1 << 30;
     if bytes >= GI && bytes.is_multiple_of(GI) {
@@ -30,7 +30,7 @@ pub fn quantity_text(bytes: u64) -> String {
 }
 
 /// `Deployment/api container `app``, for evidence.
-pub fn container_name(c: &Container) -> String {
+pub(crate) fn container_name(c: &Container) -> String {
     format!(
         "{}/{} container `{}`",
         c.workload.kind, c.workload.name, c.workload.container
@@ -39,7 +39,7 @@ pub fn container_name(c: &Container) -> String {
 
 /// The pod-spec lines that give the container a memory-backed `/dev/shm` of `size` bytes, with
 /// its memory limit raised by that size (when it has one).
-pub fn dshm_fix(c: Option<&Container>, size: u64) -> String {
+pub(crate) fn dshm_fix(c: Option<&Container>, size: u64) -> String {
     let size_text = quantity_text(size);
     let name = c.map_or("app", |c| c.workload.container.as_str());
     let limit = match c.and_then(|c| c.limits_memory.as_ref()) {

@@ -20,7 +20,7 @@ pub(crate) const RULE: Rule = Rule {
 
 /// Where a finding about `key` belongs: its `ENV`, or the ENTRYPOINT when a script exports it.
 fn anchor_for(f: &Facts, key: &'static str) -> Anchor {
-    if f.env.from_script(key) {
+    if f.env.set_by_script(key) {
         return Anchor::Command;
     }
     match ALLOCATOR_SETTING_VARIABLES.iter().position(|k| *k == key) {

@@ -5,7 +5,7 @@
 //! its findings belong in a Dockerfile ([`Anchor`]). Adding a rule is that file, its doc, one
 //! line in the [`registry!`] below, and a row in the fixture table of `tests/rules/rules.rs`.
 
-pub mod fixes;
+pub(crate) mod fixes;
 mod java;
 mod k8s;
 mod preload;
@@ -16,25 +16,25 @@ use crate::version::Version;
 
 /// What a rule concluded about one image.
 #[derive(Debug, Default)]
-pub struct Outcome {
-    pub findings: Vec<Finding>,
+pub(crate) struct Outcome {
+    pub(crate) findings: Vec<Finding>,
     /// Why the rule could not decide, when it could not: it stays silent and `-v` says why.
-    pub undecided: Option<String>,
+    pub(crate) undecided: Option<String>,
 }
 
 impl Outcome {
-    pub fn none() -> Outcome {
+    pub(crate) fn none() -> Outcome {
         Outcome::default()
     }
 
-    pub fn undecided(why: impl Into<String>) -> Outcome {
+    pub(crate) fn undecided(why: impl Into<String>) -> Outcome {
         Outcome {
             findings: Vec::new(),
             undecided: Some(why.into()),
         }
     }
 
-    pub fn one(f: Finding) -> Outcome {
+    pub(crate) fn one(f: Finding) -> Outcome {
         Outcome {
             findings: vec![f],
             undecided: None,
@@ -46,7 +46,7 @@ impl Outcome {
 impl Outcome {
     /// The one finding of a decided outcome: a test that expects a rule to fire once asserts
     /// that it decided and found exactly one thing.
-    pub fn sole_finding(&self) -> &Finding {
+    pub(crate) fn sole_finding(&self) -> &Finding {
         assert!(self.undecided.is_none(), "{self:?}");
         assert_eq!(self.findings.len(), 1, "{self:?}");
         &self.findings[0]
@@ -63,15 +63,15 @@ impl From<Vec<Finding>> for Outcome {
 }
 
 /// A rule: its contract with users (id, default severity, title) and its check.
-pub struct Rule {
-    pub id: &'static str,
-    pub severity: Severity,
-    pub title: &'static str,
-    pub doc: &'static str,
-    pub tags: &'static [&'static str],
-    pub check: fn(&Facts) -> Outcome,
+pub(crate) struct Rule {
+    pub(crate) id: &'static str,
+    pub(crate) severity: Severity,
+    pub(crate) title: &'static str,
+    pub(crate) doc: &'static str,
+    pub(crate) tags: &'static [&'static str],
+    pub(crate) check: fn(&Facts) -> Outcome,
     /// Where its findings belong in a Dockerfile, unless a finding says otherwise.
-    pub anchor: Anchor,
+    pub(crate) anchor: Anchor,
 }
 
 impl std::fmt::Debug for Rule {
@@ -82,7 +82,7 @@ impl std::fmt::Debug for Rule {
 
 impl Rule {
     /// A finding of this rule at its default severity.
-    pub fn finding(&self, message: impl Into<String>) -> Finding {
+    pub(crate) fn finding(&self, message: impl Into<String>) -> Finding {
         Finding::new(self.id, self.severity, message, self.anchor)
     }
 
@@ -90,7 +90,7 @@ impl Rule {
     /// line. `docs_follow_the_layout` checks that every doc has one; a doc without it would be
     /// dated this release, so a run pinned to an earlier one leaves the rule out rather than
     /// turning a pinned pipeline red.
-    pub fn history(&self) -> History {
+    pub(crate) fn history(&self) -> History {
         history_of(self.doc).unwrap_or_else(|| History {
             added: this_release(),
             changed: Vec::new(),
@@ -101,14 +101,14 @@ impl Rule {
 /// A rule's versions: the memlint release that added it and each one that changed when it
 /// fires, in order.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct History {
-    pub added: Version,
-    pub changed: Vec<Version>,
+pub(crate) struct History {
+    pub(crate) added: Version,
+    pub(crate) changed: Vec<Version>,
 }
 
 impl History {
     /// Whether the rule was added or changed after `version`.
-    pub fn moved_since(&self, version: &Version) -> bool {
+    pub(crate) fn moved_since(&self, version: &Version) -> bool {
         self.added > *version || self.changed.iter().any(|c| c > version)
     }
 }
@@ -116,7 +116,7 @@ impl History {
 /// The history line of a rule's doc (its third line): `Added in 0.1.0.` or
 /// `Added in 0.1.0; changed in 0.2.0, 0.3.1.`, versions as [`release`] reads them, each
 /// change after the one before it.
-pub fn history_of(doc: &str) -> Option<History> {
+pub(crate) fn history_of(doc: &str) -> Option<History> {
     let line = doc.lines().nth(2)?;
     let versions = line.strip_prefix("Added in ")?.strip_suffix('.')?;
     let (added, changed) = match versions.split_once("; changed in ") {
@@ -140,7 +140,7 @@ pub fn history_of(doc: &str) -> Option<History> {
 
 /// A memlint release as `--rules-version`, `rules-version` and the rule docs write it:
 /// `MAJOR.MINOR.PATCH`, three numbers and nothing else.
-pub fn release(text: &str) -> Option<Version> {
+pub(crate) fn release(text: &str) -> Option<Version> {
     let parts: Vec<&str> = text.split('.').collect();
     if parts.len() != 3
         || parts
@@ -154,7 +154,7 @@ pub fn release(text: &str) -> Option<Version> {
 }
 
 /// This binary's release (Cargo.toml's version, without a prerelease tag).
-pub fn this_release() -> Version {
+pub(crate) fn this_release() -> Version {
     // Cargo only builds a crate whose version is semver, so the parse does not fail; were it
     // to, 0.0.0 refuses every pin rather than running rules a pin left out.
     Version::parse(env!("CARGO_PKG_VERSION"))
@@ -165,7 +165,7 @@ pub fn this_release() -> Version {
 /// Reads a pinned rules version (`--rules-version`, `rules-version`, `rules --since`): a
 /// release no newer than this binary. The error says what is wrong with it, for the caller's
 /// diagnostic.
-pub fn pinned_release(text: &str) -> Result<Version, String> {
+pub(crate) fn pinned_release(text: &str) -> Result<Version, String> {
     let Some(version) = release(text) else {
         return Err(format!(
             "`{}` is not a memlint version: write MAJOR.MINOR.PATCH, e.g. {}",
@@ -184,7 +184,7 @@ pub fn pinned_release(text: &str) -> Result<Version, String> {
 
 /// The rules a run pinned to `pin` runs: those added in that release or before (a rule whose
 /// firing conditions changed later still runs, as it is now). Every rule without a pin.
-pub fn pinned<'r>(rules: &[&'r Rule], pin: Option<&Version>) -> Vec<&'r Rule> {
+pub(crate) fn pinned<'r>(rules: &[&'r Rule], pin: Option<&Version>) -> Vec<&'r Rule> {
     rules
         .iter()
         .copied()
@@ -193,7 +193,7 @@ pub fn pinned<'r>(rules: &[&'r Rule], pin: Option<&Version>) -> Vec<&'r Rule> {
 }
 
 /// The rules added, or changed in when they fire, after `version` (`memlint rules --since`).
-pub fn since<'r>(rules: &[&'r Rule], version: &Version) -> Vec<&'r Rule> {
+pub(crate) fn since<'r>(rules: &[&'r Rule], version: &Version) -> Vec<&'r Rule> {
     rules
         .iter()
         .copied()
@@ -208,7 +208,7 @@ macro_rules! registry {
         $(mod $module;)*
 
         /// Every rule, sorted by id.
-        pub const ALL: &[&Rule] = &[$(&$module::RULE),*];
+        pub(crate) const ALL: &[&Rule] = &[$(&$module::RULE),*];
     };
 }
 
@@ -249,14 +249,14 @@ registry! {
     worker_count_host_cpus,
 }
 
-pub fn find(id: &str) -> Option<&'static Rule> {
+pub(crate) fn find(id: &str) -> Option<&'static Rule> {
     ALL.iter().copied().find(|r| r.id == id)
 }
 
 /// The known id closest to `id`, for "did you mean" (`explain`, `--ignore`, rule ids in
 /// `.memlint.toml`): the first id that starts with it, else the nearest by Levenshtein distance
 /// when that is close enough to be a typo.
-pub fn nearest(id: &str) -> Option<&'static str> {
+pub(crate) fn nearest(id: &str) -> Option<&'static str> {
     if !id.is_empty() {
         if let Some(r) = ALL.iter().find(|r| r.id.starts_with(id)) {
             return Some(r.id);
@@ -270,13 +270,13 @@ pub fn nearest(id: &str) -> Option<&'static str> {
 }
 
 /// A rule's outcome on one image.
-pub struct RuleResult {
-    pub rule: &'static Rule,
-    pub outcome: Outcome,
+pub(crate) struct RuleResult {
+    pub(crate) rule: &'static Rule,
+    pub(crate) outcome: Outcome,
 }
 
 /// Runs every rule, or with a pin (`--rules-version`) the rules added in it or before.
-pub fn run(facts: &Facts, pin: Option<&Version>) -> Vec<RuleResult> {
+pub(crate) fn run(facts: &Facts, pin: Option<&Version>) -> Vec<RuleResult> {
     pinned(ALL, pin)
         .into_iter()
         .map(|rule| RuleResult {

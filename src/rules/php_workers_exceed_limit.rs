@@ -16,10 +16,10 @@ pub(crate) const RULE: Rule = Rule {
 
 /// What the master process, the shared opcache and the C library take besides the children's
 /// `memory_limit`s: kept out of the budget the children share.
-pub const OVERHEAD: u64 = 64 << 20;
+pub(crate) const OVERHEAD: u64 = 64 << 20;
 /// The `pm.max_requests` (Apache: `MaxConnectionsPerChild`) the fix proposes when none is set:
 /// a child is replaced after this many requests, so what it leaks is given back.
-pub const MAX_REQUESTS: u64 = 500;
+pub(crate) const MAX_REQUESTS: u64 = 500;
 
 fn check(f: &Facts) -> Outcome {
     let Some(php) = &f.php else {

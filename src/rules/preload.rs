@@ -5,11 +5,11 @@ use crate::facts::Facts;
 use crate::finding::{Anchor, Evidence};
 
 /// The `ENV` that sets `LD_PRELOAD`.
-pub const ENV_ANCHOR: Anchor = Anchor::Env(&["LD_PRELOAD"]);
+pub(crate) const ENV_ANCHOR: Anchor = Anchor::Env(&["LD_PRELOAD"]);
 
 /// Where a finding about preload `p` belongs: the `ENV LD_PRELOAD` line, or the instruction
 /// that writes /etc/ld.so.preload.
-pub fn anchor(p: &Preload) -> Anchor {
+pub(crate) fn anchor(p: &Preload) -> Anchor {
     match p.source {
         PreloadSource::Env => ENV_ANCHOR,
         PreloadSource::LdSoPreload => Anchor::Installs(&["ld.so.preload"]),
@@ -22,11 +22,11 @@ pub fn anchor(p: &Preload) -> Anchor {
 /// has its own finding, so quoting a longer value in each would make a report quadratic in the
 /// number of entries (5,000 entries fit in a 35 KB config): past this, findings quote their
 /// own entry only.
-pub const QUOTED_VALUE_MAX: usize = 256;
+pub(crate) const QUOTED_VALUE_MAX: usize = 256;
 
 /// Where preload `p` is listed: the config's `LD_PRELOAD` entry (whole when it is short; it
 /// names every entry, so it names no path of its own), or /etc/ld.so.preload and the entry.
-pub fn listed(f: &Facts, p: &Preload) -> Evidence {
+pub(crate) fn listed(f: &Facts, p: &Preload) -> Evidence {
     match p.source {
         PreloadSource::Env => match f.env.get("LD_PRELOAD") {
             Some(v) if v.len() > QUOTED_VALUE_MAX => Evidence::plain(format!(

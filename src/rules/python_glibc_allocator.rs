@@ -135,7 +135,7 @@ fn check(f: &Facts) -> Outcome {
     evidence.extend(
         GUNICORN_VARIABLES
             .iter()
-            .filter(|k| f.env.from_script(k))
+            .filter(|k| f.env.set_by_script(k))
             .filter_map(|k| f.env.evidence(k)),
     );
     evidence.push(Evidence::plain(format!(

@@ -14,7 +14,7 @@ use crate::warnings::Warnings;
 
 /// Where the credentials for a registry came from, for messages.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Origin {
+pub(crate) enum Origin {
     Anonymous,
     /// `--username` / `MEMLINT_USERNAME` with `MEMLINT_PASSWORD` or `--password-stdin`.
     Explicit,
@@ -77,7 +77,7 @@ struct HelperAnswer {
 }
 
 /// The host docker files a registry's credentials under: Docker Hub's is its old v1 URL.
-pub fn config_key(registry: &str) -> String {
+pub(crate) fn config_key(registry: &str) -> String {
     if is_docker_hub(registry) {
         "https://index.docker.io/v1/".to_string()
     } else {
@@ -105,7 +105,7 @@ fn hostname_of(key: &str) -> &str {
 /// Credentials for `registry` from the docker config in `config_dir` (`$DOCKER_CONFIG`, else
 /// `~/.docker`; `None` when neither is known), or anonymous. Problems with the config or a
 /// helper are warnings, not errors: the registry may not need credentials at all.
-pub fn from_docker_config(
+pub(crate) fn from_docker_config(
     registry: &str,
     config_dir: Option<&Path>,
     warnings: &Warnings,

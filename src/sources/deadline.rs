@@ -10,23 +10,23 @@ use std::time::{Duration, Instant};
 
 /// The default of `--timeout`: trivy's is 5 minutes, for a scan that also downloads a
 /// vulnerability database; an image read alone gets twice that.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 
 /// When the current image read must end, and how long one transfer may stay silent.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Deadline {
+pub(crate) struct Deadline {
     /// The instant the read must be over by, and the `--timeout` it came from.
-    pub overall: Option<(Instant, Duration)>,
+    pub(crate) overall: Option<(Instant, Duration)>,
     /// The longest silence of one transfer; `None` waits for ever.
-    pub idle: Option<Duration>,
+    pub(crate) idle: Option<Duration>,
     /// The end of the whole run the read is part of (a fleet's `fleet_timeout_secs`), and that
     /// bound.
-    pub run: Option<(Instant, Duration)>,
+    pub(crate) run: Option<(Instant, Duration)>,
 }
 
 /// A wait that ran out, naming the bound that ended it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum TimeoutHit {
+pub(crate) enum TimeoutHit {
     #[error("the read passed the --timeout of {}", show(*.0))]
     Overall(Duration),
     #[error("no byte came for {} (idle_timeout_secs)", show(*.0))]
@@ -43,7 +43,7 @@ impl From<TimeoutHit> for io::Error {
 
 impl TimeoutHit {
     /// What to do about it.
-    pub fn help(&self) -> String {
+    pub(crate) fn help(&self) -> String {
         match self {
             TimeoutHit::Overall(d) => format!(
                 "the source is slow or stalled; raise the bound with --timeout {} (or --timeout 0 for none)",
@@ -61,16 +61,16 @@ impl TimeoutHit {
     }
 
     /// The timeout an I/O error carries, if it carries one.
-    pub fn in_io(e: &io::Error) -> Option<TimeoutHit> {
+    pub(crate) fn in_io(e: &io::Error) -> Option<TimeoutHit> {
         e.get_ref()?.downcast_ref::<TimeoutHit>().copied()
     }
 }
 
-pub use crate::duration::{parse_duration, show, Timeout};
+pub(crate) use crate::duration::show;
 
 impl Deadline {
     /// The bounds of a read that starts now.
-    pub fn start(timeout: Option<Duration>, idle: Option<Duration>) -> Deadline {
+    pub(crate) fn start(timeout: Option<Duration>, idle: Option<Duration>) -> Deadline {
         Deadline {
             overall: timeout.map(|t| (Instant::now() + t, t)),
             idle,
@@ -79,13 +79,13 @@ impl Deadline {
     }
 
     /// These bounds, ended by `run` too (the end of the run the read is part of).
-    pub fn within_run(self, run: Option<(Instant, Duration)>) -> Deadline {
+    pub(crate) fn within_run(self, run: Option<(Instant, Duration)>) -> Deadline {
         Deadline { run, ..self }
     }
 
     /// How long the next wait for a byte may last, and what ends it when it runs out; `None`
     /// when nothing bounds it.
-    pub fn wait(&self) -> Option<(Duration, TimeoutHit)> {
+    pub(crate) fn wait(&self) -> Option<(Duration, TimeoutHit)> {
         let overall = self.overall.map(|(at, t)| {
             (
                 at.saturating_duration_since(Instant::now()),
@@ -100,7 +100,7 @@ impl Deadline {
     }
 
     /// Runs `work` within the next wait.
-    pub async fn bound<T>(&self, work: impl std::future::Future<Output = T>) -> Result<T, TimeoutHit> {
+    pub(crate) async fn bound<T>(&self, work: impl std::future::Future<Output = T>) -> Result<T, TimeoutHit> {
         match self.wait() {
             None => Ok(work.await),
             Some((d, hit)) => tokio::time::timeout(d, work).await.map_err(|_| hit),
@@ -111,7 +111,7 @@ impl Deadline {
 /// A blocking reader (standard input, a FIFO) read on a thread of its own, so that a read
 /// that blocks ends at the deadline: at most two pieces of 64 KiB wait in between. On a
 /// timeout the thread stays blocked until the process exits; it holds nothing else.
-pub struct BoundedReader {
+pub(crate) struct BoundedReader {
     pieces: std::sync::mpsc::Receiver<io::Result<Vec<u8>>>,
     current: Vec<u8>,
     at: usize,
@@ -120,7 +120,7 @@ pub struct BoundedReader {
 }
 
 impl BoundedReader {
-    pub fn new(mut input: impl io::Read + Send + 'static, deadline: Deadline) -> BoundedReader {
+    pub(crate) fn new(mut input: impl io::Read + Send + 'static, deadline: Deadline) -> BoundedReader {
         let (tx, rx) = std::sync::mpsc::sync_channel(2);
         std::thread::spawn(move || loop {
             let mut piece = vec![0u8; 64 * 1024];

@@ -117,7 +117,7 @@ pub(crate) fn json_kind(v: &serde_json::Value) -> &'static str {
 }
 
 /// The images manifest.json lists.
-pub fn candidates(store: &dyn Store, limits: &crate::tree::Limits) -> Result<Vec<Candidate>> {
+pub(crate) fn candidates(store: &dyn Store, limits: &crate::tree::Limits) -> Result<Vec<Candidate>> {
     let location = store.location();
     let bytes = read_small(store, "manifest.json", "manifest.json")?;
     let value: serde_json::Value = parse_json(&bytes, "manifest.json", &location)?;
@@ -182,13 +182,13 @@ fn digest_from_member(member: &str) -> Option<Digest> {
     Digest::parse(&format!("sha256:{hex}"))
 }
 
-pub fn platform_of(store: &dyn Store, config: &str) -> Result<Platform> {
+pub(crate) fn platform_of(store: &dyn Store, config: &str) -> Result<Platform> {
     super::read_config_platform(store, config, digest_from_member(config).as_ref())
 }
 
 /// Reads the chosen entry's config (`config_member`) and plans its layers (`members`, with
 /// what `LayerSources` says of them by diff_id); `name` is the name it was chosen by.
-pub fn load_manifest(
+pub(crate) fn load_manifest(
     store: &dyn Store,
     config_member: &str,
     members: Vec<String>,

@@ -21,27 +21,27 @@ use std::sync::{Arc, Mutex};
 
 /// The manifest chosen for an image and what it needs to be read.
 pub(crate) struct Chosen {
-    pub name: Option<String>,
-    pub manifest_digest: Option<Digest>,
-    pub manifest_media_type: Option<String>,
-    pub config_digest: Option<Digest>,
-    pub config: ImageConfiguration,
-    pub platform: Platform,
-    pub platforms: Vec<Platform>,
-    pub layers: Vec<LayerPlan>,
+    pub(crate) name: Option<String>,
+    pub(crate) manifest_digest: Option<Digest>,
+    pub(crate) manifest_media_type: Option<String>,
+    pub(crate) config_digest: Option<Digest>,
+    pub(crate) config: ImageConfiguration,
+    pub(crate) platform: Platform,
+    pub(crate) platforms: Vec<Platform>,
+    pub(crate) layers: Vec<LayerPlan>,
 }
 
 /// A layer to read and what it must hash to.
 pub(crate) struct LayerPlan {
-    pub member: String,
-    pub media_type: String,
+    pub(crate) member: String,
+    pub(crate) media_type: String,
     /// The blob digest the manifest gives (or the member name implies).
-    pub digest: Option<Digest>,
-    pub size: Option<u64>,
-    pub diff_id: Option<Digest>,
-    pub history: Option<String>,
+    pub(crate) digest: Option<Digest>,
+    pub(crate) size: Option<u64>,
+    pub(crate) diff_id: Option<Digest>,
+    pub(crate) history: Option<String>,
     /// Where a foreign (non-distributable) layer is kept, as its descriptor's `urls` say.
-    pub urls: Vec<String>,
+    pub(crate) urls: Vec<String>,
 }
 
 /// Which layers the layer cache served, set by the lookups on the worker threads.

@@ -3,23 +3,23 @@
 //! facts or rules.
 
 mod credentials;
-pub mod deadline;
+pub(crate) mod deadline;
 mod docker;
 mod engine;
 mod layers;
 mod oci;
 mod progress;
-pub mod registry;
+pub(crate) mod registry;
 mod rootfs;
 mod select;
 mod store;
 mod stream;
 
-pub use engine::EngineOptions;
-pub use progress::ProgressMode;
-pub use select::Candidate;
+pub(crate) use engine::EngineOptions;
+pub(crate) use progress::ProgressMode;
+pub(crate) use select::Candidate;
 use select::ManifestSource;
-pub use store::Store;
+pub(crate) use store::Store;
 
 pub(crate) use layers::{read_layers, Chosen, LayerPlan};
 
@@ -37,7 +37,7 @@ use std::sync::Arc;
 /// What an image's config adds to the interests once it is known: a closure, so that
 /// `lint --k8s` can add what the commands its manifests give the image need.
 #[derive(Clone)]
-pub struct ConfigInterests(pub Arc<dyn Fn(&ImageConfiguration) -> Interests + Send + Sync>);
+pub(crate) struct ConfigInterests(pub(crate) Arc<dyn Fn(&ImageConfiguration) -> Interests + Send + Sync>);
 
 impl std::fmt::Debug for ConfigInterests {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -47,43 +47,43 @@ impl std::fmt::Debug for ConfigInterests {
 
 /// How to read an image.
 #[derive(Clone, Debug)]
-pub struct Options {
+pub(crate) struct Options {
     /// The platform to pick from an index or multi-image archive; `None` takes linux/amd64 when
     /// present, else the only linux image.
-    pub platform: Option<Platform>,
+    pub(crate) platform: Option<Platform>,
     /// The file contents and ELF facts to keep, before the image's config is known. The stages
     /// that read them say which (the commands pass `facts::interests()`); none by default.
-    pub interests: Interests,
+    pub(crate) interests: Interests,
     /// What the image's config adds to `interests` once it is known (the commands pass
     /// `facts::interests_for`: the scripts the entrypoint may run); `None` adds nothing.
-    pub config_interests: Option<ConfigInterests>,
-    pub limits: Limits,
+    pub(crate) config_interests: Option<ConfigInterests>,
+    pub(crate) limits: Limits,
     /// Layers read at once.
-    pub workers: usize,
+    pub(crate) workers: usize,
     /// Read every platform of a multi-platform image (`--platform all`).
-    pub all_platforms: bool,
+    pub(crate) all_platforms: bool,
     /// The layer analysis cache; `None` with `--no-cache`.
-    pub cache: Option<Arc<crate::cache::LayerCache>>,
+    pub(crate) cache: Option<Arc<crate::cache::LayerCache>>,
     /// Credentials, CAs and insecure hosts for `registry:` references.
-    pub registry: registry::RegistryOptions,
+    pub(crate) registry: registry::RegistryOptions,
     /// Where the engines of `docker:` and `podman:` references listen.
-    pub engine: EngineOptions,
+    pub(crate) engine: EngineOptions,
     /// The Docker CLI's config folder (`$DOCKER_CONFIG`, else `~/.docker`): registry
     /// credentials and Docker contexts.
-    pub docker_config: Option<std::path::PathBuf>,
+    pub(crate) docker_config: Option<std::path::PathBuf>,
     /// How layer reads show their progress on standard error.
-    pub progress: ProgressMode,
+    pub(crate) progress: ProgressMode,
     /// Where warnings go (a Docker config that cannot be read, a layer cache that cannot be
     /// written); `commands/` prints them.
-    pub warnings: Warnings,
+    pub(crate) warnings: Warnings,
     /// `--timeout`: how long one image's read may take; `None` has no bound.
-    pub timeout: Option<std::time::Duration>,
+    pub(crate) timeout: Option<std::time::Duration>,
     /// The bounds of the read under way: set by [`open_all`] from `timeout` and the
     /// `idle_timeout_secs` limit.
-    pub deadline: deadline::Deadline,
+    pub(crate) deadline: deadline::Deadline,
     /// The end of a whole run of reads (a fleet's `fleet_timeout_secs`) and that bound: every
     /// read's deadline ends by it too; `None` has no bound.
-    pub run_deadline: Option<(std::time::Instant, std::time::Duration)>,
+    pub(crate) run_deadline: Option<(std::time::Instant, std::time::Duration)>,
 }
 
 impl Default for Options {
@@ -109,7 +109,7 @@ impl Default for Options {
 }
 
 /// Reads the image a reference names.
-pub fn open(reference_text: &str, reference: &Reference, options: &Options) -> Result<Image> {
+pub(crate) fn open(reference_text: &str, reference: &Reference, options: &Options) -> Result<Image> {
     let single = Options {
         all_platforms: false,
         ..options.clone()
@@ -190,7 +190,7 @@ pub(crate) fn error_in_io(e: std::io::Error, location: &str) -> std::result::Res
 
 /// Reads the image a reference names; with `options.all_platforms`, every platform it offers.
 /// Each call is one image read, with its own `--timeout` deadline.
-pub fn open_all(reference_text: &str, reference: &Reference, options: &Options) -> Result<Vec<Image>> {
+pub(crate) fn open_all(reference_text: &str, reference: &Reference, options: &Options) -> Result<Vec<Image>> {
     let idle =
         Some(std::time::Duration::from_secs(options.limits.idle_timeout_secs)).filter(|d| !d.is_zero());
     let options = &Options {

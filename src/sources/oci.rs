@@ -26,7 +26,7 @@ enum Kind {
 }
 
 /// The blob path of a digest in an OCI layout.
-pub fn blob_member(digest: &Digest) -> String {
+pub(crate) fn blob_member(digest: &Digest) -> String {
     format!("blobs/{}/{}", digest.algorithm(), digest.hex())
 }
 
@@ -40,7 +40,7 @@ fn descriptor_digest(d: &Descriptor, location: &str) -> Result<Digest> {
 }
 
 /// Every image manifest reachable from index.json.
-pub fn candidates(store: &dyn Store, limits: &crate::tree::Limits) -> Result<Vec<Candidate>> {
+pub(crate) fn candidates(store: &dyn Store, limits: &crate::tree::Limits) -> Result<Vec<Candidate>> {
     let location = store.location();
     if store.size("index.json").is_none() {
         return Err(Error::NotAnImage {
@@ -516,7 +516,12 @@ fn read_manifest(
 }
 
 /// The platform of a manifest that its index entry did not state, from its config.
-pub fn platform_of(store: &dyn Store, digest: &Digest, member: &str, size: Option<u64>) -> Result<Platform> {
+pub(crate) fn platform_of(
+    store: &dyn Store,
+    digest: &Digest,
+    member: &str,
+    size: Option<u64>,
+) -> Result<Platform> {
     let manifest = read_manifest(store, digest, member, size)?;
     let config_digest = descriptor_digest(manifest.config(), &store.location())?;
     let config_member = blob_member(&config_digest);
@@ -537,16 +542,16 @@ fn is_layer_type(mt: &str) -> bool {
 
 /// The chosen manifest blob: its digest, where it is stored, its media type and the size its
 /// descriptor gives.
-pub struct ManifestBlob<'a> {
-    pub digest: &'a Digest,
-    pub member: &'a str,
-    pub media_type: &'a str,
-    pub size: Option<u64>,
+pub(crate) struct ManifestBlob<'a> {
+    pub(crate) digest: &'a Digest,
+    pub(crate) member: &'a str,
+    pub(crate) media_type: &'a str,
+    pub(crate) size: Option<u64>,
 }
 
 /// Reads the chosen manifest and its config and plans the layers. `index_platform` is what the
 /// index said of it, `name` the name it was chosen by.
-pub fn load_manifest(
+pub(crate) fn load_manifest(
     store: &dyn Store,
     blob: ManifestBlob<'_>,
     index_platform: Option<&Platform>,

@@ -12,7 +12,7 @@ const MIN_BYTES: u64 = 4 << 20;
 
 /// How layer reads show their progress on standard error.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ProgressMode {
+pub(crate) enum ProgressMode {
     #[default]
     Off,
     /// A bar per layer being read (standard error is a terminal).
@@ -22,7 +22,7 @@ pub enum ProgressMode {
 }
 
 /// The progress display of one image read.
-pub struct Progress {
+pub(crate) struct Progress {
     mode: Mode,
     total_layers: usize,
 }
@@ -34,7 +34,7 @@ enum Mode {
 }
 
 impl Progress {
-    pub fn new(mode: ProgressMode, total_layers: usize) -> Progress {
+    pub(crate) fn new(mode: ProgressMode, total_layers: usize) -> Progress {
         let mode = match mode {
             ProgressMode::Off => Mode::Off,
             ProgressMode::Bars => Mode::Bars(MultiProgress::with_draw_target(ProgressDrawTarget::stderr())),
@@ -44,7 +44,7 @@ impl Progress {
     }
 
     /// Wraps the blob reader of layer `index` (from 0) so that reading it moves its bar.
-    pub fn track(
+    pub(crate) fn track(
         &self,
         index: usize,
         digest: &str,

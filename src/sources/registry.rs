@@ -22,23 +22,23 @@ use std::time::Duration;
 /// How to reach registries: what `--insecure-registry`, `--registry-ca`, `--username` and the
 /// password give.
 #[derive(Clone, Debug, Default)]
-pub struct RegistryOptions {
+pub(crate) struct RegistryOptions {
     /// Hosts (host or host:port) spoken to over HTTPS without verification, or plain HTTP.
-    pub insecure: Vec<String>,
+    pub(crate) insecure: Vec<String>,
     /// PEM files of extra CAs to trust.
-    pub ca_files: Vec<PathBuf>,
+    pub(crate) ca_files: Vec<PathBuf>,
     /// Explicit credentials; they go only to the registries of `explicit_registries`.
-    pub username: Option<String>,
-    pub password: Option<String>,
+    pub(crate) username: Option<String>,
+    pub(crate) password: Option<String>,
     /// The registries the explicit credentials belong to, as `commands::bind_credentials`
     /// names them from the command line (normalised by [`registry_host`]); no other registry
     /// gets them, whatever it is and whenever it is read.
-    pub explicit_registries: Vec<String>,
+    pub(crate) explicit_registries: Vec<String>,
 }
 
 /// A registry host as credentials are matched by it: lower case, without a scheme or a final
 /// `/`, Docker Hub's other names as `docker.io`.
-pub fn registry_host(host: &str) -> String {
+pub(crate) fn registry_host(host: &str) -> String {
     let h = host
         .trim()
         .trim_start_matches("https://")
@@ -76,7 +76,7 @@ pub(super) fn open(reference_text: &str, name: &str, options: &Options) -> Resul
 }
 
 /// Docker's normalisation: `node:24-slim` is docker.io/library/node:24-slim.
-pub fn parse_reference(name: &str) -> Result<Reference> {
+pub(crate) fn parse_reference(name: &str) -> Result<Reference> {
     name.parse::<Reference>().map_err(|e| Error::BadReference {
         input: name.to_string(),
         reason: format!("it is not a registry reference ({e})"),
@@ -928,7 +928,7 @@ fn client(
 }
 
 /// A registry seen as an OCI layout.
-pub struct RegistryStore {
+pub(crate) struct RegistryStore {
     remote: Remote,
     /// JSON documents fetched so far, by member name (`index.json`, `blobs/sha256/…`).
     documents: Mutex<HashMap<String, Bytes>>,

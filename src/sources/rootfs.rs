@@ -13,7 +13,7 @@ use std::fs;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::Path;
 
-pub fn open(reference_text: &str, root: &Path, options: &Options) -> Result<Image> {
+pub(crate) fn open(reference_text: &str, root: &Path, options: &Options) -> Result<Image> {
     let meta = fs::metadata(root).map_err(|e| Error::io(root.display(), e))?;
     if !meta.is_dir() {
         return Err(Error::NotAnImage {

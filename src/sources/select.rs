@@ -9,7 +9,7 @@ use crate::reference::Selector;
 
 /// Where the chosen image's manifest is.
 #[derive(Clone, Debug)]
-pub enum ManifestSource {
+pub(crate) enum ManifestSource {
     /// An OCI or Docker v2 manifest blob.
     Oci {
         digest: Digest,
@@ -29,25 +29,25 @@ pub enum ManifestSource {
 
 /// One image manifest an index or archive offers.
 #[derive(Clone, Debug)]
-pub struct Candidate {
+pub(crate) struct Candidate {
     /// Names it can be picked by (tags, `org.opencontainers.image.ref.name`, image names).
-    pub names: Vec<String>,
+    pub(crate) names: Vec<String>,
     /// Candidates with the same group are platforms of one image.
-    pub group: String,
-    pub platform: Option<Platform>,
+    pub(crate) group: String,
+    pub(crate) platform: Option<Platform>,
     /// Whether the manifest blob is in the store (Docker 29 lists platforms it never pulled).
-    pub present: bool,
+    pub(crate) present: bool,
     /// Position among the top-level entries, for `:@N`.
-    pub index: usize,
-    pub manifest: ManifestSource,
+    pub(crate) index: usize,
+    pub(crate) manifest: ManifestSource,
     /// Why this manifest is not a runnable image (an artifact, a signature, an attestation):
     /// left out when choosing, refused when named.
-    pub artifact: Option<String>,
+    pub(crate) artifact: Option<String>,
 }
 
 impl Candidate {
     /// The name people know this image by: the top-level entry's name, else its own.
-    pub fn display_name(&self) -> Option<String> {
+    pub(crate) fn display_name(&self) -> Option<String> {
         if !self.group.is_empty() && !self.group.starts_with('#') && !self.group.starts_with('@') {
             Some(self.group.clone())
         } else {
@@ -84,7 +84,8 @@ impl Candidate {
 }
 
 /// The `artifact` of a candidate that is an image index listing no manifests.
-pub const EMPTY_INDEX: &str = "an empty image index: it lists no manifests, so no image for any platform";
+pub(crate) const EMPTY_INDEX: &str =
+    "an empty image index: it lists no manifests, so no image for any platform";
 
 /// Strips what docker adds to short names, so `hello-world`, `hello-world:latest` and
 /// `docker.io/library/hello-world:latest` compare equal.
@@ -110,10 +111,10 @@ fn name_matches(names: &[String], wanted: &str) -> bool {
 
 /// Reads the platform of a manifest that its index entry did not state (from its config);
 /// the format that listed the candidate knows how.
-pub type PlatformOf<'a> = dyn Fn(&ManifestSource) -> Result<Platform> + 'a;
+pub(crate) type PlatformOf<'a> = dyn Fn(&ManifestSource) -> Result<Platform> + 'a;
 
 /// Picks the image to read; also returns every platform its name offers.
-pub fn choose(
+pub(crate) fn choose(
     store: &dyn Store,
     candidates: Vec<Candidate>,
     selector: Option<&Selector>,
@@ -466,7 +467,7 @@ fn pick(
 
 /// Every platform of one image whose manifest is in the store (`--platform all`); platforms
 /// that were never pulled are skipped.
-pub fn every_platform(
+pub(crate) fn every_platform(
     store: &dyn Store,
     candidates: Vec<Candidate>,
     selector: Option<&Selector>,

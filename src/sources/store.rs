@@ -11,10 +11,10 @@ use std::sync::Mutex;
 
 /// JSON documents (index, manifests, configs) larger than this are refused unless the store
 /// was given another `max_json_bytes` limit.
-pub const MAX_JSON: u64 = 16 * 1024 * 1024;
+pub(crate) const MAX_JSON: u64 = 16 * 1024 * 1024;
 
 /// Where the members of an image live.
-pub trait Store: Send + Sync {
+pub(crate) trait Store: Send + Sync {
     /// For messages: "OCI layout ./img", "archive app.tar".
     fn location(&self) -> String;
     /// The size of a member, or `None` when it is absent.
@@ -32,7 +32,7 @@ pub trait Store: Send + Sync {
 }
 
 /// Reads a small member whole (JSON documents), refusing absurd sizes.
-pub fn read_small(store: &dyn Store, member: &str, what: &str) -> Result<Vec<u8>> {
+pub(crate) fn read_small(store: &dyn Store, member: &str, what: &str) -> Result<Vec<u8>> {
     let size = store.size(member).ok_or_else(|| Error::MissingBlob {
         what: what.to_string(),
         member: member.to_string(),
@@ -73,13 +73,13 @@ fn safe_member(member: &str) -> bool {
 }
 
 /// An OCI layout folder.
-pub struct DirStore {
+pub(crate) struct DirStore {
     root: PathBuf,
     max_json: u64,
 }
 
 impl DirStore {
-    pub fn new(root: &Path) -> DirStore {
+    pub(crate) fn new(root: &Path) -> DirStore {
         DirStore {
             root: root.to_path_buf(),
             max_json: MAX_JSON,
@@ -87,7 +87,7 @@ impl DirStore {
     }
 
     /// Sets the `max_json_bytes` limit.
-    pub fn with_max_json(mut self, max: u64) -> DirStore {
+    pub(crate) fn with_max_json(mut self, max: u64) -> DirStore {
         self.max_json = max;
         self
     }
@@ -127,7 +127,7 @@ struct Span {
 }
 
 /// A tar archive on disk, indexed once by its headers; members are read in place.
-pub struct TarStore {
+pub(crate) struct TarStore {
     path: PathBuf,
     members: HashMap<String, Span>,
     max_json: u64,
@@ -137,7 +137,7 @@ impl TarStore {
     /// Indexes the archive: one pass over the headers, seeking past member data. Member names
     /// and their count are bounded by `max_path_len` and `max_entries_per_layer`, extended
     /// headers by `max_extended_header_bytes`.
-    pub fn open(path: &Path, limits: &crate::tree::Limits) -> Result<TarStore> {
+    pub(crate) fn open(path: &Path, limits: &crate::tree::Limits) -> Result<TarStore> {
         use crate::tree::layer::{stored_size, Guard};
         let file = File::open(path).map_err(|e| Error::io(path.display(), e))?;
         let location = format!("archive {}", path.display());
@@ -236,13 +236,13 @@ impl TarStore {
         })
     }
 
-    pub fn has(&self, member: &str) -> bool {
+    pub(crate) fn has(&self, member: &str) -> bool {
         self.members.contains_key(member)
     }
 }
 
 /// A member name with `./`, leading slashes and `..` resolved, as a plain relative path.
-pub fn member_name(raw: &[u8]) -> String {
+pub(crate) fn member_name(raw: &[u8]) -> String {
     crate::tree::layer::normalize(raw).join("/")
 }
 
@@ -299,7 +299,7 @@ impl<R: Read> Read for ExactReader<R> {
 
 /// An archive read from a stream (standard input): small JSON members are kept, layers are
 /// read as they pass and kept as their [`LayerDiff`].
-pub struct StreamStore {
+pub(crate) struct StreamStore {
     pub(crate) label: String,
     pub(crate) max_json: u64,
     pub(crate) small: HashMap<String, Vec<u8>>,

@@ -14,7 +14,7 @@ use std::io::{self, Read};
 use std::sync::Mutex;
 
 /// Reads a tar archive from a stream (its start already decompressed, if it was compressed).
-pub fn read(input: impl Read, label: &str, options: &Options) -> Result<StreamStore> {
+pub(crate) fn read(input: impl Read, label: &str, options: &Options) -> Result<StreamStore> {
     let limits = &options.limits;
     let guard = Guard::new(limits.max_extended_header_bytes);
     let mut input = input;
@@ -212,7 +212,7 @@ fn link_target(name: &str, target: &[u8], symlink: bool) -> String {
 /// An archive on a stream that may be gzip, zstd, xz or bzip2 compressed (`docker save app | gzip |
 /// memlint lint docker-archive:-`): its first bytes say which, as for a path. Decompressed as
 /// it is read; nothing is copied aside.
-pub fn read_sniffed(input: impl Read, label: &str, options: &Options) -> Result<StreamStore> {
+pub(crate) fn read_sniffed(input: impl Read, label: &str, options: &Options) -> Result<StreamStore> {
     let mut input = input;
     // Ten bytes: enough for bzip2's signature, the longest of the four.
     let mut magic = Vec::with_capacity(10);

@@ -12,20 +12,20 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Condvar, Mutex};
 
 /// Opens a layer's blob for reading.
-pub type OpenBlob = Box<dyn Fn() -> std::io::Result<Box<dyn Read + Send>> + Send + Sync>;
+pub(crate) type OpenBlob = Box<dyn Fn() -> std::io::Result<Box<dyn Read + Send>> + Send + Sync>;
 
 /// Looks a layer up where it may have been read before (the layer cache); `None` to read it.
-pub type Lookup = Box<dyn FnOnce() -> Option<LayerDiff> + Send>;
+pub(crate) type Lookup = Box<dyn FnOnce() -> Option<LayerDiff> + Send>;
 
 /// A layer's blob to stream: how to open it, and whether a gzip blob's CRC-32 is computed
 /// (skipped where the caller's check compares the blob with its digest).
-pub struct Blob {
-    pub open: OpenBlob,
-    pub crc: GzipCrc,
+pub(crate) struct Blob {
+    pub(crate) open: OpenBlob,
+    pub(crate) crc: GzipCrc,
 }
 
 /// One layer to read: either a blob to stream, or one already read while its archive streamed.
-pub enum LayerInput {
+pub(crate) enum LayerInput {
     Blob(Blob),
     Read(Box<LayerDiff>),
     /// A layer that may be known already: the lookup runs on a worker, like a read would, and
@@ -38,13 +38,13 @@ pub enum LayerInput {
 
 /// A layer failed; `index` says which.
 #[derive(Debug)]
-pub struct BuildError {
-    pub index: usize,
-    pub kind: Box<BuildErrorKind>,
+pub(crate) struct BuildError {
+    pub(crate) index: usize,
+    pub(crate) kind: Box<BuildErrorKind>,
 }
 
 #[derive(Debug)]
-pub enum BuildErrorKind {
+pub(crate) enum BuildErrorKind {
     Read(LayerError),
     Merge(super::merge::MergeError),
     /// The check the caller asked for rejected the layer (e.g. a digest mismatch).
@@ -53,18 +53,18 @@ pub enum BuildErrorKind {
 
 /// What was learnt of each layer while reading it.
 #[derive(Clone, Debug)]
-pub struct LayerStats {
-    pub blob_digest: crate::digest::Digest,
-    pub blob_size: u64,
-    pub diff_id: crate::digest::Digest,
-    pub uncompressed_size: u64,
-    pub compression: super::layer::Compression,
-    pub entries: u64,
+pub(crate) struct LayerStats {
+    pub(crate) blob_digest: crate::digest::Digest,
+    pub(crate) blob_size: u64,
+    pub(crate) diff_id: crate::digest::Digest,
+    pub(crate) uncompressed_size: u64,
+    pub(crate) compression: super::layer::Compression,
+    pub(crate) entries: u64,
 }
 
 /// Reads `layers` with up to `workers` threads and merges them in order. `check` runs on each
 /// layer as soon as it is read (digest verification) and may reject it.
-pub fn build<C>(
+pub(crate) fn build<C>(
     layers: Vec<LayerInput>,
     interests: &Interests,
     limits: &Limits,

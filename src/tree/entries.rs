@@ -20,7 +20,7 @@ const HAS_ELF: u8 = 0x20;
 
 /// The packed entries of a layer, in archive order.
 #[derive(Clone, Debug, Default)]
-pub struct Entries {
+pub(crate) struct Entries {
     /// The packed entries, in chunks of about [`CHUNK`] bytes (an entry never straddles two),
     /// so that the merge can free what it has applied as it goes.
     chunks: Vec<Vec<u8>>,
@@ -33,23 +33,23 @@ pub struct Entries {
 
 /// One entry, as the cursor reads it: its path borrowed from the cursor.
 #[derive(Debug)]
-pub struct EntryRef<'a> {
+pub(crate) struct EntryRef<'a> {
     /// Components joined with `/`, no leading `/` (empty for the root folder).
-    pub path: &'a str,
-    pub kind: EntryKind,
-    pub mode: u32,
-    pub uid: u64,
-    pub gid: u64,
-    pub size: u64,
+    pub(crate) path: &'a str,
+    pub(crate) kind: EntryKind,
+    pub(crate) mode: u32,
+    pub(crate) uid: u64,
+    pub(crate) gid: u64,
+    pub(crate) size: u64,
     /// Index into the kept contents ([`Entries::take_content`]).
-    pub content: Option<usize>,
+    pub(crate) content: Option<usize>,
     /// Index into the ELF facts ([`Entries::take_elf`]).
-    pub elf: Option<usize>,
+    pub(crate) elf: Option<usize>,
 }
 
 impl EntryRef<'_> {
     /// The path's components.
-    pub fn parts(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn parts(&self) -> impl Iterator<Item = &str> {
         self.path.split('/').filter(|p| !p.is_empty())
     }
 }
@@ -113,21 +113,17 @@ fn get_bytes<'a>(bytes: &'a [u8], at: &mut usize) -> Option<&'a [u8]> {
 }
 
 impl Entries {
-    pub fn new() -> Entries {
+    pub(crate) fn new() -> Entries {
         Entries::default()
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.count
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.count == 0
     }
 
     /// Appends an entry; returns the bytes it took here (its packed form and, roughly, its
     /// side-table slots), for the metadata budget.
-    pub fn push(&mut self, e: LayerEntry) -> u64 {
+    pub(crate) fn push(&mut self, e: LayerEntry) -> u64 {
         let LayerEntry {
             path,
             kind,
@@ -196,13 +192,13 @@ impl Entries {
     }
 
     /// Reads the entries in order.
-    pub fn cursor(&self) -> Cursor<'_> {
+    pub(crate) fn cursor(&self) -> Cursor<'_> {
         Cursor::new(&self.chunks)
     }
 
     /// The entries, consumed: a cursor that frees the packed entries as it reads them, and
     /// their contents and ELF facts to take out.
-    pub fn drain(self) -> (Cursor<'static>, Side) {
+    pub(crate) fn drain(self) -> (Cursor<'static>, Side) {
         let mut cursor = Cursor::new(&[]);
         cursor.chunks = Chunks::Owned(self.chunks);
         (
@@ -214,31 +210,23 @@ impl Entries {
         )
     }
 
-    /// The kept contents at `i` (from [`EntryRef::content`]), taken out.
-    pub fn take_content(&mut self, i: usize) -> Option<Content> {
-        self.contents.get_mut(i).and_then(Option::take)
-    }
-
-    /// The ELF facts at `i` (from [`EntryRef::elf`]), taken out.
-    pub fn take_elf(&mut self, i: usize) -> Option<Box<ElfInfo>> {
-        self.elves.get_mut(i).and_then(Option::take)
-    }
-
-    pub fn content(&self, i: usize) -> Option<&Content> {
+    #[cfg(test)]
+    pub(crate) fn content(&self, i: usize) -> Option<&Content> {
         self.contents.get(i).and_then(Option::as_ref)
     }
 
-    pub fn elf(&self, i: usize) -> Option<&ElfInfo> {
+    #[cfg(test)]
+    pub(crate) fn elf(&self, i: usize) -> Option<&ElfInfo> {
         self.elves.get(i).and_then(Option::as_deref)
     }
 
     /// Every kept content.
-    pub fn kept(&self) -> impl Iterator<Item = &Content> {
+    pub(crate) fn kept(&self) -> impl Iterator<Item = &Content> {
         self.contents.iter().flatten()
     }
 
     /// Bytes held, kept contents excluded (an estimate of the heap they take).
-    pub fn metadata_bytes(&self) -> u64 {
+    pub(crate) fn metadata_bytes(&self) -> u64 {
         let elves: u64 = self.elves.iter().flatten().map(|e| elf_bytes(e)).sum();
         self.chunks.iter().map(|c| c.capacity() as u64).sum::<u64>()
             + (self.contents.len() * std::mem::size_of::<Option<Content>>()) as u64
@@ -247,7 +235,7 @@ impl Entries {
 
     /// Each entry with its content and ELF slots open for change (the layer cache trims what
     /// an entry holds to what a read wants); stops at the first `false`.
-    pub fn all_mut(
+    pub(crate) fn all_mut(
         &mut self,
         mut f: impl FnMut(&EntryRef<'_>, &mut Option<Content>, &mut Option<Box<ElfInfo>>) -> bool,
     ) -> bool {
@@ -270,9 +258,10 @@ impl Entries {
         true
     }
 
+    #[cfg(test)]
     /// Each entry as a [`LayerEntry`] (contents and ELF facts cloned): for tests and tools,
     /// not for whole layers of a real image.
-    pub fn to_vec(&self) -> Vec<LayerEntry> {
+    pub(crate) fn to_vec(&self) -> Vec<LayerEntry> {
         let mut out = Vec::with_capacity(self.count);
         let mut cursor = self.cursor();
         while let Some(e) = cursor.next() {
@@ -339,19 +328,19 @@ impl From<Vec<LayerEntry>> for Entries {
 }
 
 /// The contents and ELF facts of [`Entries`] being read by a [`Cursor`].
-pub struct Side {
+pub(crate) struct Side {
     contents: Vec<Option<Content>>,
     elves: Vec<Option<Box<ElfInfo>>>,
 }
 
 impl Side {
     /// The kept contents at `i` (from [`EntryRef::content`]), taken out.
-    pub fn take_content(&mut self, i: usize) -> Option<Content> {
+    pub(crate) fn take_content(&mut self, i: usize) -> Option<Content> {
         self.contents.get_mut(i).and_then(Option::take)
     }
 
     /// The ELF facts at `i` (from [`EntryRef::elf`]), taken out.
-    pub fn take_elf(&mut self, i: usize) -> Option<Box<ElfInfo>> {
+    pub(crate) fn take_elf(&mut self, i: usize) -> Option<Box<ElfInfo>> {
         self.elves.get_mut(i).and_then(Option::take)
     }
 }
@@ -363,7 +352,7 @@ enum Chunks<'a> {
 }
 
 /// Reads [`Entries`] in order.
-pub struct Cursor<'a> {
+pub(crate) struct Cursor<'a> {
     chunks: Chunks<'a>,
     /// The chunk read, and where in it.
     chunk: usize,
@@ -388,7 +377,7 @@ impl<'a> Cursor<'a> {
     /// The next entry; `None` at the end. (Entries are checked when they are built or loaded,
     /// so a damaged one also ends the read.)
     #[allow(clippy::should_implement_trait)]
-    pub fn next(&mut self) -> Option<EntryRef<'_>> {
+    pub(crate) fn next(&mut self) -> Option<EntryRef<'_>> {
         match self.read() {
             Ok(Some(r)) => Some(r),
             _ => None,

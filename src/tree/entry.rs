@@ -5,7 +5,7 @@ use crate::elf::ElfInfo;
 
 /// What a tar entry is, after whiteouts are recognised.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum EntryKind {
+pub(crate) enum EntryKind {
     Dir,
     File,
     Symlink(String),
@@ -20,24 +20,25 @@ pub enum EntryKind {
 
 /// One entry of a layer.
 #[derive(Clone, Debug)]
-pub struct LayerEntry {
+pub(crate) struct LayerEntry {
     /// Components from the image root, `..` already clamped at the root. For a whiteout,
     /// the path of what it deletes (or of the opaque folder).
-    pub path: Vec<String>,
-    pub kind: EntryKind,
-    pub mode: u32,
-    pub uid: u64,
-    pub gid: u64,
-    pub size: u64,
-    pub content: Option<super::Content>,
+    pub(crate) path: Vec<String>,
+    pub(crate) kind: EntryKind,
+    pub(crate) mode: u32,
+    pub(crate) uid: u64,
+    pub(crate) gid: u64,
+    pub(crate) size: u64,
+    pub(crate) content: Option<super::Content>,
     /// Boxed: most entries are not ELF files, and a layer can hold hundreds of thousands.
-    pub elf: Option<Box<ElfInfo>>,
+    pub(crate) elf: Option<Box<ElfInfo>>,
 }
 
 impl LayerEntry {
+    #[cfg(test)]
     /// An entry written by hand (trees built in tests and fuzz targets): `path` split at `/`,
     /// mode 0644, owned by root, no content.
-    pub fn new(path: &str, kind: EntryKind) -> LayerEntry {
+    pub(crate) fn new(path: &str, kind: EntryKind) -> LayerEntry {
         LayerEntry {
             path: path
                 .split('/')
@@ -54,8 +55,9 @@ impl LayerEntry {
         }
     }
 
+    #[cfg(test)]
     /// This entry as a file holding `text`, kept whole.
-    pub fn with_text(mut self, text: &str) -> LayerEntry {
+    pub(crate) fn with_text(mut self, text: &str) -> LayerEntry {
         self.size = text.len() as u64;
         self.content = Some(super::Content {
             bytes: text.as_bytes().to_vec(),
@@ -64,8 +66,9 @@ impl LayerEntry {
         self
     }
 
+    #[cfg(test)]
     /// This entry with another mode.
-    pub fn with_mode(mut self, mode: u32) -> LayerEntry {
+    pub(crate) fn with_mode(mut self, mode: u32) -> LayerEntry {
         self.mode = mode;
         self
     }

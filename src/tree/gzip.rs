@@ -18,7 +18,7 @@ use std::io::{self, BufRead, Read};
 
 /// Whether a gzip stream's checksums are computed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GzipCrc {
+pub(crate) enum GzipCrc {
     /// Nothing else checks the bytes (a `dir:` root, a `docker save` stream, a blob whose
     /// manifest gives no digest): the CRC-32 of each member is checked.
     Check,
@@ -38,8 +38,10 @@ const RESERVED: u8 = 0xe0;
 
 /// Which library inflates each member's deflate data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Inflater {
-    /// flate2's [`Decompress`]: zlib-rs, or zlib-ng with the `zlib-ng` feature.
+pub(crate) enum Inflater {
+    /// flate2's [`Decompress`]: zlib-rs, or zlib-ng with the `zlib-ng` feature. An `isal`
+    /// build reads layers with ISA-L and keeps this one for its tests, which compare the two.
+    #[cfg_attr(all(feature = "isal", not(test)), allow(dead_code))]
     Flate2,
     /// ISA-L's igzip (the `isal` feature), whose CRC-32 then serves [`GzipCrc::Check`] too.
     #[cfg(feature = "isal")]
@@ -50,11 +52,11 @@ impl Inflater {
     /// What layers are read with: ISA-L when it is compiled in (it inflates the bench image
     /// with the least CPU time, bench/results.md), flate2 otherwise.
     #[cfg(feature = "isal")]
-    pub const DEFAULT: Inflater = Inflater::Isal;
+    pub(crate) const DEFAULT: Inflater = Inflater::Isal;
     /// What layers are read with: ISA-L when it is compiled in (it inflates the bench image
     /// with the least CPU time, bench/results.md), flate2 otherwise.
     #[cfg(not(feature = "isal"))]
-    pub const DEFAULT: Inflater = Inflater::Flate2;
+    pub(crate) const DEFAULT: Inflater = Inflater::Flate2;
 
     fn raw(self) -> Box<dyn RawInflate> {
         match self {
@@ -212,7 +214,7 @@ enum State {
 }
 
 /// A gzip stream (one member or several) as the bytes it unpacks to.
-pub struct GzipReader<R> {
+pub(crate) struct GzipReader<R> {
     inner: Resumed<R>,
     inflate: Box<dyn RawInflate>,
     /// The CRC-32 of the member's unpacked bytes so far, when checked.
@@ -236,12 +238,12 @@ fn cut_short(what: &str) -> io::Error {
 
 impl<R: BufRead> GzipReader<R> {
     /// A reader that inflates with [`Inflater::DEFAULT`].
-    pub fn new(inner: R, crc: GzipCrc) -> GzipReader<R> {
+    pub(crate) fn new(inner: R, crc: GzipCrc) -> GzipReader<R> {
         GzipReader::with_inflater(inner, crc, Inflater::DEFAULT)
     }
 
     /// A reader that inflates with `inflater` (the tests read the same streams with each).
-    pub fn with_inflater(inner: R, crc: GzipCrc, inflater: Inflater) -> GzipReader<R> {
+    pub(crate) fn with_inflater(inner: R, crc: GzipCrc, inflater: Inflater) -> GzipReader<R> {
         GzipReader {
             inner: Resumed {
                 ahead: ReadAhead::default(),
@@ -257,7 +259,7 @@ impl<R: BufRead> GzipReader<R> {
 
     /// The reader after the stream (for the bytes that follow it). Bytes an inflater read
     /// ahead are gone from it: only a stream given up before its end leaves any.
-    pub fn into_inner(self) -> R {
+    pub(crate) fn into_inner(self) -> R {
         self.inner.inner
     }
 

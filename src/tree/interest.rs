@@ -11,13 +11,13 @@ use crate::elf::marker::{self, ElfMarker, MarkerSet};
 /// A path pattern over absolute image paths: `*` matches within one component, `**` matches
 /// any number of components (none included).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PathPattern {
+pub(crate) struct PathPattern {
     source: String,
     parts: Vec<String>,
 }
 
 impl PathPattern {
-    pub fn new(pattern: &str) -> PathPattern {
+    pub(crate) fn new(pattern: &str) -> PathPattern {
         PathPattern {
             source: pattern.to_string(),
             parts: pattern
@@ -28,12 +28,12 @@ impl PathPattern {
         }
     }
 
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.source
     }
 
     /// Matches an image path given as components from the root.
-    pub fn matches(&self, path: &[&str]) -> bool {
+    pub(crate) fn matches(&self, path: &[&str]) -> bool {
         match_parts(&self.parts, path)
     }
 }
@@ -58,7 +58,7 @@ fn glob_component(pat: &[u8], s: &[u8]) -> bool {
 /// `any` for exactly one: the one wildcard matcher of interests (bytes of a path component) and
 /// of `.memlint.toml` ignores (characters of an image name or path). Entrypoint scripts' shell
 /// patterns, with classes and quoting, have their own (`facts::script`).
-pub fn wildcard_match<T: Copy + PartialEq>(pat: &[T], s: &[T], star: T, any: T) -> bool {
+pub(crate) fn wildcard_match<T: Copy + PartialEq>(pat: &[T], s: &[T], star: T, any: T) -> bool {
     let (mut p, mut i) = (0, 0);
     let (mut last_star, mut mark) = (None, 0);
     while i < s.len() {
@@ -85,27 +85,27 @@ pub fn wildcard_match<T: Copy + PartialEq>(pat: &[T], s: &[T], star: T, any: T) 
 
 /// One request to keep the contents of matching files, up to `max_bytes` each.
 #[derive(Clone, Debug)]
-pub struct KeepRule {
-    pub pattern: PathPattern,
-    pub max_bytes: u64,
+pub(crate) struct KeepRule {
+    pub(crate) pattern: PathPattern,
+    pub(crate) max_bytes: u64,
 }
 
 /// Scripts (files starting with `#!`) are kept up to this size where a rule asks for them.
-pub const SCRIPT_CAP: u64 = 64 * 1024;
+pub(crate) const SCRIPT_CAP: u64 = 64 * 1024;
 
 /// The file contents that later stages need.
 #[derive(Clone, Debug)]
-pub struct Interests {
-    pub keep: Vec<KeepRule>,
+pub(crate) struct Interests {
+    pub(crate) keep: Vec<KeepRule>,
     /// Keep files that start with `#!` (scripts) under these patterns, up to [`SCRIPT_CAP`].
-    pub scripts: Vec<PathPattern>,
+    pub(crate) scripts: Vec<PathPattern>,
     /// Classify every regular file from its first bytes (ELF class, machine, interpreter).
-    pub elf_heads: bool,
+    pub(crate) elf_heads: bool,
     /// Read ELF files to their end: dynamic section (DT_NEEDED, SONAME, RPATH, RUNPATH) and
     /// the markers in `elf_markers`.
-    pub elf_scan: bool,
+    pub(crate) elf_scan: bool,
     /// What the ELF scan looks for, as the facts that read the finds declare it.
-    pub elf_markers: MarkerSet,
+    pub(crate) elf_markers: MarkerSet,
 }
 
 impl Default for Interests {
@@ -121,7 +121,7 @@ impl Default for Interests {
 }
 
 impl Interests {
-    pub fn keep(mut self, pattern: &str, max_bytes: u64) -> Self {
+    pub(crate) fn keep(mut self, pattern: &str, max_bytes: u64) -> Self {
         self.keep.push(KeepRule {
             pattern: PathPattern::new(pattern),
             max_bytes,
@@ -130,7 +130,7 @@ impl Interests {
     }
 
     /// The cap for a path, when some rule wants it (the largest cap of the rules that match).
-    pub fn keep_cap(&self, path: &[&str]) -> Option<u64> {
+    pub(crate) fn keep_cap(&self, path: &[&str]) -> Option<u64> {
         self.keep
             .iter()
             .filter(|k| k.pattern.matches(path))
@@ -139,38 +139,38 @@ impl Interests {
     }
 
     /// Whether a script at this path should be kept.
-    pub fn wants_script(&self, path: &[&str]) -> bool {
+    pub(crate) fn wants_script(&self, path: &[&str]) -> bool {
         self.scripts.iter().any(|p| p.matches(path))
     }
 
     /// Adds a pattern under which scripts (files starting with `#!`) are kept.
-    pub fn script(mut self, pattern: &str) -> Self {
+    pub(crate) fn script(mut self, pattern: &str) -> Self {
         self.scripts.push(PathPattern::new(pattern));
         self
     }
 
     /// Asks for ELF heads (class, machine, interpreter) of every regular file.
-    pub fn read_elf_heads(mut self) -> Self {
+    pub(crate) fn read_elf_heads(mut self) -> Self {
         self.elf_heads = true;
         self
     }
 
     /// Asks for ELF files to be read to their end (dynamic section); implies heads.
-    pub fn scan_elf(mut self) -> Self {
+    pub(crate) fn scan_elf(mut self) -> Self {
         self.elf_heads = true;
         self.elf_scan = true;
         self
     }
 
     /// Asks for ELF files to be read to their end, looking for `markers` too.
-    pub fn scan_elf_for(self, markers: &[&'static ElfMarker]) -> Self {
+    pub(crate) fn scan_elf_for(self, markers: &[&'static ElfMarker]) -> Self {
         let mut scan = self.scan_elf();
         scan.elf_markers = marker::union(&scan.elf_markers, markers);
         scan
     }
 
     /// Everything `self` or `other` asks for; a rule or pattern asked for twice is kept once.
-    pub fn union(mut self, other: Interests) -> Interests {
+    pub(crate) fn union(mut self, other: Interests) -> Interests {
         for k in other.keep {
             let known = self
                 .keep
@@ -196,7 +196,7 @@ impl Interests {
     /// Whether a read with these interests keeps the contents of the file at `path` (an
     /// absolute image path) when it is there: a keep rule matches it, or a script pattern
     /// does (then only a file starting with `#!` is kept).
-    pub fn covers(&self, path: &str) -> bool {
+    pub(crate) fn covers(&self, path: &str) -> bool {
         let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
         self.keep_cap(&parts).is_some() || self.wants_script(&parts)
     }

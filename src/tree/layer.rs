@@ -6,8 +6,8 @@
 //! through a shared [`Budget`]) may take, and a limit that is hit is named in the error.
 
 use super::entries::Entries;
-pub use super::entry::{EntryKind, LayerEntry};
-pub use super::gzip::GzipCrc;
+pub(crate) use super::entry::{EntryKind, LayerEntry};
+pub(crate) use super::gzip::GzipCrc;
 use super::gzip::GzipReader;
 use super::interest::{Interests, SCRIPT_CAP};
 use super::limits::{Limits, RATIO_GRACE};
@@ -22,28 +22,24 @@ use std::sync::mpsc;
 /// What the layers of one image (or of one streamed archive) have taken so far, shared by the
 /// threads that read them, so that the image-wide limits hold however the work is split.
 #[derive(Debug, Default)]
-pub struct Budget {
+pub(crate) struct Budget {
     kept: AtomicU64,
     metadata: AtomicU64,
 }
 
 impl Budget {
-    pub fn new() -> Budget {
+    pub(crate) fn new() -> Budget {
         Budget::default()
     }
 
+    #[cfg(test)]
     /// Bytes of kept contents so far.
-    pub fn kept(&self) -> u64 {
+    pub(crate) fn kept(&self) -> u64 {
         self.kept.load(Ordering::Relaxed)
     }
 
-    /// Estimated bytes of entry metadata so far.
-    pub fn metadata(&self) -> u64 {
-        self.metadata.load(Ordering::Relaxed)
-    }
-
     /// Takes `n` kept bytes; fails (taking nothing) when that would pass `cap`.
-    pub fn take_kept(&self, n: u64, cap: u64) -> Result<(), LayerError> {
+    pub(crate) fn take_kept(&self, n: u64, cap: u64) -> Result<(), LayerError> {
         take(&self.kept, n, cap).map_err(|_| LayerError::Limit {
             name: "max_kept_bytes_total",
             limit: cap,
@@ -54,7 +50,7 @@ impl Budget {
     /// Takes what a layer that was not read here (the layer cache) holds, with the per-layer
     /// limits a read would have checked, so that the image-wide limits hold however each layer
     /// was obtained.
-    pub fn take_layer(&self, diff: &LayerDiff, limits: &Limits) -> Result<(), LayerError> {
+    pub(crate) fn take_layer(&self, diff: &LayerDiff, limits: &Limits) -> Result<(), LayerError> {
         if diff.uncompressed_size > limits.max_layer_bytes {
             return Err(LayerError::Limit {
                 name: "max_layer_bytes",
@@ -102,7 +98,7 @@ fn take(counter: &AtomicU64, n: u64, cap: u64) -> Result<(), ()> {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Compression {
+pub(crate) enum Compression {
     None,
     Gzip,
     Zstd,
@@ -112,7 +108,7 @@ pub enum Compression {
 
 impl Compression {
     /// Tells the compression from the first bytes of a blob.
-    pub fn sniff(head: &[u8]) -> Option<Compression> {
+    pub(crate) fn sniff(head: &[u8]) -> Option<Compression> {
         if head.starts_with(&[0x1f, 0x8b]) {
             Some(Compression::Gzip)
         } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
@@ -137,7 +133,7 @@ impl Compression {
 
 /// The first bytes of a stream that is not a tar archive, for a message: in hex (never the
 /// bytes themselves, which may be anything) and, for a few common formats, their name.
-pub fn describe_start(head: &[u8]) -> String {
+pub(crate) fn describe_start(head: &[u8]) -> String {
     if head.is_empty() {
         return "it is empty".to_string();
     }
@@ -160,7 +156,7 @@ pub fn describe_start(head: &[u8]) -> String {
 /// the raw field and the entry's name ("numeric field did not have utf-8 text: ␛… when
 /// getting cksum for …"), which may be any binary. Other messages are kept, with control
 /// characters and undecodable bytes escaped.
-pub fn tar_reason(e: &io::Error) -> String {
+pub(crate) fn tar_reason(e: &io::Error) -> String {
     let text = e.to_string();
     if let Some((_, rest)) = text.split_once(" when getting ") {
         let field = rest.split_whitespace().next().unwrap_or("a");
@@ -179,7 +175,7 @@ pub fn tar_reason(e: &io::Error) -> String {
 
 /// Text read from an input (a member or entry name), for a message: control characters and
 /// undecodable bytes escaped (`\u{1b}`), so no error carries a terminal escape or raw bytes.
-pub fn printable(text: &str) -> String {
+pub(crate) fn printable(text: &str) -> String {
     text.chars()
         .flat_map(|c| {
             let escape = c.is_control() || c == char::REPLACEMENT_CHARACTER;
@@ -219,20 +215,20 @@ fn tar_checksum_ok(block: &[u8]) -> bool {
 
 /// A layer's contribution to the image: its entries in archive order and its digests.
 #[derive(Clone, Debug)]
-pub struct LayerDiff {
-    pub entries: Entries,
+pub(crate) struct LayerDiff {
+    pub(crate) entries: Entries,
     /// sha256 of the blob as stored (compressed).
-    pub blob_digest: Digest,
-    pub blob_size: u64,
+    pub(crate) blob_digest: Digest,
+    pub(crate) blob_size: u64,
     /// sha256 of the uncompressed tar (the config's diff_id).
-    pub diff_id: Digest,
-    pub uncompressed_size: u64,
-    pub compression: Compression,
+    pub(crate) diff_id: Digest,
+    pub(crate) uncompressed_size: u64,
+    pub(crate) compression: Compression,
 }
 
 impl LayerDiff {
     /// Entries that were not read from a blob (a root folder on disk, tests): no digests.
-    pub fn unhashed(entries: Vec<LayerEntry>) -> LayerDiff {
+    pub(crate) fn unhashed(entries: Vec<LayerEntry>) -> LayerDiff {
         LayerDiff {
             entries: Entries::from(entries),
             blob_digest: Digest::of(b""),
@@ -246,7 +242,7 @@ impl LayerDiff {
 
 /// Why a layer could not be read.
 #[derive(Debug, thiserror::Error)]
-pub enum LayerError {
+pub(crate) enum LayerError {
     #[error("it is not a tar archive, nor a gzip, zstd, xz or bzip2 compressed one")]
     NotATar,
     #[error("{}", tar_reason(.0))]
@@ -277,8 +273,9 @@ pub enum LayerError {
 }
 
 impl LayerError {
+    #[cfg(test)]
     /// The name of the limit that stopped the read, when one did.
-    pub fn limit_name(&self) -> Option<&'static str> {
+    pub(crate) fn limit_name(&self) -> Option<&'static str> {
         match self {
             LayerError::Limit { name, .. } | LayerError::PathTooLong { name, .. } => Some(name),
             LayerError::Io(e) | LayerError::Entry { source: e, .. } => e
@@ -313,10 +310,10 @@ impl LayerError {
 /// A limit hit inside a reader, carried through `io::Error` to [`LayerError::lift`].
 #[derive(Clone, Debug, thiserror::Error)]
 #[error("{what} passed the {name} limit ({limit})")]
-pub struct LimitHit {
-    pub name: &'static str,
-    pub limit: u64,
-    pub what: &'static str,
+pub(crate) struct LimitHit {
+    pub(crate) name: &'static str,
+    pub(crate) limit: u64,
+    pub(crate) what: &'static str,
 }
 
 impl From<LimitHit> for io::Error {
@@ -390,14 +387,19 @@ impl<R: Read> Read for Unpacked<'_, R> {
     }
 }
 
+#[cfg(test)]
 /// Reads a whole layer blob, with a budget of its own, checking a gzip stream's CRC-32.
-pub fn read_layer(blob: impl Read, interests: &Interests, limits: &Limits) -> Result<LayerDiff, LayerError> {
+pub(crate) fn read_layer(
+    blob: impl Read,
+    interests: &Interests,
+    limits: &Limits,
+) -> Result<LayerDiff, LayerError> {
     read_layer_in(blob, interests, limits, &Budget::new(), GzipCrc::Check)
 }
 
 /// Reads a whole layer blob, taking image-wide resources from `budget`. `crc` says whether a
 /// gzip blob's CRC-32 is computed: skip it only when the caller checks the blob's digest.
-pub fn read_layer_in(
+pub(crate) fn read_layer_in(
     blob: impl Read,
     interests: &Interests,
     limits: &Limits,
@@ -1036,7 +1038,7 @@ fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
 
 /// Splits a tar path into components, dropping `.` and empty ones and clamping `..` at the
 /// root, as containerd does when it applies a layer.
-pub fn normalize(raw: &[u8]) -> Vec<String> {
+pub(crate) fn normalize(raw: &[u8]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for comp in raw.split(|&b| b == b'/') {
         match comp {

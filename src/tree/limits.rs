@@ -8,67 +8,67 @@ const GIB: u64 = 1024 * MIB;
 
 /// A layer is only refused for its compression ratio once it has unpacked this much, so that
 /// small layers of zeros (an empty file system image, a sparse database file) always pass.
-pub const RATIO_GRACE: u64 = GIB;
+pub(crate) const RATIO_GRACE: u64 = GIB;
 
 /// Caps that keep memory and time bounded whatever the image holds. Each has a name (the field
 /// name) that the error names when it is hit; `MEMLINT_LIMITS=name=value,...` or
 /// [`Limits::set`] change them.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// Tar entries in one layer.
-    pub max_entries_per_layer: u64,
+    pub(crate) max_entries_per_layer: u64,
     /// Bytes of one entry's path, and of one link target.
-    pub max_path_len: usize,
+    pub(crate) max_path_len: usize,
     /// Bytes of the extended headers (PAX, GNU long name and long link) of one tar entry. Go's
     /// archive/tar, which containerd and Docker use, refuses more than 1 MiB too.
-    pub max_extended_header_bytes: u64,
+    pub(crate) max_extended_header_bytes: u64,
     /// Unpacked (uncompressed tar) bytes of one layer.
-    pub max_layer_bytes: u64,
+    pub(crate) max_layer_bytes: u64,
     /// Unpacked bytes per stored byte of one layer, checked once the layer has unpacked more
     /// than [`RATIO_GRACE`] (1 GiB); 0 turns the check off. Stops compression bombs early: real
     /// layers compress 2:1 to 20:1, gzip cannot pass about 1,030:1 even on zeros, zstd can go
     /// far beyond; only a layer that is nearly all zeros passes 500:1.
-    pub max_compression_ratio: u64,
+    pub(crate) max_compression_ratio: u64,
     /// Kept contents of one file; a longer file is kept truncated (and marked so), as when it
     /// is longer than what its check asked for.
-    pub max_kept_bytes_per_file: u64,
+    pub(crate) max_kept_bytes_per_file: u64,
     /// Kept file contents of one layer, all files together.
-    pub max_kept_bytes_per_layer: u64,
+    pub(crate) max_kept_bytes_per_layer: u64,
     /// Kept file contents (and JSON documents of a streamed archive) of one image.
-    pub max_kept_bytes_total: u64,
+    pub(crate) max_kept_bytes_total: u64,
     /// Estimated memory for the paths, links and ELF facts of every entry of one image (or of
     /// a whole streamed archive), before they are merged into the tree.
-    pub max_metadata_bytes: u64,
+    pub(crate) max_metadata_bytes: u64,
     /// Symbolic links followed in one path lookup (Linux's MAXSYMLINKS is 40).
-    pub max_link_depth: u32,
+    pub(crate) max_link_depth: u32,
     /// Bytes of one JSON document: index, manifest, config, `manifest.json`.
-    pub max_json_bytes: u64,
+    pub(crate) max_json_bytes: u64,
     /// Descriptors walked through an image's indexes (nested ones included), and images listed
     /// by `manifest.json`: bounds the work a layout whose indexes list each other many times
     /// can cause.
-    pub max_index_entries: u64,
+    pub(crate) max_index_entries: u64,
     /// Files of /etc/ld.so.conf and its `include`s read, itself included, each once.
-    pub max_ld_conf_files: u64,
+    pub(crate) max_ld_conf_files: u64,
     /// The work /etc/ld.so.conf and its includes make: each folder they list, each distinct
     /// `include` pattern and each folder entry a pattern is tried on counts one. With
     /// [`Limits::max_ld_conf_files`] this bounds what 15,000 `include` lines over 2,000 files
     /// cost; past either, the rest is not read and the facts say so.
-    pub max_ld_conf_names: u64,
+    pub(crate) max_ld_conf_names: u64,
     /// Seconds one transfer (a registry request, an engine answer, a pipe) may send nothing
     /// before the image's read ends; 0 waits for ever (`--timeout` still bounds the read).
-    pub idle_timeout_secs: u64,
+    pub(crate) idle_timeout_secs: u64,
     /// Layers of one image manifest (and diff_ids of its config). Docker builds stop at 127,
     /// overlayfs mounts at most 500 lower layers (the kernel's `OVL_MAX_STACK`); images that
     /// cannot run anywhere have more.
-    pub max_layers: u64,
+    pub(crate) max_layers: u64,
     /// Seconds a whole `lint --k8s` run may spend reading its images; an image still being read
     /// then ends, and the ones not started are reported as not read. 0: no bound (each image
     /// still has its `--timeout`).
-    pub fleet_timeout_secs: u64,
+    pub(crate) fleet_timeout_secs: u64,
     /// Reads from one registry in a row that time out (or get no answer) before a fleet stops
     /// reading from that registry, the rest of its images reported as not read. 0: no bound.
-    pub max_registry_timeouts: u64,
+    pub(crate) max_registry_timeouts: u64,
 }
 
 impl Default for Limits {
@@ -100,7 +100,7 @@ impl Default for Limits {
 
 impl Limits {
     /// The names [`Limits::set`] accepts, in the order of the fields.
-    pub const NAMES: &'static [&'static str] = &[
+    pub(crate) const NAMES: &'static [&'static str] = &[
         "max_entries_per_layer",
         "max_path_len",
         "max_extended_header_bytes",
@@ -123,7 +123,7 @@ impl Limits {
 
     /// Sets one limit by name from text: a number, optionally with a `K`, `M`, `G` or `T`
     /// suffix (powers of 1024, `KiB`/`KB` accepted too).
-    pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
+    pub(crate) fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
         let v = parse_size(value).ok_or_else(|| {
             format!("`{value}` is not a size for {name} (write a number such as 4096, 64M or 2G)")
         })?;
@@ -164,7 +164,7 @@ impl Limits {
     /// `MEMLINT_LIMITS` environment variable). Only the names the text sets change, so several
     /// sources layer by applying them from the weakest to the strongest: a config file's
     /// table, then `MEMLINT_LIMITS`, then each `--limit` (one name each, through [`Limits::set`]).
-    pub fn apply(&mut self, spec: &str) -> Result<(), String> {
+    pub(crate) fn apply(&mut self, spec: &str) -> Result<(), String> {
         for pair in spec
             .split(|c: char| c == ',' || c.is_whitespace())
             .filter(|p| !p.is_empty())
@@ -177,8 +177,9 @@ impl Limits {
         Ok(())
     }
 
+    #[cfg(test)]
     /// The default limits with `spec` applied (see [`Limits::apply`]).
-    pub fn parse(spec: &str) -> Result<Limits, String> {
+    pub(crate) fn parse(spec: &str) -> Result<Limits, String> {
         let mut limits = Limits::default();
         limits.apply(spec)?;
         Ok(limits)
@@ -187,7 +188,7 @@ impl Limits {
 
 /// A size: a number, optionally with a `K`, `M`, `G` or `T` suffix (powers of 1024; `KiB` and
 /// `KB` are read the same).
-pub fn parse_size(text: &str) -> Option<u64> {
+pub(crate) fn parse_size(text: &str) -> Option<u64> {
     let t = text.trim();
     let digits = t.bytes().take_while(u8::is_ascii_digit).count();
     let n: u64 = t[..digits].parse().ok()?;

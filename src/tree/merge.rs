@@ -9,7 +9,7 @@ use super::resolve::split;
 use super::{FileTree, NewKind, NewNode, NodeId, NodeKind, ROOT};
 
 #[derive(Debug, thiserror::Error)]
-pub enum MergeError {
+pub(crate) enum MergeError {
     #[error("hard link `/{path}` points at `/{target}`, which does not exist in this or a lower layer")]
     HardlinkMissing { path: String, target: String },
     #[error("hard link `/{path}` points at folder `/{target}`")]
@@ -25,14 +25,14 @@ pub enum MergeError {
 
 impl FileTree {
     /// A tree holding just these entries, as one layer (a root folder on disk, tests).
-    pub fn from_entries(entries: Vec<LayerEntry>) -> Result<FileTree, MergeError> {
+    pub(crate) fn from_entries(entries: Vec<LayerEntry>) -> Result<FileTree, MergeError> {
         let mut t = FileTree::new();
         t.apply(LayerDiff::unhashed(entries), 0)?;
         Ok(t)
     }
 
     /// Applies one layer; `index` is recorded on every node it writes.
-    pub fn apply(&mut self, layer: LayerDiff, index: u32) -> Result<(), MergeError> {
+    pub(crate) fn apply(&mut self, layer: LayerDiff, index: u32) -> Result<(), MergeError> {
         let entries = layer.entries;
         let mut cursor = entries.cursor();
         while let Some(w) = cursor.next() {

@@ -10,23 +10,23 @@
 //! (a link target, kept contents, ELF facts) lives in a side table. [`FileTree::node`] gives a
 //! [`Node`] view of a slot.
 
-pub mod build;
-pub mod entries;
-pub mod entry;
-pub mod gzip;
-pub mod interest;
-pub mod layer;
-pub mod limits;
-pub mod merge;
+pub(crate) mod build;
+pub(crate) mod entries;
+pub(crate) mod entry;
+pub(crate) mod gzip;
+pub(crate) mod interest;
+pub(crate) mod layer;
+pub(crate) mod limits;
+pub(crate) mod merge;
 mod resolve;
 mod table;
-pub mod xz_bzip2;
+pub(crate) mod xz_bzip2;
 
-pub use entries::Entries;
-pub use interest::{wildcard_match, Interests};
-pub use layer::{Budget, Compression, EntryKind, LayerDiff, LayerEntry};
-pub use limits::Limits;
-pub use resolve::ResolveError;
+pub(crate) use entries::Entries;
+pub(crate) use interest::{wildcard_match, Interests};
+pub(crate) use layer::{Budget, Compression, EntryKind, LayerDiff, LayerEntry};
+pub(crate) use limits::Limits;
+pub(crate) use resolve::ResolveError;
 
 use crate::elf::ElfInfo;
 use serde::Serialize;
@@ -35,7 +35,7 @@ use std::collections::{BTreeMap, HashMap};
 use table::{IdTable, Names};
 
 /// Index of a node in a [`FileTree`].
-pub type NodeId = u32;
+pub(crate) type NodeId = u32;
 
 /// Roughly what a path costs in the merged tree (its slot, its share of the tables), for the
 /// metadata budget.
@@ -45,7 +45,7 @@ const NONE: u32 = u32::MAX;
 
 /// What a path is.
 #[derive(Clone, Debug)]
-pub enum NodeKind<'a> {
+pub(crate) enum NodeKind<'a> {
     Dir(Children<'a>),
     File,
     Symlink(&'a str),
@@ -55,7 +55,7 @@ pub enum NodeKind<'a> {
 
 /// The children of a folder, in name order (listed when first asked for).
 #[derive(Clone, Debug)]
-pub struct Children<'a> {
+pub(crate) struct Children<'a> {
     tree: &'a FileTree,
     dir: NodeId,
     sorted: OnceCell<Vec<(&'a str, NodeId)>>,
@@ -75,32 +75,23 @@ impl<'a> Children<'a> {
     }
 
     /// (name, id) pairs in name order.
-    pub fn iter(&self) -> impl Iterator<Item = (&&'a str, &NodeId)> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&&'a str, &NodeId)> {
         self.list().iter().map(|(k, v)| (k, v))
     }
 
-    pub fn keys(&self) -> impl Iterator<Item = &&'a str> {
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &&'a str> {
         self.list().iter().map(|(k, _)| k)
     }
 
-    pub fn values(&self) -> impl Iterator<Item = &NodeId> {
+    pub(crate) fn values(&self) -> impl Iterator<Item = &NodeId> {
         self.list().iter().map(|(_, v)| v)
     }
 
-    /// The child called `name`.
-    pub fn get(&self, name: &str) -> Option<NodeId> {
-        self.tree.child(self.dir, name)
-    }
-
-    pub fn contains_key(&self, name: &str) -> bool {
-        self.get(name).is_some()
-    }
-
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.tree.child_ids(self.dir).count()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.tree.slots[self.dir as usize].first == NONE
     }
 }
@@ -118,44 +109,42 @@ impl<'c, 'a> IntoIterator for &'c Children<'a> {
 
 /// File contents kept because an interest asked for them.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Content {
-    pub bytes: Vec<u8>,
+pub(crate) struct Content {
+    pub(crate) bytes: Vec<u8>,
     /// The file was longer than the cap its interest set; `bytes` is its start.
-    pub truncated: bool,
+    pub(crate) truncated: bool,
 }
 
 /// One path of the merged tree, as a view of its slot.
 #[derive(Clone, Debug)]
-pub struct Node<'a> {
+pub(crate) struct Node<'a> {
     name: &'a str,
-    pub kind: NodeKind<'a>,
-    pub mode: u32,
-    pub uid: u64,
-    pub gid: u64,
-    pub size: u64,
+    pub(crate) kind: NodeKind<'a>,
+    pub(crate) mode: u32,
+    pub(crate) size: u64,
     /// Index of the layer that last wrote this path, or for a folder no entry gave, the layer
     /// whose entry implied it (`None` for the root and for rootfs).
-    pub layer: Option<u32>,
+    pub(crate) layer: Option<u32>,
     /// For a hard link: the file it was linked to, by its path once the symlinks in the
     /// link name's folders are followed.
-    pub hardlink_to: Option<&'a str>,
-    pub elf: Option<&'a ElfInfo>,
+    pub(crate) hardlink_to: Option<&'a str>,
+    pub(crate) elf: Option<&'a ElfInfo>,
 }
 
 impl<'a> Node<'a> {
-    pub fn name(&self) -> &'a str {
+    pub(crate) fn name(&self) -> &'a str {
         self.name
     }
 
-    pub fn is_dir(&self) -> bool {
+    pub(crate) fn is_dir(&self) -> bool {
         matches!(self.kind, NodeKind::Dir(_))
     }
 
-    pub fn is_file(&self) -> bool {
+    pub(crate) fn is_file(&self) -> bool {
         matches!(self.kind, NodeKind::File)
     }
 
-    pub fn symlink_target(&self) -> Option<&'a str> {
+    pub(crate) fn symlink_target(&self) -> Option<&'a str> {
         match self.kind {
             NodeKind::Symlink(t) => Some(t),
             _ => None,
@@ -163,7 +152,7 @@ impl<'a> Node<'a> {
     }
 
     /// The `ls -l` type letter.
-    pub fn type_name(&self) -> &'static str {
+    pub(crate) fn type_name(&self) -> &'static str {
         match self.kind {
             NodeKind::Dir(_) => "dir",
             NodeKind::File => "file",
@@ -175,17 +164,17 @@ impl<'a> Node<'a> {
 
 /// Counts of what the merged tree holds.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct TreeCounts {
+pub(crate) struct TreeCounts {
     /// Paths in the merged tree, the root excluded.
-    pub count: u64,
-    pub regular: u64,
-    pub directories: u64,
-    pub symlinks: u64,
-    pub hardlinks: u64,
-    pub special: u64,
-    pub elf: u64,
-    pub kept_files: u64,
-    pub kept_bytes: u64,
+    pub(crate) count: u64,
+    pub(crate) regular: u64,
+    pub(crate) directories: u64,
+    pub(crate) symlinks: u64,
+    pub(crate) hardlinks: u64,
+    pub(crate) special: u64,
+    pub(crate) elf: u64,
+    pub(crate) kept_files: u64,
+    pub(crate) kept_bytes: u64,
 }
 
 /// What a slot is; interned with its mode and owner.
@@ -241,15 +230,15 @@ impl Extra {
 /// What [`FileTree::insert`] puts at a path.
 #[derive(Clone, Debug)]
 pub(crate) struct NewNode {
-    pub kind: NewKind,
-    pub mode: u32,
-    pub uid: u64,
-    pub gid: u64,
-    pub size: u64,
-    pub layer: Option<u32>,
-    pub hardlink_to: Option<String>,
-    pub content: Option<Content>,
-    pub elf: Option<Box<ElfInfo>>,
+    pub(crate) kind: NewKind,
+    pub(crate) mode: u32,
+    pub(crate) uid: u64,
+    pub(crate) gid: u64,
+    pub(crate) size: u64,
+    pub(crate) layer: Option<u32>,
+    pub(crate) hardlink_to: Option<String>,
+    pub(crate) content: Option<Content>,
+    pub(crate) elf: Option<Box<ElfInfo>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -262,7 +251,7 @@ pub(crate) enum NewKind {
 
 impl NewNode {
     /// An implied folder.
-    pub fn dir() -> NewNode {
+    pub(crate) fn dir() -> NewNode {
         NewNode {
             kind: NewKind::Dir,
             mode: 0o755,
@@ -279,7 +268,7 @@ impl NewNode {
 
 /// The merged file tree.
 #[derive(Clone, Debug)]
-pub struct FileTree {
+pub(crate) struct FileTree {
     slots: Vec<Slot>,
     free: Vec<NodeId>,
     names: Names,
@@ -304,7 +293,7 @@ pub struct FileTree {
     kept_for: Interests,
 }
 
-pub const ROOT: NodeId = 0;
+pub(crate) const ROOT: NodeId = 0;
 
 impl Default for FileTree {
     fn default() -> Self {
@@ -321,7 +310,7 @@ fn child_hash(parent: NodeId, name: u32) -> u64 {
 }
 
 impl FileTree {
-    pub fn new() -> FileTree {
+    pub(crate) fn new() -> FileTree {
         let mut names = Names::default();
         let root_name = names.intern("");
         let mut t = FileTree {
@@ -363,7 +352,7 @@ impl FileTree {
     }
 
     /// An empty tree whose lookups follow at most `limits.max_link_depth` links.
-    pub fn with_limits(limits: &Limits) -> FileTree {
+    pub(crate) fn with_limits(limits: &Limits) -> FileTree {
         FileTree {
             max_links: limits.max_link_depth,
             max_path_len: limits.max_path_len,
@@ -375,37 +364,32 @@ impl FileTree {
     /// The tree, remembering that its contents were kept for `interests` (what the layers were
     /// read with). A tree that was never told keeps nothing, and every content read from it
     /// fails in debug builds.
-    pub fn keeping(mut self, interests: Interests) -> FileTree {
+    pub(crate) fn keeping(mut self, interests: Interests) -> FileTree {
         self.kept_for = interests;
         self
-    }
-
-    /// What the contents were kept for.
-    pub fn kept_for(&self) -> &Interests {
-        &self.kept_for
     }
 
     /// Whether the reader was asked to keep the contents of the file at `path` (an absolute
     /// path as written, before links are followed). A file found through a path the image
     /// chose (a script in its PATH, an `include` of ld.so.conf) may lie outside what anyone
     /// asked for: ask this first, and read its contents only when it says yes.
-    pub fn keeps(&self, path: &str) -> bool {
+    pub(crate) fn keeps(&self, path: &str) -> bool {
         self.kept_for.covers(path)
     }
 
     /// Symbolic links one lookup may follow.
-    pub fn max_links(&self) -> u32 {
+    pub(crate) fn max_links(&self) -> u32 {
         self.max_links
     }
 
     /// Bytes of the path an entry may land at.
-    pub fn max_path_len(&self) -> usize {
+    pub(crate) fn max_path_len(&self) -> usize {
         self.max_path_len
     }
 
     /// `max_ld_conf_files` and `max_ld_conf_names`: how much of /etc/ld.so.conf and its
     /// includes may be read from this tree.
-    pub fn max_ld_conf(&self) -> (u64, u64) {
+    pub(crate) fn max_ld_conf(&self) -> (u64, u64) {
         self.max_ld_conf
     }
 
@@ -433,7 +417,7 @@ impl FileTree {
     }
 
     /// The name of node `id` (empty for the root).
-    pub fn name_of(&self, id: NodeId) -> &str {
+    pub(crate) fn name_of(&self, id: NodeId) -> &str {
         self.names.get(self.slots[id as usize].name)
     }
 
@@ -451,7 +435,7 @@ impl FileTree {
     }
 
     /// A view of node `id`.
-    pub fn node(&self, id: NodeId) -> Node<'_> {
+    pub(crate) fn node(&self, id: NodeId) -> Node<'_> {
         let s = &self.slots[id as usize];
         let m = &self.metas[s.meta as usize];
         let extra = self.extra_of(id);
@@ -468,8 +452,6 @@ impl FileTree {
                 Tag::Special => NodeKind::Special,
             },
             mode: m.mode,
-            uid: m.uid,
-            gid: m.gid,
             size: s.size,
             layer: (s.layer != NONE).then_some(s.layer),
             hardlink_to: extra.and_then(|e| e.hardlink_to.as_deref()),
@@ -489,12 +471,12 @@ impl FileTree {
         self.slots[id as usize].meta = meta;
     }
 
-    pub fn parent(&self, id: NodeId) -> NodeId {
+    pub(crate) fn parent(&self, id: NodeId) -> NodeId {
         self.slots[id as usize].parent
     }
 
     /// The child `name` of folder `dir`, without following links.
-    pub fn child(&self, dir: NodeId, name: &str) -> Option<NodeId> {
+    pub(crate) fn child(&self, dir: NodeId, name: &str) -> Option<NodeId> {
         if !self.is_dir_id(dir) {
             return None;
         }
@@ -511,7 +493,7 @@ impl FileTree {
     }
 
     /// The absolute path of a node, e.g. `/usr/lib/libc.so.6`.
-    pub fn path_of(&self, mut id: NodeId) -> String {
+    pub(crate) fn path_of(&self, mut id: NodeId) -> String {
         let mut parts = Vec::new();
         while id != ROOT {
             parts.push(self.name_of(id));
@@ -687,7 +669,7 @@ impl FileTree {
     }
 
     /// Every path under `/`, depth first in name order, the root excluded.
-    pub fn walk(&self) -> Walk<'_> {
+    pub(crate) fn walk(&self) -> Walk<'_> {
         let mut w = Walk {
             tree: self,
             stack: Vec::new(),
@@ -696,7 +678,7 @@ impl FileTree {
         w
     }
 
-    pub fn counts(&self) -> TreeCounts {
+    pub(crate) fn counts(&self) -> TreeCounts {
         let mut c = TreeCounts::default();
         for (id, s) in self.slots.iter().enumerate().skip(1) {
             if s.meta == NONE {
@@ -726,12 +708,12 @@ impl FileTree {
     }
 
     /// The node at `path`, following every symlink (the final one too).
-    pub fn lookup(&self, path: &str) -> Result<Option<NodeId>, ResolveError> {
+    pub(crate) fn lookup(&self, path: &str) -> Result<Option<NodeId>, ResolveError> {
         resolve::resolve(self, ROOT, path, true)
     }
 
     /// The node at `path`, following symlinks in the folders on the way but not a final one.
-    pub fn lookup_nofollow(&self, path: &str) -> Result<Option<NodeId>, ResolveError> {
+    pub(crate) fn lookup_nofollow(&self, path: &str) -> Result<Option<NodeId>, ResolveError> {
         resolve::resolve(self, ROOT, path, false)
     }
 
@@ -740,7 +722,7 @@ impl FileTree {
     }
 
     /// The layer whose whiteout removed `path` or a folder above it (index from 0).
-    pub fn removed_by(&self, path: &str) -> Option<u32> {
+    pub(crate) fn removed_by(&self, path: &str) -> Option<u32> {
         let mut p = path.trim_end_matches('/').to_string();
         loop {
             if let Some(&l) = self.removed.get(&p) {
@@ -757,7 +739,7 @@ impl FileTree {
     /// tree was read to keep ([`FileTree::keeps`]): asking for another is a bug in the caller
     /// (its interests do not declare the file, so the reader never kept it and it would read
     /// as absent), and panics in debug builds.
-    pub fn contents(&self, path: &str) -> Option<&Content> {
+    pub(crate) fn contents(&self, path: &str) -> Option<&Content> {
         debug_assert!(
             self.keeps(path),
             "contents of {path} read, but no interest asked for them: declare the path beside the code that reads it"
@@ -767,7 +749,7 @@ impl FileTree {
     }
 
     /// Whether `path` (symlinks followed) is a regular file of the image.
-    pub fn is_file_at(&self, path: &str) -> bool {
+    pub(crate) fn is_file_at(&self, path: &str) -> bool {
         self.lookup(path)
             .ok()
             .flatten()
@@ -777,7 +759,7 @@ impl FileTree {
     /// The text (lossy UTF-8) of what the reader kept of the file at `path` (symlinks
     /// followed), as [`FileTree::kept_content`]: for a path the image chose (a config file its
     /// command names, an `include`), which may hold nothing.
-    pub fn kept_text(&self, path: &str) -> Option<String> {
+    pub(crate) fn kept_text(&self, path: &str) -> Option<String> {
         let id = self.lookup(path).ok()??;
         let content = self.kept_content(id)?;
         Some(String::from_utf8_lossy(&content.bytes).into_owned())
@@ -785,7 +767,7 @@ impl FileTree {
 
     /// The kept contents of node `id`, found by walking the tree. Its path must be one the tree
     /// was read to keep, as for [`FileTree::contents`].
-    pub fn content(&self, id: NodeId) -> Option<&Content> {
+    pub(crate) fn content(&self, id: NodeId) -> Option<&Content> {
         debug_assert!(
             self.keeps(&self.path_of(id)),
             "contents of {} read, but no interest asked for them: declare the path beside the code that reads it",
@@ -799,13 +781,13 @@ impl FileTree {
     /// which may lie anywhere and then holds nothing (or what a hard link to a kept file
     /// carries). Every other read goes through [`FileTree::content`] or
     /// [`FileTree::contents`], which catch a path left undeclared.
-    pub fn kept_content(&self, id: NodeId) -> Option<&Content> {
+    pub(crate) fn kept_content(&self, id: NodeId) -> Option<&Content> {
         self.extra_of(id).and_then(|e| e.content.as_ref())
     }
 
     /// The ELF facts of node `id`. The tree must have been read for ELF heads; a reader of
     /// the dynamic section or markers declares [`Interests::scan_elf`] too.
-    pub fn elf(&self, id: NodeId) -> Option<&ElfInfo> {
+    pub(crate) fn elf(&self, id: NodeId) -> Option<&ElfInfo> {
         debug_assert!(
             self.kept_for.elf_heads,
             "ELF facts of {} read, but no interest asked for ELF heads",
@@ -816,7 +798,7 @@ impl FileTree {
 }
 
 /// Iterator returned by [`FileTree::walk`].
-pub struct Walk<'a> {
+pub(crate) struct Walk<'a> {
     tree: &'a FileTree,
     stack: Vec<NodeId>,
 }

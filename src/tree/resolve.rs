@@ -7,10 +7,10 @@ use std::collections::VecDeque;
 
 /// Linux gives up with ELOOP after this many links in one lookup; the default of
 /// `max_link_depth`.
-pub const MAX_LINKS: u32 = 40;
+pub(crate) const MAX_LINKS: u32 = 40;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ResolveError {
+pub(crate) enum ResolveError {
     #[error(
         "too many levels of symbolic links (more than {limit}, the max_link_depth limit) while resolving {path}"
     )]

@@ -22,7 +22,7 @@ impl IdTable {
         self.slots.len() - 1
     }
 
-    pub fn find(&self, hash: u64, eq: impl Fn(u32) -> bool) -> Option<u32> {
+    pub(crate) fn find(&self, hash: u64, eq: impl Fn(u32) -> bool) -> Option<u32> {
         if self.slots.is_empty() {
             return None;
         }
@@ -40,7 +40,7 @@ impl IdTable {
     }
 
     /// Adds `id`, which must not be in the table.
-    pub fn insert(&mut self, hash: u64, id: u32, rehash: impl Fn(u32) -> u64) {
+    pub(crate) fn insert(&mut self, hash: u64, id: u32, rehash: impl Fn(u32) -> u64) {
         debug_assert!(id < GONE);
         if (self.used + 1) * 4 > self.slots.len() * 3 {
             self.grow(&rehash);
@@ -58,7 +58,7 @@ impl IdTable {
     }
 
     /// Removes `id`, found at `hash`.
-    pub fn remove(&mut self, hash: u64, id: u32) {
+    pub(crate) fn remove(&mut self, hash: u64, id: u32) {
         if self.slots.is_empty() {
             return;
         }
@@ -105,20 +105,20 @@ pub(super) struct Names {
 }
 
 impl Names {
-    pub fn get(&self, id: u32) -> &str {
+    pub(crate) fn get(&self, id: u32) -> &str {
         let i = id as usize;
         let start = self.starts[i] as usize;
         let end = self.starts.get(i + 1).map_or(self.bytes.len(), |&e| e as usize);
         &self.bytes[start..end]
     }
 
-    pub fn find(&self, name: &str) -> Option<u32> {
+    pub(crate) fn find(&self, name: &str) -> Option<u32> {
         let hash = self.hasher.hash_one(name);
         self.table.find(hash, |id| self.get(id) == name)
     }
 
     /// The id of `name`, added when new.
-    pub fn intern(&mut self, name: &str) -> u32 {
+    pub(crate) fn intern(&mut self, name: &str) -> u32 {
         if let Some(id) = self.find(name) {
             return id;
         }

@@ -9,20 +9,20 @@ use std::io::{BufRead, Read};
 
 /// The most memory one xz block's decoder may take, in KiB. `xz -9` (and `-9e`), the largest
 /// preset, uses a 64 MiB dictionary; a stream asking for more is refused, not allocated.
-pub const XZ_MEMORY_KIB: u32 = 96 * 1024;
+pub(crate) const XZ_MEMORY_KIB: u32 = 96 * 1024;
 
 /// xz's stream header magic.
 const XZ_MAGIC: [u8; 6] = [0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00];
 
 /// Whether a stream's first bytes are xz's.
-pub fn is_xz(head: &[u8]) -> bool {
+pub(crate) fn is_xz(head: &[u8]) -> bool {
     head.starts_with(&XZ_MAGIC)
 }
 
 /// Whether a stream's first bytes are bzip2's: `BZh`, the block size `1`–`9`, then a block's
 /// magic (the digits of pi) or the end of an empty stream (those of sqrt(pi)). Ten bytes, so
 /// a tar whose first member is named `BZh…` is not taken for bzip2.
-pub fn is_bzip2(head: &[u8]) -> bool {
+pub(crate) fn is_bzip2(head: &[u8]) -> bool {
     let [b'B', b'Z', b'h', level, rest @ ..] = head else {
         return false;
     };
@@ -32,12 +32,12 @@ pub fn is_bzip2(head: &[u8]) -> bool {
 }
 
 /// Unpacks an xz stream (and any streams concatenated after it, as `xz` writes them).
-pub fn xz<R: Read>(inner: R) -> lzma_rust2::XzReader<R> {
+pub(crate) fn xz<R: Read>(inner: R) -> lzma_rust2::XzReader<R> {
     lzma_rust2::XzReader::new_mem_limit(inner, true, XZ_MEMORY_KIB)
 }
 
 /// Unpacks a bzip2 stream (and any streams concatenated after it, as `pbzip2` writes them).
-pub fn bzip2<R: BufRead>(inner: R) -> bzip2::bufread::MultiBzDecoder<R> {
+pub(crate) fn bzip2<R: BufRead>(inner: R) -> bzip2::bufread::MultiBzDecoder<R> {
     bzip2::bufread::MultiBzDecoder::new(inner)
 }
 

@@ -25,46 +25,46 @@ const INSTALL_DIRS: &[&str] = &[
 ];
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct DotnetRuntime {
+pub(crate) struct DotnetRuntime {
     /// `Microsoft.NETCore.App` or `Microsoft.AspNetCore.App`.
-    pub name: String,
+    pub(crate) name: String,
     /// The product version; empty for a self-contained app whose files name none.
-    pub version: String,
+    pub(crate) version: String,
     /// The version folder of a shared runtime, or the self-contained app's folder.
-    pub path: String,
-    pub self_contained: bool,
+    pub(crate) path: String,
+    pub(crate) self_contained: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct DotnetApp {
-    pub name: String,
-    pub dir: String,
-    pub runtimeconfig: Option<String>,
-    pub deps_json: Option<String>,
+pub(crate) struct DotnetApp {
+    pub(crate) name: String,
+    pub(crate) dir: String,
+    pub(crate) runtimeconfig: Option<String>,
+    pub(crate) deps_json: Option<String>,
     /// `"Microsoft.NETCore.App 10.0.0"`: what runtimeconfig.json asks for or includes.
-    pub frameworks: Vec<String>,
-    pub self_contained: bool,
+    pub(crate) frameworks: Vec<String>,
+    pub(crate) self_contained: bool,
     /// `net10.0`: runtimeconfig's `tfm`, else derived from deps.json's `runtimeTarget`.
-    pub target_framework: Option<String>,
+    pub(crate) target_framework: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
-pub struct NugetPackage {
-    pub name: String,
-    pub version: String,
+pub(crate) struct NugetPackage {
+    pub(crate) name: String,
+    pub(crate) version: String,
     /// The deps.json that lists it.
-    pub deps_json: String,
+    pub(crate) deps_json: String,
 }
 
 /// What the walk of the tree finds of .NET: runtimes, apps, the packages their deps.json files
 /// list, and the appsettings files (read by [`super::gss`]).
 pub(super) struct Found {
-    pub runtimes: Vec<DotnetRuntime>,
-    pub apps: Vec<DotnetApp>,
+    pub(crate) runtimes: Vec<DotnetRuntime>,
+    pub(crate) apps: Vec<DotnetApp>,
     /// The `"type": "package"` entries of every app's deps.json, sorted, deduplicated per
     /// deps.json (.NET's own install folders left out).
-    pub packages: Vec<NugetPackage>,
-    pub appsettings: Vec<NodeId>,
+    pub(crate) packages: Vec<NugetPackage>,
+    pub(crate) appsettings: Vec<NodeId>,
 }
 
 pub(super) fn read(tree: &FileTree) -> Found {

@@ -28,7 +28,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 /// The GC settings memlint reads: (name after the prefix, runtimeconfig.json property).
-pub const SETTINGS: &[(&str, Option<&str>)] = &[
+pub(crate) const SETTINGS: &[(&str, Option<&str>)] = &[
     ("gcServer", Some("System.GC.Server")),
     ("GCDynamicAdaptationMode", Some("System.GC.DynamicAdaptationMode")),
     ("GCHeapCount", Some("System.GC.HeapCount")),
@@ -42,7 +42,7 @@ pub const SETTINGS: &[(&str, Option<&str>)] = &[
 ];
 
 /// The numeric settings whose environment value is hexadecimal and often written as decimal.
-pub const NUMERIC: &[&str] = &[
+pub(crate) const NUMERIC: &[&str] = &[
     "GCHeapHardLimit",
     "GCHeapHardLimitPercent",
     "GCHeapHardLimitSOH",
@@ -54,25 +54,25 @@ pub const NUMERIC: &[&str] = &[
 ];
 
 /// The prefixes in the runtime's order of priority.
-pub const PREFIXES: [&str; 2] = ["DOTNET_", "COMPlus_"];
+pub(crate) const PREFIXES: [&str; 2] = ["DOTNET_", "COMPlus_"];
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct GcFacts {
+pub(crate) struct GcFacts {
     /// Every GC variable of [`SETTINGS`] the environment sets and the runtime reads (the
     /// `DOTNET_` one when both prefixes are set).
-    pub env: Vec<GcEnvVar>,
+    pub(crate) env: Vec<GcEnvVar>,
     /// The effective settings of each app that has a runtimeconfig.json.
-    pub apps: Vec<AppGc>,
+    pub(crate) apps: Vec<AppGc>,
     /// The settings of [`SETTINGS`] a script sets in a way memlint cannot work out, each with
     /// why: (setting, why). A known `DOTNET_` value settles a setting whatever `COMPlus_` says.
     #[serde(skip)]
-    pub undecided: Vec<(String, String)>,
+    pub(crate) undecided: Vec<(String, String)>,
 }
 
 impl GcFacts {
     /// Why setting `name` (`GCHeapCount`) is not known, when a script sets it in a way
     /// memlint cannot work out.
-    pub fn undecided(&self, name: &str) -> Option<&str> {
+    pub(crate) fn undecided(&self, name: &str) -> Option<&str> {
         self.undecided
             .iter()
             .find(|(s, _)| s == name)
@@ -97,73 +97,73 @@ fn undecided_settings(env: &Env) -> Vec<(String, String)> {
 
 /// A GC environment variable and how the runtime reads it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct GcEnvVar {
+pub(crate) struct GcEnvVar {
     /// `GCHeapHardLimit`.
-    pub setting: String,
+    pub(crate) setting: String,
     /// `DOTNET_GCHeapHardLimit`.
-    pub variable: String,
-    pub value: String,
+    pub(crate) variable: String,
+    pub(crate) value: String,
     /// Where the value comes from: `image env`.
-    pub source: String,
+    pub(crate) source: String,
     /// The number the runtime reads (hexadecimal); `None` when it reads none and the default
     /// applies.
-    pub read_as: Option<u64>,
+    pub(crate) read_as: Option<u64>,
     /// The value read as decimal, when it is written as a plausible decimal number that reads
     /// differently in hexadecimal (see [`decimal_reading`]).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub decimal_reading: Option<u64>,
+    pub(crate) decimal_reading: Option<u64>,
 }
 
 impl GcEnvVar {
     /// `DOTNET_GCHeapHardLimit=100000000`.
-    pub fn entry(&self) -> String {
+    pub(crate) fn entry(&self) -> String {
         format!("{}={}", self.variable, self.value)
     }
 }
 
 /// One effective setting and what decided it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct Setting {
-    pub value: u64,
+pub(crate) struct Setting {
+    pub(crate) value: u64,
     /// `env DOTNET_gcServer=1 (image env)`, `/app/Api.runtimeconfig.json System.GC.Server`, or
     /// `the .NET 8 default`.
-    pub source: String,
+    pub(crate) source: String,
     /// The image file that decided, when one did.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub path: Option<String>,
+    pub(crate) path: Option<String>,
 }
 
 /// The GC an app runs with.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct AppGc {
-    pub app: String,
-    pub runtimeconfig: String,
+pub(crate) struct AppGc {
+    pub(crate) app: String,
+    pub(crate) runtimeconfig: String,
     /// The app runs on ASP.NET Core (`Microsoft.AspNetCore.App` among its frameworks).
-    pub aspnetcore: bool,
+    pub(crate) aspnetcore: bool,
     /// The .NET major version its runtimeconfig.json asks for (or includes).
-    pub runtime_major: Option<u32>,
+    pub(crate) runtime_major: Option<u32>,
     /// 1: Server GC; 0: Workstation GC.
-    pub server: Setting,
+    pub(crate) server: Setting,
     /// 1: DATAS on; 0: off.
-    pub dynamic_adaptation: Setting,
+    pub(crate) dynamic_adaptation: Setting,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub heap_count: Option<Setting>,
+    pub(crate) heap_count: Option<Setting>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub heap_affinitize_mask: Option<Setting>,
+    pub(crate) heap_affinitize_mask: Option<Setting>,
     /// Bytes.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub heap_hard_limit: Option<Setting>,
+    pub(crate) heap_hard_limit: Option<Setting>,
     /// Only 1–99 counts.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub heap_hard_limit_percent: Option<Setting>,
+    pub(crate) heap_hard_limit_percent: Option<Setting>,
     /// Bytes, for the small object heap (with the LOH one, replaces `heap_hard_limit`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub heap_hard_limit_soh: Option<Setting>,
+    pub(crate) heap_hard_limit_soh: Option<Setting>,
 }
 
 /// How the GC caps an app's heap.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HeapCap<'a> {
+pub(crate) enum HeapCap<'a> {
     /// `GCHeapHardLimit`, in bytes.
     Fixed(&'a Setting),
     /// `GCHeapHardLimitPercent` of the limit (only 1–99 counts; the runtime ignores the rest).
@@ -174,13 +174,13 @@ pub enum HeapCap<'a> {
 }
 
 /// The share of a container's limit the GC's heap takes by default (`GCHeapHardLimit` unset).
-pub const DEFAULT_HARD_LIMIT_PERCENT: u64 = 75;
+pub(crate) const DEFAULT_HARD_LIMIT_PERCENT: u64 = 75;
 /// The least the default hard limit is (20 MiB).
 const DEFAULT_HARD_LIMIT_FLOOR: u64 = 20 << 20;
 
 impl HeapCap<'_> {
     /// The cap in bytes under a limit of `limit` bytes, when it can be told.
-    pub fn bytes(&self, limit: Option<u64>) -> Option<u64> {
+    pub(crate) fn bytes(&self, limit: Option<u64>) -> Option<u64> {
         match self {
             HeapCap::Fixed(s) => Some(s.value),
             HeapCap::Percent(p) => limit.map(|l| (u128::from(l) * u128::from(p.value) / 100) as u64),
@@ -191,7 +191,7 @@ impl HeapCap<'_> {
     }
 
     /// `GCHeapHardLimit 0x80000000 (env DOTNET_GCHeapHardLimit=… (image env))`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             HeapCap::Fixed(s) => format!("GCHeapHardLimit {:#x} ({})", s.value, s.source),
             HeapCap::Percent(p) => format!("GCHeapHardLimitPercent {:#x} = {} % ({})", p.value, p.value, p.source),
@@ -204,7 +204,7 @@ impl HeapCap<'_> {
 
 impl AppGc {
     /// How the GC caps this app's heap.
-    pub fn heap_cap(&self) -> HeapCap<'_> {
+    pub(crate) fn heap_cap(&self) -> HeapCap<'_> {
         if let Some(s) = &self.heap_hard_limit {
             return HeapCap::Fixed(s);
         }
@@ -220,7 +220,7 @@ impl AppGc {
 
     /// Whether a heap count, affinity mask or hard limit bounds the heaps the GC creates or
     /// their size.
-    pub fn bounded(&self) -> Option<&Setting> {
+    pub(crate) fn bounded(&self) -> Option<&Setting> {
         [
             &self.heap_count,
             &self.heap_affinitize_mask,
@@ -268,7 +268,7 @@ fn env_vars(env: &Env, source: &str) -> Vec<GcEnvVar> {
 /// What `strtoull(value, &end, 16)` reads, as the runtime does: leading white space, an
 /// optional sign, an optional `0x`, then hex digits up to the first other character. `None`
 /// when no digit is read (the runtime then treats the variable as not set) or on overflow.
-pub fn read_hex(value: &str) -> Option<u64> {
+pub(crate) fn read_hex(value: &str) -> Option<u64> {
     let s = value.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
     let (negative, s) = match s.as_bytes().first() {
         Some(b'-') => (true, &s[1..]),
@@ -292,7 +292,7 @@ pub fn read_hex(value: &str) -> Option<u64> {
 /// letter), at least 10 so that its hexadecimal reading differs, and for a percentage from 1 to
 /// 99. `None` otherwise: `C800000` or `0xC800000` is hexadecimal, and `8` reads the same
 /// either way.
-pub fn decimal_reading(setting: &str, value: &str) -> Option<u64> {
+pub(crate) fn decimal_reading(setting: &str, value: &str) -> Option<u64> {
     if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }

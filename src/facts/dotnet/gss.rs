@@ -10,24 +10,24 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct GssSettings {
+pub(crate) struct GssSettings {
     /// `PGGSSENCMODE` from the config Env, as written.
-    pub pggssencmode: Option<String>,
+    pub(crate) pggssencmode: Option<String>,
     /// Npgsql-style connection strings found in appsettings files and in the config Env.
-    pub connection_strings: Vec<ConnectionString>,
+    pub(crate) connection_strings: Vec<ConnectionString>,
     /// GSS encryption is off for every connection Npgsql would open that the image shows.
-    pub disabled: bool,
+    pub(crate) disabled: bool,
     /// Why `disabled` is what it is, in one sentence.
-    pub reason: String,
+    pub(crate) reason: String,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct ConnectionString {
+pub(crate) struct ConnectionString {
     /// `<file>#<configuration key>` (e.g. `/app/appsettings.json#ConnectionStrings:Default`), or
     /// `env <NAME>`.
-    pub source: String,
+    pub(crate) source: String,
     /// The `GSS Encryption Mode` value (quotes removed), `None` when the key is absent.
-    pub gss_encryption_mode: Option<String>,
+    pub(crate) gss_encryption_mode: Option<String>,
 }
 
 /// Npgsql's `GssEncryptionMode` values (`NpgsqlConnectionStringBuilder.cs`).

@@ -25,13 +25,13 @@
 
 mod apps;
 mod connection_string;
-pub mod gc;
+pub(crate) mod gc;
 mod gss;
 mod json;
 
-pub use apps::{DotnetApp, DotnetRuntime, NugetPackage};
-pub use gc::GcFacts;
-pub use gss::{ConnectionString, GssSettings};
+pub(crate) use apps::{DotnetApp, DotnetRuntime, NugetPackage};
+pub(crate) use gc::GcFacts;
+pub(crate) use gss::GssSettings;
 
 use super::loader::Loader;
 use super::Env;
@@ -39,28 +39,28 @@ use crate::tree::Interests;
 use serde::Serialize;
 
 /// The library .NET's GSS shim loads (dotnet/runtime#59526); official .NET 8+ images lack it.
-pub const GSSAPI_LIBRARY: &str = "libgssapi_krb5.so.2";
+pub(crate) const GSSAPI_LIBRARY: &str = "libgssapi_krb5.so.2";
 
 #[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
-pub struct DotnetFacts {
+pub(crate) struct DotnetFacts {
     /// Shared runtimes and the runtimes self-contained apps carry.
-    pub runtimes: Vec<DotnetRuntime>,
-    pub apps: Vec<DotnetApp>,
+    pub(crate) runtimes: Vec<DotnetRuntime>,
+    pub(crate) apps: Vec<DotnetApp>,
     /// The `"type": "package"` entries of every app's deps.json `libraries`, sorted, deduplicated
     /// per deps.json (.NET's own install folders left out).
-    pub packages: Vec<NugetPackage>,
+    pub(crate) packages: Vec<NugetPackage>,
     /// The Npgsql packages among `packages`.
-    pub npgsql: Vec<NugetPackage>,
-    pub gss: GssSettings,
-    pub gssapi: GssapiLibrary,
+    pub(crate) npgsql: Vec<NugetPackage>,
+    pub(crate) gss: GssSettings,
+    pub(crate) gssapi: GssapiLibrary,
     /// GC settings: the environment's GC variables and each app's effective GC.
-    pub gc: GcFacts,
+    pub(crate) gc: GcFacts,
 }
 
 impl DotnetFacts {
     /// The Npgsql packages whose `GssEncryptionMode` defaults to `Prefer`: 10.0.0 and later
     /// (10.0.0-rc.1 had `Disable`; older releases have no GSS encryption).
-    pub fn npgsql_preferring_gss(&self) -> Vec<&NugetPackage> {
+    pub(crate) fn npgsql_preferring_gss(&self) -> Vec<&NugetPackage> {
         self.npgsql
             .iter()
             .filter(|p| {
@@ -71,29 +71,29 @@ impl DotnetFacts {
     }
 
     /// Whether the image holds any .NET runtime or app.
-    pub fn present(&self) -> bool {
+    pub(crate) fn present(&self) -> bool {
         !self.runtimes.is_empty() || !self.apps.is_empty()
     }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct GssapiLibrary {
+pub(crate) struct GssapiLibrary {
     /// The file the image's loader would open, when there is one.
-    pub resolved: Option<String>,
-    pub searched_as: String,
+    pub(crate) resolved: Option<String>,
+    pub(crate) searched_as: String,
 }
 
 /// What [`derive`] reads: every app's `*.runtimeconfig.json` and `*.deps.json`, and the
 /// `appsettings*.json` files that may hold connection strings (libcoreclr.so and the GSS
 /// library only by their paths, through the loader).
-pub fn interests() -> Interests {
+pub(crate) fn interests() -> Interests {
     Interests::default()
         .keep("**/*.deps.json", crate::facts::LARGE_FILE)
         .keep("**/*.runtimeconfig.json", crate::facts::SMALL_FILE)
         .keep("**/appsettings*.json", crate::facts::SMALL_FILE)
 }
 
-pub fn derive(loader: &Loader, env: &Env) -> DotnetFacts {
+pub(crate) fn derive(loader: &Loader, env: &Env) -> DotnetFacts {
     let tree = loader.tree();
     let found = apps::read(tree);
     let npgsql = found

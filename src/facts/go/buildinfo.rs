@@ -21,14 +21,14 @@
 
 use serde::Serialize;
 
-pub const MAGIC: &[u8; 14] = b"\xff Go buildinf:";
+pub(crate) const MAGIC: &[u8; 14] = b"\xff Go buildinf:";
 pub(super) const ALIGN: u64 = 16;
 pub(super) const HEADER: usize = 32;
 /// Bytes held from the magic on while a file streams: the header and both strings of all but
 /// the largest programs (the module info of a program with 500 modules is about 50 KiB).
 pub(super) const CAPTURE_CAP: usize = 128 * 1024;
 /// Modules kept of one program; the rest are counted out through [`GoBuildInfo::complete`].
-pub const MAX_DEPS: usize = 1000;
+pub(crate) const MAX_DEPS: usize = 1000;
 /// Bytes kept of one path, version or setting.
 const MAX_FIELD: usize = 512;
 /// Bytes of the Go version string accepted.
@@ -38,37 +38,37 @@ const SENTINEL: usize = 16;
 
 /// One module of a Go program.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct GoModule {
-    pub path: String,
-    pub version: String,
+pub(crate) struct GoModule {
+    pub(crate) path: String,
+    pub(crate) version: String,
     /// The `=>` replacement: its path (a module path or a local folder), and version when
     /// it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub replace: Option<String>,
+    pub(crate) replace: Option<String>,
 }
 
 /// What a Go program says about how it was built.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct GoBuildInfo {
+pub(crate) struct GoBuildInfo {
     /// `go1.19.8`; `None` for the pointer format of Go before 1.18.
-    pub go_version: Option<String>,
+    pub(crate) go_version: Option<String>,
     /// The main package's import path (`path` line).
-    pub main_path: Option<String>,
+    pub(crate) main_path: Option<String>,
     /// The main module (`mod` line).
-    pub main_module: Option<GoModule>,
+    pub(crate) main_module: Option<GoModule>,
     /// The `CGO_ENABLED` build setting (recorded since Go 1.18).
-    pub cgo: Option<bool>,
+    pub(crate) cgo: Option<bool>,
     /// The `dep` lines, at most [`MAX_DEPS`].
-    pub deps: Vec<GoModule>,
+    pub(crate) deps: Vec<GoModule>,
     /// False when the module info was longer than what memlint holds ([`CAPTURE_CAP`],
     /// [`MAX_DEPS`]), so `deps` (and perhaps `cgo`) may miss entries.
-    pub complete: bool,
+    pub(crate) complete: bool,
 }
 
 /// Decodes a build info blob that starts with [`MAGIC`]; `blob` may be cut short (what was held
 /// of it). `None` when it is not one (too short, no version), as Go's reader says "not a Go
 /// executable".
-pub fn parse(blob: &[u8]) -> Option<GoBuildInfo> {
+pub(crate) fn parse(blob: &[u8]) -> Option<GoBuildInfo> {
     if blob.len() < HEADER || !blob.starts_with(MAGIC) {
         return None;
     }

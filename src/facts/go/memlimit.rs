@@ -10,11 +10,11 @@ use crate::facts::env::{Origin, Value};
 use crate::facts::Env;
 
 /// The variable.
-pub const KEY: &str = "GOMEMLIMIT";
+pub(crate) const KEY: &str = "GOMEMLIMIT";
 
 /// Where the value the program gets comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     /// The config's `Env`.
     Image,
     /// An entrypoint script's export (or its `exec env NAME=VALUE`).
@@ -27,7 +27,7 @@ pub enum Source {
 
 impl Source {
     /// `set by the image's ENV`, `exported by /start line 3`…
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             Source::Image => "set by the image's ENV".to_string(),
             Source::Script { script, line } => format!("exported by {script} line {line}"),
@@ -39,7 +39,7 @@ impl Source {
 
 /// The `GOMEMLIMIT` the entrypoint's program starts with.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum GoMemLimit {
+pub(crate) enum GoMemLimit {
     /// Not set (or cleared by an `env` step): no soft limit.
     #[default]
     Unset,
@@ -61,7 +61,7 @@ pub enum GoMemLimit {
 
 impl GoMemLimit {
     /// The soft limit in bytes, when one is set and the runtime takes it.
-    pub fn bytes(&self) -> Option<u64> {
+    pub(crate) fn bytes(&self) -> Option<u64> {
         match self {
             GoMemLimit::Known {
                 read: MemLimit::Bytes(n),
@@ -76,7 +76,7 @@ impl GoMemLimit {
 /// overlaid with what scripts export), unless an `env` step of the image's own command (its
 /// exec form, or the `sh -c` of its shell form) sets or clears it. An `env` inside a script is
 /// one of the script's exports already, with its line.
-pub fn derive(env: &Env, entry: &Entrypoint) -> GoMemLimit {
+pub(crate) fn derive(env: &Env, entry: &Entrypoint) -> GoMemLimit {
     let steps = &entry.steps;
     let first_script = steps
         .iter()
@@ -88,8 +88,8 @@ pub fn derive(env: &Env, entry: &Entrypoint) -> GoMemLimit {
         .filter(|s| matches!(&s.kind, StepKind::Wrapper(w) if w == "env"))
         .find_map(|s| env_step(&s.argv).map(|e| (e, s.argv.join(" "))));
     // A script on the way runs after the command's `env` and exports over it.
-    let from_script = env.var(KEY).is_some_and(|v| v.script().is_some());
-    match by_command.filter(|_| !from_script) {
+    let set_by_script = env.var(KEY).is_some_and(|v| v.script().is_some());
+    match by_command.filter(|_| !set_by_script) {
         Some((EnvStep::Clears, _)) => return GoMemLimit::Unset,
         // Words of a `sh -c` string memlint has not expanded.
         Some((EnvStep::Sets(v), argv)) if v.contains(['$', '`']) => {
@@ -180,11 +180,11 @@ fn env_step(argv: &[String]) -> Option<EnvStep> {
 
 /// A value the user may have meant, in the runtime's syntax, and how it reads.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Reading {
+pub(crate) struct Reading {
     /// In the runtime's syntax (`512MiB`, `1000000000`).
-    pub value: String,
+    pub(crate) value: String,
     /// `400 MiB as Docker and the JVM read 400m`.
-    pub meaning: String,
+    pub(crate) meaning: String,
 }
 
 const BINARY: [&str; 5] = ["", "KiB", "MiB", "GiB", "TiB"];
@@ -193,7 +193,7 @@ const BINARY: [&str; 5] = ["", "KiB", "MiB", "GiB", "TiB"];
 /// Kubernetes quantity; ` 512MiB` has a blank too many), two when it depends on who reads it
 /// (`1G` is 1 GiB to Docker and the JVM, 10⁹ bytes to Kubernetes), none when nothing sensible
 /// reads it (`-1`, `lots`, past 8 EiB).
-pub fn readings(value: &str) -> Vec<Reading> {
+pub(crate) fn readings(value: &str) -> Vec<Reading> {
     let trimmed = value.trim().trim_matches(|c| c == '"' || c == '\'').trim();
     if trimmed != value && read_gomemlimit(trimmed) != MemLimit::Malformed {
         return vec![Reading {
@@ -307,7 +307,7 @@ fn sized(mantissa: u128, scale: u128, unit: u128, number: &str, suffix: Option<&
 }
 
 /// The readings in words, when the value reads more than one way.
-pub fn say_readings(value: &str, found: &[Reading]) -> Option<String> {
+pub(crate) fn say_readings(value: &str, found: &[Reading]) -> Option<String> {
     let unit_m = value.trim().ends_with('m') && !value.trim().ends_with("im");
     match found {
         [one] if unit_m => Some(format!(

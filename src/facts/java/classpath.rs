@@ -25,7 +25,7 @@ const USUAL: &[&str] = &[
 ];
 
 /// Whether a jar's name is Netty's, gRPC's Netty transport or reactor-netty's.
-pub fn is_direct_memory_library(name: &str) -> bool {
+pub(crate) fn is_direct_memory_library(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
     n.ends_with(".jar")
         && (n.starts_with("netty-")
@@ -87,7 +87,7 @@ fn named(args: &[String], class_path_var: Option<&str>, working_dir: &str) -> (V
 }
 
 /// The Netty, gRPC-Netty and reactor-netty jars on the class path, by path.
-pub fn direct_memory_jars(
+pub(crate) fn direct_memory_jars(
     tree: &FileTree,
     args: &[String],
     class_path_var: Option<&str>,

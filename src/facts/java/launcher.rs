@@ -37,7 +37,7 @@ const MAX_OPTION_FILES: usize = 64;
 /// The projects whose launchers memlint reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum Vendor {
+pub(crate) enum Vendor {
     Elasticsearch,
     OpenSearch,
     Kafka,
@@ -45,7 +45,7 @@ pub enum Vendor {
 }
 
 impl Vendor {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Vendor::Elasticsearch => "Elasticsearch",
             Vendor::OpenSearch => "OpenSearch",
@@ -55,7 +55,7 @@ impl Vendor {
     }
 
     /// The variable that sets the heap for this launcher: where the fix goes.
-    pub fn heap_variable(self) -> &'static str {
+    pub(crate) fn heap_variable(self) -> &'static str {
         LAUNCHER_VARIABLES[self as usize]
     }
 
@@ -63,7 +63,7 @@ impl Vendor {
     /// Elasticsearch and OpenSearch "no more than 50 % of your total memory"; Cassandra's own
     /// formula never takes more than half; Kafka names no share (its docs keep the heap small
     /// for the page cache): the JVM's usual 75 %.
-    pub fn guidance_percent(self) -> u64 {
+    pub(crate) fn guidance_percent(self) -> u64 {
         match self {
             Vendor::Kafka => 75,
             _ => 50,
@@ -72,7 +72,7 @@ impl Vendor {
 }
 
 /// The variables the launchers read the heap from, by [`Vendor`] order: a fix sets one.
-pub const LAUNCHER_VARIABLES: &[&str] = &[
+pub(crate) const LAUNCHER_VARIABLES: &[&str] = &[
     "ES_JAVA_OPTS",
     "OPENSEARCH_JAVA_OPTS",
     "KAFKA_HEAP_OPTS",
@@ -82,7 +82,7 @@ pub const LAUNCHER_VARIABLES: &[&str] = &[
 /// How a launcher sizes the heap.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "by", rename_all = "snake_case")]
-pub enum LauncherHeap {
+pub(crate) enum LauncherHeap {
     /// Options it puts on the command line ([`Launcher::options`]).
     Options,
     /// Elasticsearch 7.11 and later with no heap option: from the memory the JVM sees.
@@ -95,25 +95,25 @@ pub enum LauncherHeap {
 
 /// A vendor launcher the container runs.
 #[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct Launcher {
-    pub vendor: Vendor,
+pub(crate) struct Launcher {
+    pub(crate) vendor: Vendor,
     /// The launcher script.
-    pub script: String,
+    pub(crate) script: String,
     /// The project's folder.
-    pub home: String,
-    pub heap: LauncherHeap,
+    pub(crate) home: String,
+    pub(crate) heap: LauncherHeap,
     /// The options it puts on java's command line, in order, each naming its file or variable.
-    pub options: Vec<JavaOption>,
+    pub(crate) options: Vec<JavaOption>,
     /// What it exports to the JVM (Cassandra's `MALLOC_ARENA_MAX=4`).
     #[serde(skip)]
-    pub exports: Vec<Var>,
+    pub(crate) exports: Vec<Var>,
     /// Whether its ergonomics bound direct memory (Elasticsearch, OpenSearch).
-    pub bounds_direct_memory: bool,
+    pub(crate) bounds_direct_memory: bool,
 }
 
 impl Launcher {
     /// Whether `o` is one of the options this launcher adds.
-    pub fn sets(&self, o: &JavaOption) -> bool {
+    pub(crate) fn sets(&self, o: &JavaOption) -> bool {
         self.options.contains(o)
     }
 }
@@ -150,7 +150,7 @@ const LAYOUTS: &[Layout] = &[
 
 /// The config files the launchers read, kept whatever the config says (the launcher scripts
 /// themselves are kept as start scripts, under `/opt/*/bin` and `/usr/share/*/bin`).
-pub fn interests() -> Interests {
+pub(crate) fn interests() -> Interests {
     [
         "/usr/share/elasticsearch/config/jvm.options",
         "/usr/share/elasticsearch/config/jvm.options.d/*.options",
@@ -175,7 +175,7 @@ pub fn interests() -> Interests {
 
 /// What the config adds: the conf folder its `ES_PATH_CONF`, `OPENSEARCH_PATH_CONF` or
 /// `CASSANDRA_CONF` names.
-pub fn interests_for(config: &ImageConfiguration) -> Interests {
+pub(crate) fn interests_for(config: &ImageConfiguration) -> Interests {
     let env = config
         .config()
         .as_ref()
@@ -246,7 +246,7 @@ fn runs(entry: &Entrypoint, home: &str, launcher: &str) -> bool {
 }
 
 /// The launcher the container runs, when it runs one of [`LAYOUTS`].
-pub fn derive(tree: &FileTree, env: &Env, entry: &Entrypoint) -> Option<Launcher> {
+pub(crate) fn derive(tree: &FileTree, env: &Env, entry: &Entrypoint) -> Option<Launcher> {
     for layout in LAYOUTS {
         for home in layout.homes {
             let script = format!("{home}/{}", layout.launcher);

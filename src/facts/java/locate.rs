@@ -30,7 +30,7 @@ pub(super) const START_SCRIPT_FOLDERS: &[&str] = &[
 ];
 
 /// `KEY="VALUE"` lines of a JDK `release` file.
-pub fn parse_release(text: &str) -> BTreeMap<String, String> {
+pub(crate) fn parse_release(text: &str) -> BTreeMap<String, String> {
     text.lines()
         .filter_map(|l| l.split_once('='))
         .filter(|(k, _)| !k.is_empty() && k.bytes().all(|b| b.is_ascii_uppercase() || b == b'_'))

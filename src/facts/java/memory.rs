@@ -15,22 +15,22 @@
 use super::{JavaFacts, JavaOption};
 
 /// HotSpot's default `MaxRAMPercentage`.
-pub const DEFAULT_MAX_RAM_PERCENTAGE: f64 = 25.0;
+pub(crate) const DEFAULT_MAX_RAM_PERCENTAGE: f64 = 25.0;
 /// HotSpot's default `MinRAMPercentage`: the share of a small memory the heap takes.
-pub const DEFAULT_MIN_RAM_PERCENTAGE: f64 = 50.0;
+pub(crate) const DEFAULT_MIN_RAM_PERCENTAGE: f64 = 50.0;
 /// HotSpot's default `MaxHeapSize` on a 64-bit VM (`ScaleForWordSize(96 * M)`).
 const DEFAULT_MAX_HEAP_SIZE: u64 = 96 * 1024 * 1024 * 13 / 10;
 
 /// A size an option sets, in bytes, with the option.
 #[derive(Clone, Debug, PartialEq)]
-pub struct SizedOption {
-    pub bytes: u64,
-    pub option: JavaOption,
+pub(crate) struct SizedOption {
+    pub(crate) bytes: u64,
+    pub(crate) option: JavaOption,
 }
 
 /// How the JVM caps its heap.
 #[derive(Clone, Debug, PartialEq)]
-pub enum HeapCap {
+pub(crate) enum HeapCap {
     /// `-Xmx` or `-XX:MaxHeapSize` (the last one wins; it wins over any percentage).
     Fixed(SizedOption),
     /// A share of `-XX:MaxRAM`: bytes known whatever the limit.
@@ -51,7 +51,7 @@ pub enum HeapCap {
 impl HeapCap {
     /// The cap in bytes under a memory limit of `limit` bytes (`None`: no limit known), when it
     /// can be told.
-    pub fn bytes(&self, limit: Option<u64>) -> Option<u64> {
+    pub(crate) fn bytes(&self, limit: Option<u64>) -> Option<u64> {
         match self {
             HeapCap::Fixed(s) => Some(s.bytes),
             HeapCap::OfMaxRam { percent, max_ram, .. } => Some(share(max_ram.bytes, *percent)),
@@ -62,12 +62,12 @@ impl HeapCap {
     }
 
     /// Whether an option sets it (else HotSpot's default applies).
-    pub fn is_set(&self) -> bool {
+    pub(crate) fn is_set(&self) -> bool {
         !matches!(self, HeapCap::Default)
     }
 
     /// The option that decides it, when one does.
-    pub fn option(&self) -> Option<&JavaOption> {
+    pub(crate) fn option(&self) -> Option<&JavaOption> {
         match self {
             HeapCap::Fixed(s) => Some(&s.option),
             HeapCap::OfMaxRam {
@@ -80,7 +80,7 @@ impl HeapCap {
 
     /// The setting as written, with where it came from: `-Xmx2g (from JAVA_TOOL_OPTIONS)`;
     /// `-XX:MaxRAM=4g with MaxRAMPercentage 25 (the default)`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             HeapCap::Fixed(s) => s.option.described(),
             HeapCap::OfMaxRam {
@@ -104,14 +104,14 @@ impl HeapCap {
 
 /// What the JVM's options commit, each with its option.
 #[derive(Clone, Debug, PartialEq)]
-pub struct JvmMemory {
-    pub heap: HeapCap,
+pub(crate) struct JvmMemory {
+    pub(crate) heap: HeapCap,
     /// `-XX:MaxDirectMemorySize`; when absent, direct buffers may take as much as the heap cap.
-    pub max_direct_memory: Option<SizedOption>,
+    pub(crate) max_direct_memory: Option<SizedOption>,
     /// `-XX:MaxMetaspaceSize`, when set (metaspace is unbounded otherwise).
-    pub max_metaspace: Option<SizedOption>,
+    pub(crate) max_metaspace: Option<SizedOption>,
     /// `-XX:ReservedCodeCacheSize`, when set (240 MiB with tiered compilation otherwise).
-    pub reserved_code_cache: Option<SizedOption>,
+    pub(crate) reserved_code_cache: Option<SizedOption>,
 }
 
 impl Default for JvmMemory {
@@ -127,7 +127,7 @@ impl Default for JvmMemory {
 
 impl JvmMemory {
     /// The direct-memory cap in bytes under `limit`: its option, else the heap cap.
-    pub fn direct_bytes(&self, limit: Option<u64>) -> Option<u64> {
+    pub(crate) fn direct_bytes(&self, limit: Option<u64>) -> Option<u64> {
         match &self.max_direct_memory {
             Some(s) => Some(s.bytes),
             None => self.heap.bytes(limit),
@@ -141,7 +141,7 @@ fn share(bytes: u64, percent: f64) -> u64 {
 }
 
 /// HotSpot's heap with no sizing option, in a memory of `memory` bytes.
-pub fn default_heap(memory: u64) -> u64 {
+pub(crate) fn default_heap(memory: u64) -> u64 {
     let small = share(memory, DEFAULT_MIN_RAM_PERCENTAGE);
     if small < DEFAULT_MAX_HEAP_SIZE {
         small
@@ -152,7 +152,7 @@ pub fn default_heap(memory: u64) -> u64 {
 
 /// A HotSpot size (`-Xmx`, `-XX:MaxHeapSize`, `-XX:MaxDirectMemorySize`…): digits with an
 /// optional k, m, g or t in either case (HotSpot's `atojulong`).
-pub fn jvm_size(text: &str) -> Option<u64> {
+pub(crate) fn jvm_size(text: &str) -> Option<u64> {
     let (digits, shift) = match text.as_bytes().last()? {
         b'k' | b'K' => (&text[..text.len() - 1], 10),
         b'm' | b'M' => (&text[..text.len() - 1], 20),
@@ -183,7 +183,7 @@ fn sized_xx(j: &JavaFacts, name: &str) -> Option<SizedOption> {
 }
 
 /// Works out what the JVM's options commit.
-pub fn derive(j: &JavaFacts) -> JvmMemory {
+pub(crate) fn derive(j: &JavaFacts) -> JvmMemory {
     let fixed = j
         .effective()
         .filter_map(|o| o.max_heap_size().map(|size| (o, size)))

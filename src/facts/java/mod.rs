@@ -27,23 +27,23 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 mod buildpack;
-pub mod classpath;
-pub mod launcher;
+pub(crate) mod classpath;
+pub(crate) mod launcher;
 mod locate;
-pub mod memory;
+pub(crate) mod memory;
 mod options;
 mod version;
 
 use buildpack::*;
-pub use locate::parse_release;
+pub(crate) use locate::parse_release;
 use locate::*;
 use options::*;
-pub use version::*;
+pub(crate) use version::*;
 
 /// The variables that may carry JVM options: [`LAUNCHER_VARIABLES`] and `JAVA_OPTS`, which the
 /// usual start scripts put on the command line. A script that sets one in a way memlint cannot
 /// work out leaves every option it might hold undecided.
-pub const OPTION_VARIABLES: &[&str] = &[
+pub(crate) const OPTION_VARIABLES: &[&str] = &[
     "JAVA_TOOL_OPTIONS",
     "JDK_JAVA_OPTIONS",
     "_JAVA_OPTIONS",
@@ -53,7 +53,7 @@ pub const OPTION_VARIABLES: &[&str] = &[
 /// The variables HotSpot and its launcher read options from, in the order they apply them
 /// (`JDK_JAVA_OPTIONS`: the launcher of JDK 9 and later): the first three of
 /// [`OPTION_VARIABLES`].
-pub const LAUNCHER_VARIABLES: &[&str] = OPTION_VARIABLES.split_at(3).0;
+pub(crate) const LAUNCHER_VARIABLES: &[&str] = OPTION_VARIABLES.split_at(3).0;
 
 /// The environment variables the JVM, its launcher and start scripts read, from the image's
 /// environment. This is the one place this module reads the environment.
@@ -75,14 +75,14 @@ impl<'a> JavaEnv<'a> {
 /// Which JVM implementation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum Jvm {
+pub(crate) enum Jvm {
     HotSpot,
     OpenJ9,
 }
 
 /// Where an option comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub enum OptionSource {
+pub(crate) enum OptionSource {
     #[serde(rename = "JAVA_TOOL_OPTIONS")]
     JavaToolOptions,
     #[serde(rename = "JDK_JAVA_OPTIONS")]
@@ -112,7 +112,7 @@ impl OptionSource {
     /// The variable an option of this source is written in, when it is one memlint names
     /// (`JAVA_OPTS` for an [`OptionSource::EnvVar`] of that name), as a one-name list: where
     /// its fix goes.
-    pub fn variable(self, variable: Option<&str>) -> Option<&'static [&'static str]> {
+    pub(crate) fn variable(self, variable: Option<&str>) -> Option<&'static [&'static str]> {
         match (self, variable) {
             (OptionSource::JavaToolOptions, _) => Some(&OPTION_VARIABLES[0..1]),
             (OptionSource::JdkJavaOptions, _) => Some(&OPTION_VARIABLES[1..2]),
@@ -126,7 +126,7 @@ impl OptionSource {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             OptionSource::JavaToolOptions => "JAVA_TOOL_OPTIONS",
             OptionSource::JdkJavaOptions => "JDK_JAVA_OPTIONS",
@@ -142,24 +142,24 @@ impl OptionSource {
 
 /// One JVM option and where it came from.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct JavaOption {
-    pub option: String,
-    pub source: OptionSource,
+pub(crate) struct JavaOption {
+    pub(crate) option: String,
+    pub(crate) source: OptionSource,
     /// The variable, for `env` (`JAVA_OPTS`, `GRADLE_OPTS`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub variable: Option<String>,
+    pub(crate) variable: Option<String>,
     /// The start script or argfile it is written in.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub path: Option<String>,
+    pub(crate) path: Option<String>,
     /// Why this JVM does not read it, when it does not (`JDK_JAVA_OPTIONS` on JDK 8).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ignored: Option<String>,
+    pub(crate) ignored: Option<String>,
 }
 
 impl JavaOption {
     /// Where it came from, in words: `JAVA_TOOL_OPTIONS`, `JAVA_OPTS (read by /app/bin/app)`,
     /// `DEFAULT_JVM_OPTS in /app/bin/app`, `@/app/jvm.args`.
-    pub fn origin(&self) -> String {
+    pub(crate) fn origin(&self) -> String {
         match (self.source, &self.variable, &self.path) {
             (OptionSource::EnvVar, Some(v), Some(p)) => format!("{v} (read by {p})"),
             (OptionSource::EnvVar, Some(v), None) => v.clone(),
@@ -172,12 +172,12 @@ impl JavaOption {
     }
 
     /// The option with where it came from: `-Xmx2g (from JAVA_TOOL_OPTIONS)`.
-    pub fn described(&self) -> String {
+    pub(crate) fn described(&self) -> String {
         format!("{} (from {})", self.option, self.origin())
     }
 
     /// The size `-Xmx` or `-XX:MaxHeapSize=` sets, as written.
-    pub fn max_heap_size(&self) -> Option<&str> {
+    pub(crate) fn max_heap_size(&self) -> Option<&str> {
         match self.option.strip_prefix("-Xmx") {
             Some(size) => Some(size),
             None if self.xx_name() == Some("MaxHeapSize") => self.xx_value(),
@@ -186,14 +186,14 @@ impl JavaOption {
     }
 
     /// The `-XX:` flag name, for `-XX:+Name`, `-XX:-Name` and `-XX:Name=value`.
-    pub fn xx_name(&self) -> Option<&str> {
+    pub(crate) fn xx_name(&self) -> Option<&str> {
         let rest = self.option.strip_prefix("-XX:")?;
         let rest = rest.strip_prefix(['+', '-']).unwrap_or(rest);
         Some(rest.split_once('=').map_or(rest, |(n, _)| n))
     }
 
     /// `Some(true)` for `-XX:+Name`, `Some(false)` for `-XX:-Name`.
-    pub fn xx_bool(&self) -> Option<bool> {
+    pub(crate) fn xx_bool(&self) -> Option<bool> {
         let rest = self.option.strip_prefix("-XX:")?;
         match rest.as_bytes().first() {
             Some(b'+') => Some(true),
@@ -203,84 +203,84 @@ impl JavaOption {
     }
 
     /// The value of `-XX:Name=value`.
-    pub fn xx_value(&self) -> Option<&str> {
+    pub(crate) fn xx_value(&self) -> Option<&str> {
         self.option.strip_prefix("-XX:")?.split_once('=').map(|(_, v)| v)
     }
 }
 
 #[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
-pub struct JavaFacts {
+pub(crate) struct JavaFacts {
     /// The `java` launcher that runs (canonical path), when known.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub java: Option<String>,
+    pub(crate) java: Option<String>,
     /// The JDK's folder (`JAVA_HOME`): where its `release` file and `bin/java` are.
-    pub home: Option<String>,
+    pub(crate) home: Option<String>,
     /// Whether the entrypoint runs this JVM (else it is only present in the image).
-    pub entrypoint_runs_java: bool,
+    pub(crate) entrypoint_runs_java: bool,
     /// How the JVM was found, in words.
-    pub found_by: String,
+    pub(crate) found_by: String,
     /// Normalised: `17.0.15`, `17.0.21.1`, `8.0.412`.
-    pub version: Option<String>,
+    pub(crate) version: Option<String>,
     /// As written where it was read (`1.8.0_412`, `jdk-17.0.12+7`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub version_as_written: Option<String>,
+    pub(crate) version_as_written: Option<String>,
     /// The `release` file's path, `JAVA_VERSION`, or the package it came from.
-    pub version_source: Option<String>,
+    pub(crate) version_source: Option<String>,
     /// The release file's `IMPLEMENTOR` (`Debian`, `Eclipse Adoptium`…).
-    pub vendor: Option<String>,
-    pub jvm: Option<Jvm>,
+    pub(crate) vendor: Option<String>,
+    pub(crate) jvm: Option<Jvm>,
     /// The release file's `LIBC` (`gnu`, `musl`), else that of the entrypoint.
-    pub libc: Option<String>,
+    pub(crate) libc: Option<String>,
     /// The Gradle or Maven start script the entrypoint runs, when one does.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub start_script: Option<String>,
+    pub(crate) start_script: Option<String>,
     /// Every option, in the order the JVM applies them (the last of a flag wins).
-    pub options: Vec<JavaOption>,
+    pub(crate) options: Vec<JavaOption>,
     /// Why the heap is sized at launch by a buildpack's memory calculator, when it is.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub buildpack_calculator: Option<String>,
+    pub(crate) buildpack_calculator: Option<String>,
     /// The vendor launcher (Elasticsearch, OpenSearch, Kafka, Cassandra) that starts this JVM,
     /// when one does: the heap options it adds are among [`JavaFacts::options`].
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub launcher: Option<launcher::Launcher>,
+    pub(crate) launcher: Option<launcher::Launcher>,
     /// Netty, gRPC-Netty and reactor-netty jars on its class path (they pool direct memory).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub direct_memory_jars: Vec<String>,
+    pub(crate) direct_memory_jars: Vec<String>,
     /// What could not be read.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
     /// What the options commit of the container's memory (reported under `facts.memory`).
     #[serde(skip)]
-    pub memory: memory::JvmMemory,
+    pub(crate) memory: memory::JvmMemory,
     /// Why the options are not all known, when a script sets one of [`OPTION_VARIABLES`] in a
     /// way memlint cannot work out: a rule that judges an option stays undecided.
     #[serde(skip)]
-    pub options_undecided: Option<String>,
+    pub(crate) options_undecided: Option<String>,
 }
 
 impl JavaFacts {
-    pub fn parsed_version(&self) -> Option<JavaVersion> {
+    pub(crate) fn parsed_version(&self) -> Option<JavaVersion> {
         self.version.as_deref().and_then(JavaVersion::parse)
     }
 
     /// The options this JVM reads, in order.
-    pub fn effective(&self) -> impl Iterator<Item = &JavaOption> {
+    pub(crate) fn effective(&self) -> impl Iterator<Item = &JavaOption> {
         self.options.iter().filter(|o| o.ignored.is_none())
     }
 
     /// The last `-XX:` option for flag `name` (the one that wins).
-    pub fn last_xx(&self, name: &str) -> Option<&JavaOption> {
+    pub(crate) fn last_xx(&self, name: &str) -> Option<&JavaOption> {
         self.effective().filter(|o| o.xx_name() == Some(name)).last()
     }
 
     /// Whether boolean flag `name` is set (`Some(true)`) or cleared by its last occurrence.
-    pub fn xx_bool(&self, name: &str) -> Option<(bool, &JavaOption)> {
+    pub(crate) fn xx_bool(&self, name: &str) -> Option<(bool, &JavaOption)> {
         let o = self.last_xx(name)?;
         o.xx_bool().map(|b| (b, o))
     }
 
     /// `-XX:+IgnoreUnrecognizedVMOptions` in effect (HotSpot looks for it in every source first).
-    pub fn ignores_unrecognized(&self) -> Option<&JavaOption> {
+    pub(crate) fn ignores_unrecognized(&self) -> Option<&JavaOption> {
         self.xx_bool("IgnoreUnrecognizedVMOptions")
             .filter(|(b, _)| *b)
             .map(|(_, o)| o)
@@ -288,7 +288,7 @@ impl JavaFacts {
 
     /// Whether `-XX:+UnlockExperimentalVMOptions` is in effect before option `index` of
     /// [`JavaFacts::options`] (HotSpot wants the unlock first).
-    pub fn unlocked_before(&self, index: usize) -> bool {
+    pub(crate) fn unlocked_before(&self, index: usize) -> bool {
         self.options[..index.min(self.options.len())]
             .iter()
             .rfind(|o| o.ignored.is_none() && o.xx_name() == Some("UnlockExperimentalVMOptions"))
@@ -296,7 +296,7 @@ impl JavaFacts {
     }
 
     /// An explicit heap bound: `-Xmx`, `-XX:MaxHeapSize=` or `-XX:MaxRAM=`.
-    pub fn heap_bound(&self) -> Option<&JavaOption> {
+    pub(crate) fn heap_bound(&self) -> Option<&JavaOption> {
         self.effective()
             .filter(|o| {
                 o.max_heap_size().is_some() || o.xx_name() == Some("MaxRAM") && o.xx_value().is_some()
@@ -307,7 +307,7 @@ impl JavaFacts {
     /// Why HotSpot `v` refuses option `index` of [`JavaFacts::options`] and stops at start,
     /// when it does and `-XX:+IgnoreUnrecognizedVMOptions` does not cover it: JDK 8 accepts
     /// whatever fails to parse under that flag, JDK 9 and later only what they do not know.
-    pub fn refusal(&self, v: JavaVersion, index: usize) -> Option<Refusal> {
+    pub(crate) fn refusal(&self, v: JavaVersion, index: usize) -> Option<Refusal> {
         let o = self.options.get(index).filter(|o| o.ignored.is_none())?;
         let name = o.xx_name()?;
         let refusal = match flag_support(v, name)? {
@@ -331,14 +331,9 @@ impl JavaFacts {
         (!silenced).then_some(refusal)
     }
 
-    /// Whether HotSpot is known to run (OpenJ9 takes other options).
-    pub fn is_hotspot(&self) -> bool {
-        self.jvm == Some(Jvm::HotSpot)
-    }
-
     /// A TrimNativeHeapInterval above 0 that this JDK accepts: a product flag, or an
     /// experimental one unlocked before it.
-    pub fn trims_native_heap(&self) -> Option<&JavaOption> {
+    pub(crate) fn trims_native_heap(&self) -> Option<&JavaOption> {
         let v = self.parsed_version()?;
         let (i, o) = self
             .options
@@ -357,7 +352,7 @@ impl JavaFacts {
 
 /// What [`derive`] reads whatever the config says: the `release` files of JDKs where they are
 /// usually installed, and start scripts where `installDist` puts them.
-pub fn interests() -> Interests {
+pub(crate) fn interests() -> Interests {
     let i = JDK_HOMES.iter().fold(Interests::default(), |i, h| {
         i.keep(&format!("{h}/release"), RELEASE_CAP)
     });
@@ -371,7 +366,7 @@ pub fn interests() -> Interests {
 
 /// What the config adds: the `release` file under its `JAVA_HOME`, and the `@argfiles` its
 /// Entrypoint and Cmd name (absolute, or relative to its working folder).
-pub fn interests_for(config: &ImageConfiguration) -> Interests {
+pub(crate) fn interests_for(config: &ImageConfiguration) -> Interests {
     let c = config.config().as_ref();
     let env = c.and_then(|c| c.env().clone()).unwrap_or_default();
     let mut out = launcher::interests_for(config);
@@ -435,7 +430,7 @@ fn is_dir(tree: &FileTree, path: &str) -> bool {
         .is_some_and(|id| tree.node(id).is_dir())
 }
 
-pub fn derive(
+pub(crate) fn derive(
     tree: &FileTree,
     env: &Env,
     entry: &Entrypoint,

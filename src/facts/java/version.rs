@@ -6,15 +6,15 @@ use super::*;
 /// A Java version as the JDK numbers it since JEP 322: `FEATURE.INTERIM.UPDATE.PATCH`; JDK 8's
 /// `1.8.0_412` and `8u412` are `8.0.412`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct JavaVersion {
-    pub feature: u32,
-    pub interim: u32,
-    pub update: u32,
-    pub patch: u32,
+pub(crate) struct JavaVersion {
+    pub(crate) feature: u32,
+    pub(crate) interim: u32,
+    pub(crate) update: u32,
+    pub(crate) patch: u32,
 }
 
 impl JavaVersion {
-    pub const fn new(feature: u32, interim: u32, update: u32) -> JavaVersion {
+    pub(crate) const fn new(feature: u32, interim: u32, update: u32) -> JavaVersion {
         JavaVersion {
             feature,
             interim,
@@ -26,7 +26,7 @@ impl JavaVersion {
     /// Reads `17.0.15`, Debian's four-part `17.0.21.1`, Temurin's `jdk-17.0.12+7`, `jdk8u412-b08`,
     /// `8u412`, `1.8.0_412`, `21`, and package versions (`17.0.15+6-1~deb12u1`,
     /// `8u412-ga-1~deb10u1`, Alpine's `17.0.12_p7-r0`).
-    pub fn parse(s: &str) -> Option<JavaVersion> {
+    pub(crate) fn parse(s: &str) -> Option<JavaVersion> {
         let s = s.trim().trim_matches('"');
         let s = s
             .strip_prefix("jdk-")
@@ -77,7 +77,7 @@ impl JavaVersion {
     }
 
     /// Whether this is `feature.interim.update` or later within the same feature release.
-    pub fn at_least(self, feature: u32, interim: u32, update: u32) -> bool {
+    pub(crate) fn at_least(self, feature: u32, interim: u32, update: u32) -> bool {
         self >= JavaVersion::new(feature, interim, update)
     }
 }
@@ -94,7 +94,7 @@ impl fmt::Display for JavaVersion {
 
 /// Why HotSpot refuses an option, as it says it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// "Unrecognized VM option".
     Unrecognized,
     /// "must be enabled via -XX:+UnlockExperimentalVMOptions".
@@ -105,7 +105,7 @@ pub enum Refusal {
 
 /// How a flag exists in a HotSpot release.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FlagSupport {
+pub(crate) enum FlagSupport {
     /// Not a flag of this release: "Unrecognized VM option" (which
     /// `-XX:+IgnoreUnrecognizedVMOptions` turns into silence).
     Absent,
@@ -126,7 +126,7 @@ pub enum FlagSupport {
 ///   JDK 10 (JDK-8146115, JDK-8186248), backported to 8u191; JDK 9 never had them.
 /// * `TrimNativeHeapInterval` (JDK-8293114): experimental in 17.0.9–17.0.11, 21.0.1–21.0.3 and
 ///   22.0.0, a product flag from 17.0.12, 21.0.4, 22.0.1 and 23 (JDK-8325496).
-pub fn flag_support(v: JavaVersion, name: &str) -> Option<FlagSupport> {
+pub(crate) fn flag_support(v: JavaVersion, name: &str) -> Option<FlagSupport> {
     use FlagSupport::*;
     Some(match name {
         "UseCGroupMemoryLimitForHeap" => match v.feature {
@@ -148,7 +148,7 @@ pub fn flag_support(v: JavaVersion, name: &str) -> Option<FlagSupport> {
 
 /// What a JDK cannot see of the container it runs in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ContainerBlindness {
+pub(crate) enum ContainerBlindness {
     /// No container support at all (8 before 8u191, 9): container support came in JDK 10
     /// (JDK-8146115) and 8u191.
     NoContainerSupport,
@@ -159,7 +159,7 @@ pub enum ContainerBlindness {
 
 impl ContainerBlindness {
     /// When the JDK learned to see it, in words.
-    pub fn history(self) -> String {
+    pub(crate) fn history(self) -> String {
         match self {
             ContainerBlindness::NoContainerSupport => {
                 format!("container support came in JDK 10 (JDK-8146115) and {CONTAINER_SUPPORT_JDK8}")
@@ -172,10 +172,10 @@ impl ContainerBlindness {
 }
 
 /// The JDK 8 update with container support and the `*RAMPercentage` flags (JDK-8146115).
-pub const CONTAINER_SUPPORT_JDK8: &str = "8u191";
+pub(crate) const CONTAINER_SUPPORT_JDK8: &str = "8u191";
 
 /// What HotSpot of version `v` cannot see of its container's memory limit, if anything.
-pub fn container_blindness(v: JavaVersion) -> Option<ContainerBlindness> {
+pub(crate) fn container_blindness(v: JavaVersion) -> Option<ContainerBlindness> {
     match v.feature {
         8 if !v.at_least(8, 0, 191) => Some(ContainerBlindness::NoContainerSupport),
         9 => Some(ContainerBlindness::NoContainerSupport),
@@ -187,7 +187,7 @@ pub fn container_blindness(v: JavaVersion) -> Option<ContainerBlindness> {
 }
 
 /// The first release of `v`'s line that reads cgroup v2 limits (see [`container_blindness`]).
-pub fn cgroup_v2_release(v: JavaVersion) -> &'static str {
+pub(crate) fn cgroup_v2_release(v: JavaVersion) -> &'static str {
     match v.feature {
         8 => "8u372",
         11 => "11.0.16",
@@ -226,7 +226,7 @@ pub(super) fn trim_native_heap_support(v: JavaVersion) -> FlagSupport {
 
 /// The first release at or after `v`'s line where `TrimNativeHeapInterval` is a product flag
 /// (`17.0.12` for 11, `21.0.4` for 19).
-pub fn trim_native_heap_product_release(v: JavaVersion) -> String {
+pub(crate) fn trim_native_heap_product_release(v: JavaVersion) -> String {
     TRIM_NATIVE_HEAP
         .iter()
         .find(|(feature, _, _)| *feature >= v.feature)
@@ -236,7 +236,7 @@ pub fn trim_native_heap_product_release(v: JavaVersion) -> String {
 
 /// Where `TrimNativeHeapInterval` exists, in words: `experimental from 17.0.9, 21.0.1 and
 /// 22.0.0, a product flag from 17.0.12, 21.0.4, 22.0.1 and 23`.
-pub fn trim_native_heap_history() -> String {
+pub(crate) fn trim_native_heap_history() -> String {
     let list = |pick: fn(&FlagHistory) -> [u32; 3]| {
         TRIM_NATIVE_HEAP
             .iter()

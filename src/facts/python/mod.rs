@@ -31,29 +31,29 @@ mod servers;
 use celery::*;
 use gunicorn::*;
 use interpreter::*;
-pub use packages::*;
+pub(crate) use packages::*;
 use servers::*;
 
 /// The variable Celery's worker reads `--concurrency` from (click's `auto_envvar_prefix`).
-pub const CELERY_CONCURRENCY_VAR: &str = "CELERY_WORKER_CONCURRENCY";
+pub(crate) const CELERY_CONCURRENCY_VAR: &str = "CELERY_WORKER_CONCURRENCY";
 
 /// Bytes kept of each METADATA or PKG-INFO file: its first headers.
-pub const METADATA_CAP: u64 = 1024;
+pub(crate) const METADATA_CAP: u64 = 1024;
 
 /// One installed distribution.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct PythonPackage {
+pub(crate) struct PythonPackage {
     /// As its metadata spells it (`Pillow`); compare through [`normalize`].
-    pub name: String,
-    pub version: Option<String>,
+    pub(crate) name: String,
+    pub(crate) version: Option<String>,
     /// Its `.dist-info` or `.egg-info`.
-    pub path: String,
+    pub(crate) path: String,
 }
 
 /// How a server runs the application's (native) code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
-pub enum Concurrency {
+pub(crate) enum Concurrency {
     /// Several threads of one process (gunicorn's gthread workers, uvicorn's thread pool,
     /// dask's worker threads, celery's thread pool).
     Threads,
@@ -66,7 +66,7 @@ pub enum Concurrency {
 }
 
 impl Concurrency {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Concurrency::Threads => "threads",
             Concurrency::Processes => "processes",
@@ -78,47 +78,47 @@ impl Concurrency {
 
 /// A Python server the entrypoint runs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct PythonServer {
+pub(crate) struct PythonServer {
     /// `gunicorn`, `uvicorn`, `celery` or `dask`.
-    pub name: &'static str,
-    pub concurrency: Concurrency,
+    pub(crate) name: &'static str,
+    pub(crate) concurrency: Concurrency,
     /// The command and settings that say so.
-    pub evidence: String,
+    pub(crate) evidence: String,
     /// How its worker count follows the node's CPU count, when it does (read by
     /// `worker-count-host-cpus`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub workers_from_cpus: Option<CpuSizedWorkers>,
+    pub(crate) workers_from_cpus: Option<CpuSizedWorkers>,
 }
 
 /// A worker count the server takes from the CPUs it sees: in a container, the node's.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct CpuSizedWorkers {
+pub(crate) struct CpuSizedWorkers {
     /// How, in words.
-    pub how: String,
+    pub(crate) how: String,
     /// The file that computes the count (a gunicorn config), and the line that assigns it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub path: Option<String>,
+    pub(crate) path: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub line: Option<u32>,
+    pub(crate) line: Option<u32>,
     /// Environment variables that give the count instead when the image sets them (a config
     /// that reads `WEB_CONCURRENCY`; Celery's `CELERY_WORKER_CONCURRENCY`).
-    pub overridden_by: Vec<String>,
+    pub(crate) overridden_by: Vec<String>,
     /// Files that may set the count in a way memlint does not evaluate (Celery or Django
     /// settings naming `worker_concurrency`), with the line.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub maybe_set_in: Vec<String>,
+    pub(crate) maybe_set_in: Vec<String>,
     /// The server's command as written (`` `gunicorn -c gunicorn.conf.py app:app` ``).
     #[serde(skip)]
-    pub command: String,
+    pub(crate) command: String,
     /// What the count is for the process the container runs: taken from the CPUs, or given by
     /// a variable the image or manifest sets, or undecided.
     #[serde(skip)]
-    pub effective: WorkerCount,
+    pub(crate) effective: WorkerCount,
 }
 
 /// A worker count that would follow the CPU count, as the container's environment settles it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum WorkerCount {
+pub(crate) enum WorkerCount {
     /// Nothing overrides it: one worker per CPU the server sees.
     #[default]
     FromCpus,
@@ -150,22 +150,22 @@ fn worker_count(server: &str, cpu: &CpuSizedWorkers, env: &Env) -> WorkerCount {
 }
 
 #[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
-pub struct PythonFacts {
+pub(crate) struct PythonFacts {
     /// `3.11.2`, or `3.11` when only the interpreter's name says it.
-    pub version: Option<String>,
+    pub(crate) version: Option<String>,
     /// Where the version comes from.
-    pub version_source: Option<String>,
+    pub(crate) version_source: Option<String>,
     /// The `python3.X` interpreters in PATH folders (links followed).
-    pub interpreters: Vec<String>,
-    pub packages: Vec<PythonPackage>,
-    pub servers: Vec<PythonServer>,
+    pub(crate) interpreters: Vec<String>,
+    pub(crate) packages: Vec<PythonPackage>,
+    pub(crate) servers: Vec<PythonServer>,
     /// `PYTHONMALLOC` as set.
-    pub pythonmalloc: Option<String>,
+    pub(crate) pythonmalloc: Option<String>,
 }
 
 impl PythonFacts {
     /// The installed distribution called `name` (compared as PEP 503 normalises names).
-    pub fn package(&self, name: &str) -> Option<&PythonPackage> {
+    pub(crate) fn package(&self, name: &str) -> Option<&PythonPackage> {
         let want = normalize(name);
         self.packages.iter().find(|p| normalize(&p.name) == want)
     }
@@ -173,7 +173,7 @@ impl PythonFacts {
 
 /// What [`derive`] reads: the head of each distribution's metadata, gunicorn configs and
 /// Celery settings.
-pub fn interests() -> Interests {
+pub(crate) fn interests() -> Interests {
     let i = PACKAGE_DIRS.iter().fold(Interests::default(), |i, d| {
         i.keep(&format!("**/{d}/*.dist-info/METADATA"), METADATA_CAP)
             .keep(&format!("**/{d}/*.egg-info/PKG-INFO"), METADATA_CAP)
@@ -186,7 +186,7 @@ pub fn interests() -> Interests {
 }
 
 /// What the config adds: the file a `gunicorn -c FILE` in its command names.
-pub fn interests_for(config: &ImageConfiguration) -> Interests {
+pub(crate) fn interests_for(config: &ImageConfiguration) -> Interests {
     let Some(c) = config.config().as_ref() else {
         return Interests::default();
     };
@@ -225,7 +225,7 @@ struct EnvInputs<'a> {
 
 /// The variables gunicorn reads its workers and threads from (`GUNICORN_CMD_ARGS` over a
 /// config, `WEB_CONCURRENCY` as the default of `workers`).
-pub const GUNICORN_VARIABLES: &[&str] = &["GUNICORN_CMD_ARGS", "WEB_CONCURRENCY"];
+pub(crate) const GUNICORN_VARIABLES: &[&str] = &["GUNICORN_CMD_ARGS", "WEB_CONCURRENCY"];
 
 fn env_inputs(env: &Env) -> EnvInputs<'_> {
     EnvInputs {
@@ -244,7 +244,7 @@ fn env_inputs(env: &Env) -> EnvInputs<'_> {
 
 /// CPython's facts, or `None` when the image holds no interpreter, `libpython` nor installed
 /// distribution.
-pub fn derive(tree: &FileTree, env: &Env, os: &OsFacts, entry: &Entrypoint) -> Option<PythonFacts> {
+pub(crate) fn derive(tree: &FileTree, env: &Env, os: &OsFacts, entry: &Entrypoint) -> Option<PythonFacts> {
     let inputs = env_inputs(env);
     let mut f = PythonFacts {
         pythonmalloc: inputs.pythonmalloc.map(str::to_string),

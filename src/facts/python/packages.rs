@@ -7,7 +7,7 @@ use super::*;
 pub(super) const MAX_PACKAGES: usize = 10_000;
 
 /// PEP 503: lower case, runs of `-`, `_` and `.` become one `-`.
-pub fn normalize(name: &str) -> String {
+pub(crate) fn normalize(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     let mut sep = false;
     for c in name.chars() {

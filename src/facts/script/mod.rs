@@ -17,16 +17,15 @@
 
 mod interpreter;
 
-pub use interpreter::{
-    excerpt, glob_match, uname_machine, Budget, Context, ImageBudget, MAX_ARG_STRLEN, MAX_CONTAINER_ENV,
-    MAX_EXPANDED, MAX_QUOTED, MAX_SEARCH_NODES, MAX_SETTINGS,
-};
+#[cfg(test)]
+pub(crate) use interpreter::{excerpt, glob_match, MAX_QUOTED, MAX_SEARCH_NODES, MAX_SETTINGS};
+pub(crate) use interpreter::{Budget, Context, ImageBudget};
 
 use super::env::{Env, Var};
 use interpreter::{assignment, raw_words};
 
 /// The command of an `exec` line (`exec prog …`, `NAME=VALUE exec prog …`), from `exec` on.
-pub fn exec_command(line: &str) -> Option<&str> {
+pub(crate) fn exec_command(line: &str) -> Option<&str> {
     let t = line.trim();
     if t.starts_with('#') {
         return None;
@@ -47,7 +46,7 @@ pub fn exec_command(line: &str) -> Option<&str> {
 }
 
 /// The line index (from 0) of the script's final `exec`, as the entrypoint walk takes it.
-pub fn final_exec_line(text: &str) -> Option<usize> {
+pub(crate) fn final_exec_line(text: &str) -> Option<usize> {
     text.lines()
         .enumerate()
         .filter(|(_, l)| exec_command(l).is_some())
@@ -57,7 +56,7 @@ pub fn final_exec_line(text: &str) -> Option<usize> {
 
 /// What `text` (the script at `script`) exports before its final `exec`, in order, read
 /// against `env` (what the process starts with) and the image.
-pub fn exports(text: &str, script: &str, env: &Env, cx: &Context) -> Vec<Var> {
+pub(crate) fn exports(text: &str, script: &str, env: &Env, cx: &Context) -> Vec<Var> {
     let Some(last) = final_exec_line(text) else {
         return Vec::new();
     };
@@ -150,7 +149,7 @@ exec "${@}"
         // The image already sets LD_PRELOAD: the guard keeps it.
         let e = run(RAILS_7_2, &["LD_PRELOAD=/x.so"], &[JEMALLOC], None);
         assert_eq!(e.get("LD_PRELOAD"), Some("/x.so"));
-        assert!(!e.from_script("LD_PRELOAD"));
+        assert!(!e.set_by_script("LD_PRELOAD"));
         // Two architectures' jemalloc: `[ -f a b ]` is an error, so false.
         let both = [JEMALLOC, "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2"];
         assert!(run(RAILS_7_2, &[], &both, None).var("LD_PRELOAD").is_none());

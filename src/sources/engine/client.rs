@@ -50,15 +50,15 @@ pub(crate) enum RequestError {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Timeouts {
     /// Connecting (TCP only; a unix socket connects or fails at once).
-    pub connect: Duration,
+    pub(crate) connect: Duration,
     /// From sending the request until the whole head has arrived: an engine may prepare an
     /// export before it answers, so this is long for exports.
-    pub head: Duration,
+    pub(crate) head: Duration,
     /// The longest pause between two pieces of the body.
-    pub idle: Duration,
+    pub(crate) idle: Duration,
     /// The `--timeout` deadline of the image read (and the timeout it came from), which ends
     /// any wait that would outlast it.
-    pub overall: Option<(std::time::Instant, Duration)>,
+    pub(crate) overall: Option<(std::time::Instant, Duration)>,
 }
 
 impl Timeouts {
@@ -80,9 +80,9 @@ impl Timeouts {
 
 /// An answer whose body is still on the wire.
 pub(crate) struct Response {
-    pub status: u16,
-    pub reason: String,
-    pub body: Body,
+    pub(crate) status: u16,
+    pub(crate) reason: String,
+    pub(crate) body: Body,
 }
 
 /// Sends `GET path` and waits for the answer's head; the body is left to the caller.

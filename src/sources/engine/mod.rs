@@ -323,17 +323,17 @@ fn check_name(name: &str, scheme: &str) -> Result<()> {
 /// What the environment says about where the engines listen; `commands/` reads it. A variable
 /// that is unset or blank is `None`.
 #[derive(Clone, Debug, Default)]
-pub struct EngineOptions {
+pub(crate) struct EngineOptions {
     /// `DOCKER_HOST`.
-    pub docker_host: Option<String>,
+    pub(crate) docker_host: Option<String>,
     /// `DOCKER_TLS_VERIFY`: set, it asks for TLS, which memlint refuses up front.
-    pub docker_tls_verify: Option<String>,
+    pub(crate) docker_tls_verify: Option<String>,
     /// `DOCKER_CONTEXT`.
-    pub docker_context: Option<String>,
+    pub(crate) docker_context: Option<String>,
     /// `CONTAINER_HOST`.
-    pub container_host: Option<String>,
+    pub(crate) container_host: Option<String>,
     /// `XDG_RUNTIME_DIR`, where rootless Podman puts its API socket.
-    pub xdg_runtime_dir: Option<PathBuf>,
+    pub(crate) xdg_runtime_dir: Option<PathBuf>,
 }
 
 /// Parses a DOCKER_HOST / CONTAINER_HOST value into an endpoint memlint can talk to.

@@ -58,7 +58,7 @@ pub(super) fn token_matches(t: &Token, c: char) -> bool {
 
 /// A shell pattern (`*`, `?`, `[…]`) against one name, in time linear in their product at
 /// worst (one star remembered for backtracking, as glob matchers do).
-pub fn glob_match(pattern: &str, name: &str) -> bool {
+pub(crate) fn glob_match(pattern: &str, name: &str) -> bool {
     let p = tokens(pattern);
     let n: Vec<char> = name.chars().collect();
     let (mut pi, mut ni) = (0, 0);

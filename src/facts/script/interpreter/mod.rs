@@ -13,10 +13,11 @@ mod glob;
 mod statement;
 mod words;
 
-pub use budget::{
+pub(crate) use budget::{
     Budget, ImageBudget, MAX_ARG_STRLEN, MAX_CONTAINER_ENV, MAX_EXPANDED, MAX_SEARCH_NODES, MAX_SETTINGS,
 };
-pub use glob::glob_match;
+#[cfg(test)]
+pub(crate) use glob::glob_match;
 pub(super) use words::{assignment, raw_words};
 
 use crate::arch::Arch;
@@ -33,7 +34,7 @@ const MAX_MATCHES: usize = 64;
 
 /// The most of a script's text a setting keeps as written, or quotes in a why: a line of 64 KiB
 /// holding 16,000 assignments would otherwise be kept 16,000 times.
-pub const MAX_QUOTED: usize = 240;
+pub(crate) const MAX_QUOTED: usize = 240;
 
 /// How deeply expansions may nest (`$(echo ${A:-$(…)})`) before a value is undecided: a
 /// script from an image may nest them thousands deep.
@@ -44,20 +45,20 @@ const MAX_NESTING: u32 = 8;
 const MAX_FRAMES: usize = 256;
 
 /// What the script is read against.
-pub struct Context<'a> {
-    pub tree: &'a FileTree,
+pub(crate) struct Context<'a> {
+    pub(crate) tree: &'a FileTree,
     /// The image's architecture, for `uname -m`.
-    pub arch: Option<Arch>,
+    pub(crate) arch: Option<Arch>,
     /// The working folder, for relative paths.
-    pub working_dir: &'a str,
+    pub(crate) working_dir: &'a str,
     /// What the image's searches may still cost, shared by its containers.
-    pub image: &'a ImageBudget,
+    pub(crate) image: &'a ImageBudget,
     /// What this container's scripts may still assign and expand.
-    pub budget: &'a Budget,
+    pub(crate) budget: &'a Budget,
 }
 
 /// At most [`MAX_QUOTED`] bytes of `s`, cut at a character boundary with `…`.
-pub fn excerpt(s: &str) -> Cow<'_, str> {
+pub(crate) fn excerpt(s: &str) -> Cow<'_, str> {
     if s.len() <= MAX_QUOTED {
         return Cow::Borrowed(s);
     }
@@ -102,7 +103,7 @@ fn bounded(why: String) -> String {
 
 /// `uname -m` inside a container of this architecture, where one name holds for every host:
 /// 32-bit ARM reports `armv7l`, `armv6l` or `armv8l` depending on the host, so it is not known.
-pub fn uname_machine(arch: Arch) -> Option<&'static str> {
+pub(crate) fn uname_machine(arch: Arch) -> Option<&'static str> {
     Some(match arch {
         Arch::Amd64 => "x86_64",
         Arch::Arm64 => "aarch64",
@@ -165,7 +166,7 @@ type Why = String;
 
 /// Runs `text` (the script at `script`) up to its line `last` (from 0) against `env` (what
 /// the process starts with) and the image: what it exported, in order, each with its line.
-pub fn run(text: &str, last: usize, script: &str, env: &Env, cx: &Context) -> Vec<Var> {
+pub(crate) fn run(text: &str, last: usize, script: &str, env: &Env, cx: &Context) -> Vec<Var> {
     let mut st = State {
         script: Arc::from(script),
         env: env.indexed(),

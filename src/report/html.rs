@@ -705,6 +705,13 @@ impl<'a> Budget<'a> {
             )?;
         }
         writeln!(w, "</svg>\n<figcaption>{}</figcaption>", text(&said))?;
+        self.write_legend(w, limit, committed)?;
+        writeln!(w, "</figure>")?;
+        self.write_table(w)
+    }
+
+    /// Under the picture: what each colour is, what is left, and what the bar cannot count.
+    fn write_legend(&self, w: &mut dyn Write, limit: Option<u64>, committed: u64) -> io::Result<()> {
         writeln!(w, "<ul class=\"legend\">")?;
         for p in &self.parts {
             writeln!(
@@ -747,7 +754,11 @@ impl<'a> Budget<'a> {
             }
             writeln!(w, "</ul>")?;
         }
-        writeln!(w, "</figure>")?;
+        Ok(())
+    }
+
+    /// The budget as `lint -v` prints it, folded.
+    fn write_table(&self, w: &mut dyn Write) -> io::Result<()> {
         writeln!(
             w,
             "<details class=\"budget-table\"><summary>The budget as a table</summary>\n<table>\n<thead><tr><th>what</th><th>setting</th><th>size</th></tr></thead>\n<tbody>"

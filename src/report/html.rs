@@ -44,29 +44,7 @@ pub(crate) struct Unread {
     pub(crate) why: String,
 }
 
-/// What the summary needs of one container's report.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Tally {
-    /// The section's anchor (`c3`).
-    pub(crate) anchor: String,
-    /// The container as a person names it (`Deployment shop/api, container app
-    /// (deploy.yaml:19)`), or the image reference.
-    pub(crate) heading: String,
-    pub(crate) image: String,
-    /// A Kubernetes container's report (`--k8s`), not an image's.
-    pub(crate) container: bool,
-    /// Findings by severity: error, warning, note (those past the per-rule cap included).
-    pub(crate) counts: [usize; 3],
-    pub(crate) ignored: usize,
-    pub(crate) baselined: usize,
-    /// Findings by rule, with the rule's severity in this report.
-    pub(crate) by_rule: Vec<(&'static str, Severity, usize)>,
-    /// The memory limit, in words (`1 GiB` or `none`).
-    pub(crate) limit: String,
-    /// What the settings commit of the limit, in bytes, and whether that passes the limit.
-    pub(crate) committed: u64,
-    pub(crate) over: bool,
-}
+pub(crate) use super::model::HtmlRow as Tally;
 
 /// Severities from the worst, with the index of their count in [`Tally::counts`].
 const SEVERITIES: [(Severity, usize); 3] =

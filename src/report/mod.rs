@@ -5,6 +5,7 @@ pub(crate) mod facts;
 pub(crate) mod github;
 pub(crate) mod gitlab;
 pub(crate) mod html;
+pub(crate) mod images;
 pub(crate) mod inspect;
 pub(crate) mod junit;
 pub(crate) mod lint;

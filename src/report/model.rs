@@ -323,6 +323,31 @@ pub(crate) fn facts_schema() -> schemars::Schema {
     s
 }
 
+/// What the HTML page's summary needs of one container's report (`report/html.rs` draws it;
+/// it lives here so that a [`View`] can carry it without the model using the renderer).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct HtmlRow {
+    /// The section's anchor (`c3`).
+    pub(crate) anchor: String,
+    /// The container as a person names it (`Deployment shop/api, container app
+    /// (deploy.yaml:19)`), or the image reference.
+    pub(crate) heading: String,
+    pub(crate) image: String,
+    /// A Kubernetes container's report (`--k8s`), not an image's.
+    pub(crate) container: bool,
+    /// Findings by severity: error, warning, note (those past the per-rule cap included).
+    pub(crate) counts: [usize; 3],
+    pub(crate) ignored: usize,
+    pub(crate) baselined: usize,
+    /// Findings by rule, with the rule's severity in this report.
+    pub(crate) by_rule: Vec<(&'static str, Severity, usize)>,
+    /// The memory limit, in words (`1 GiB` or `none`).
+    pub(crate) limit: String,
+    /// What the settings commit of the limit, in bytes, and whether that passes the limit.
+    pub(crate) committed: u64,
+    pub(crate) over: bool,
+}
+
 /// One image's (or container's) report as every format renders it.
 pub(crate) struct View<'a> {
     pub(crate) reference: String,
@@ -349,7 +374,7 @@ pub(crate) struct View<'a> {
     pub(crate) json: Option<Value>,
     /// The report's section of the HTML page and what the page's summary needs of it, drawn
     /// from the live report (its memory budget needs the facts, which the JSON does not type).
-    pub(crate) html: Option<(Vec<u8>, super::html::Tally)>,
+    pub(crate) html: Option<(Vec<u8>, HtmlRow)>,
 }
 
 impl<'a> View<'a> {

@@ -98,6 +98,12 @@ const LAYERS: &[(&str, &[&str])] = &[
             "untrusted",
         ],
     ),
+    // The fuzz targets' bodies (`fuzz/` calls them): the reader, the ELF scanner, the
+    // parsers and the facts, as the targets drive them.
+    (
+        "fuzzing",
+        &["arch", "elf", "facts", "image", "platform", "reference", "tree"],
+    ),
     // The edge: flags, environment variables, printing.
     ("cli", &["duration", "finding"]),
     (

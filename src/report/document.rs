@@ -382,20 +382,7 @@ impl Format for Html {
             ));
         };
         let what = match &v.k8s {
-            Some(w) => format!(
-                "{} {}{}, {}container {} ({}:{}) ({})",
-                w.kind,
-                w.namespace
-                    .as_deref()
-                    .map(|n| format!("{n}/"))
-                    .unwrap_or_default(),
-                w.name,
-                if w.init { "init " } else { "" },
-                w.container,
-                w.file,
-                w.line,
-                v.reference
-            ),
+            Some(w) => format!("{} ({})", w.describe(), v.reference),
             None => v.reference.clone(),
         };
         Ok(whole(

@@ -15,6 +15,27 @@ use std::process::{Command, Output};
 
 pub mod measure;
 
+/// Compares `actual` with `tests/snapshots/<folder>/<name>`; with `UPDATE_SNAPSHOTS` set, writes
+/// it instead (the diff is what review reads).
+pub fn assert_snapshot(folder: &str, name: &str, actual: &str) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots")
+        .join(folder);
+    let path = dir.join(name);
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        fs::create_dir_all(&dir).expect("snapshot folder");
+        fs::write(&path, actual).expect("snapshot written");
+        return;
+    }
+    let expected = fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("{} is missing: run with UPDATE_SNAPSHOTS=1", path.display()));
+    assert!(
+        actual == expected,
+        "{} differs (UPDATE_SNAPSHOTS=1 writes it):\n--- expected\n{expected}\n--- actual\n{actual}",
+        path.display()
+    );
+}
+
 pub fn sha256(bytes: &[u8]) -> String {
     let d = Sha256::digest(bytes);
     d.iter().map(|b| format!("{b:02x}")).collect()

@@ -9,24 +9,8 @@ use common::memlint;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-fn snapshot_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/contracts")
-}
-
 fn assert_snapshot(name: &str, actual: &str) {
-    let path = snapshot_dir().join(name);
-    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
-        fs::create_dir_all(snapshot_dir()).expect("snapshot folder");
-        fs::write(&path, actual).expect("snapshot written");
-        return;
-    }
-    let expected = fs::read_to_string(&path)
-        .unwrap_or_else(|_| panic!("{} is missing: run with UPDATE_SNAPSHOTS=1", path.display()));
-    assert!(
-        actual == expected,
-        "{} differs (UPDATE_SNAPSHOTS=1 writes it):\n--- expected\n{expected}\n--- actual\n{actual}",
-        path.display()
-    );
+    common::assert_snapshot("contracts", name, actual)
 }
 
 fn stdout_of(args: &[&str]) -> String {

@@ -12,7 +12,7 @@ use common::{
     build_image, error_text, memlint_in, require_tool, with_name, Comp, ImageSpec, LayerSpec, OciWriter,
 };
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 const CSP: &str = "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">";
@@ -21,24 +21,8 @@ const CSP: &str = "<meta http-equiv=\"Content-Security-Policy\" content=\"defaul
 /// and ring its bell (no space or colon: glibc would split the entry there).
 const HOSTILE: &str = "/opt/<script>alert(1)</script></style>\x1b[31m\x07.so";
 
-fn snapshot_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/html")
-}
-
 fn assert_snapshot(name: &str, actual: &str) {
-    let path = snapshot_dir().join(name);
-    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
-        fs::create_dir_all(snapshot_dir()).expect("snapshot folder");
-        fs::write(&path, actual).expect("snapshot written");
-        return;
-    }
-    let expected = fs::read_to_string(&path)
-        .unwrap_or_else(|_| panic!("{} is missing: run with UPDATE_SNAPSHOTS=1", path.display()));
-    assert!(
-        actual == expected,
-        "{} differs (UPDATE_SNAPSHOTS=1 writes it):\n--- expected\n{expected}\n--- actual\n{actual}",
-        path.display()
-    );
+    common::assert_snapshot("html", name, actual)
 }
 
 /// A Debian-like image whose `LD_PRELOAD` names a library it does not hold.

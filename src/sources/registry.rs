@@ -34,6 +34,64 @@ pub(crate) struct RegistryOptions {
     /// names them from the command line (normalised by [`registry_host`]); no other registry
     /// gets them, whatever it is and whenever it is read.
     pub(crate) explicit_registries: Vec<String>,
+    /// What the run's reads share on the network.
+    pub(crate) session: Arc<Session>,
+}
+
+/// What the images of one run share on the network: one runtime, and per registry host the
+/// HTTP client (its connection pool, its TLS set-up with the system's CAs) and whether the
+/// host answered in plain HTTP. A fleet's images on one registry reuse its connections, rather
+/// than each building a runtime and a client (loading every system CA again) and, on a
+/// plain-HTTP registry, trying TLS again first: a warm fleet run spent more time on that than
+/// on its images (issue #35's fleet benchmark).
+#[derive(Default)]
+pub(crate) struct Session {
+    runtime: Mutex<Option<Arc<tokio::runtime::Runtime>>>,
+    /// By registry host (as the reference resolves it) and whether certificates go unchecked.
+    clients: Mutex<HashMap<(String, bool), reqwest::Client>>,
+    /// Registry hosts that were spoken to in plain HTTP, after TLS failed.
+    plain_http: Mutex<std::collections::HashSet<String>>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// The runtime every registry request of the run runs on, built on first use.
+    fn runtime(&self) -> Result<Arc<tokio::runtime::Runtime>> {
+        let mut runtime = lock(&self.runtime);
+        if let Some(r) = runtime.as_ref() {
+            return Ok(r.clone());
+        }
+        let built = Arc::new(
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .map_err(|e| Error::io("the network runtime", e))?,
+        );
+        *runtime = Some(built.clone());
+        Ok(built)
+    }
+
+    /// The client for `host`, made by `make` the first time.
+    fn client(
+        &self,
+        host: &str,
+        skip_verify: bool,
+        make: impl FnOnce() -> Result<reqwest::Client>,
+    ) -> Result<reqwest::Client> {
+        let key = (host.to_string(), skip_verify);
+        if let Some(c) = lock(&self.clients).get(&key) {
+            return Ok(c.clone());
+        }
+        // Made outside the lock: loading the CAs takes a while, and another image may wait.
+        let made = make()?;
+        Ok(lock(&self.clients).entry(key).or_insert(made).clone())
+    }
 }
 
 /// A registry host as credentials are matched by it: lower case, without a scheme or a final
@@ -717,7 +775,7 @@ impl Puller {
 
 /// A store's registry side: the puller and the runtime its requests run on.
 struct Remote {
-    runtime: tokio::runtime::Runtime,
+    runtime: Arc<tokio::runtime::Runtime>,
     puller: Puller,
 }
 
@@ -958,18 +1016,23 @@ impl RegistryStore {
                 &options.warnings,
             ),
         };
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .map_err(|e| Error::io("the network runtime", e))?;
+        let session = &settings.session;
+        let runtime = session.runtime()?;
         let named = named_insecure(&registry, &settings.insecure);
         let may_fall_back = named || is_loopback(&registry);
-        let guard = TargetGuard::of(reference.resolve_registry());
-        let http = client(named, &certificates, &settings.ca_files, &guard)?;
+        let host = reference.resolve_registry().to_string();
+        let guard = TargetGuard::of(&host);
+        let make = |skip_verify: bool| {
+            session.client(&host, skip_verify, || {
+                client(skip_verify, &certificates, &settings.ca_files, &guard)
+            })
+        };
+        // A host that answered an earlier image of the run in plain HTTP is not tried with TLS
+        // again.
+        let plain = may_fall_back && lock(&session.plain_http).contains(&host);
         let mut puller = Puller {
-            http,
-            scheme: "https",
+            http: make(named && !plain)?,
+            scheme: if plain { "http" } else { "https" },
             token: Arc::default(),
             reference,
             auth,
@@ -977,7 +1040,7 @@ impl RegistryStore {
             max_json: options.limits.max_json_bytes,
             insecure: Arc::new(settings.insecure.clone()),
             deadline: options.deadline,
-            guard,
+            guard: guard.clone(),
         };
         let wanted = match (puller.reference.digest(), puller.reference.tag()) {
             (Some(d), _) => format!("manifest {d}"),
@@ -989,14 +1052,19 @@ impl RegistryStore {
             // spoken to in plain HTTP. A certificate it presents but that is not trusted is
             // an error, not a reason to drop TLS.
             Err(ManifestFailure::Registry(e))
-                if may_fall_back && transport_failure(&e) && (named || !certificate_problem(&e)) =>
+                if !plain
+                    && may_fall_back
+                    && transport_failure(&e)
+                    && (named || !certificate_problem(&e)) =>
             {
-                puller.http = client(false, &certificates, &settings.ca_files, &puller.guard)?;
+                puller.http = make(false)?;
                 puller.scheme = "http";
                 puller.token = Arc::default();
-                runtime
+                let found = runtime
                     .block_on(puller.manifest(None))
-                    .map_err(|f| puller.manifest_error(&wanted, f))?
+                    .map_err(|f| puller.manifest_error(&wanted, f))?;
+                lock(&session.plain_http).insert(host.clone());
+                found
             }
             Err(f) => return Err(puller.manifest_error(&wanted, f)),
         };
@@ -1131,6 +1199,15 @@ struct BlobReader {
     chunks: tokio::sync::mpsc::Receiver<io::Result<Bytes>>,
     current: Bytes,
     done: bool,
+    /// The task that fetches it: the runtime outlives the image's read (it is the run's), so
+    /// a read that stops early stops its download here rather than when the runtime ends.
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for BlobReader {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }
 
 impl BlobReader {
@@ -1139,7 +1216,7 @@ impl BlobReader {
         // The task owns a clone of the puller, never the runtime: a runtime must not be
         // dropped by one of its own tasks.
         let puller = remote.puller.clone();
-        remote.runtime.spawn(async move {
+        let task = remote.runtime.spawn(async move {
             if let Err(e) = fetch(&puller, &digest, size, &tx).await {
                 let _ = tx.send(Err(e)).await;
             }
@@ -1148,6 +1225,7 @@ impl BlobReader {
             chunks: rx,
             current: Bytes::new(),
             done: false,
+            task,
         }
     }
 }

@@ -484,6 +484,22 @@ fn workflows_pin_actions_and_the_release_workflow_ships_what_the_action_reads() 
         dockerfile.contains(&format!("FROM rust:{pinned}-")),
         "docker/Dockerfile builds with another toolchain than {pinned}"
     );
+    // The container image's binary is built as the Linux release binaries are.
+    let linux_build = release
+        .lines()
+        .find(|l| l.contains("cargo build") && l.contains("--features isal"))
+        .expect("the Linux release build");
+    let features = linux_build
+        .split_whitespace()
+        .skip_while(|w| *w != "--features")
+        .nth(1)
+        .unwrap();
+    assert!(
+        dockerfile.contains(&format!(
+            "cargo build --locked --profile dist --features {features} "
+        )),
+        "docker/Dockerfile builds memlint without --features {features}"
+    );
     // The targets the install script maps runners to are the ones released.
     let install = fs::read_to_string(format!("{ROOT}/scripts/action-install.sh")).unwrap();
     for target in release

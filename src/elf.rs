@@ -279,7 +279,22 @@ impl ElfScanner {
         self.text.scan_window(w);
     }
 
+    /// Keeps the file's prefix in `buffer` (emptied first), which [`ElfScanner::finish_into`]
+    /// hands back: a layer's walk reuses one, rather than growing a new one up to
+    /// [`PREFIX_CAP`] for every ELF file, in fresh pages each time.
+    pub(crate) fn reusing(mut self, mut buffer: Vec<u8>) -> ElfScanner {
+        buffer.clear();
+        buffer.extend_from_slice(&self.prefix);
+        self.prefix = buffer;
+        self
+    }
+
     pub(crate) fn finish(self) -> ElfScan {
+        self.finish_into().0
+    }
+
+    /// The scan, and the prefix's buffer for the next file.
+    pub(crate) fn finish_into(self) -> (ElfScan, Vec<u8>) {
         let dynamic = self.dynamic.map(|_| self.parse_dynamic());
         let mut found: Vec<(&'static ElfMarker, Found)> = self
             .text
@@ -287,13 +302,14 @@ impl ElfScanner {
             .chain(self.blobs.into_iter().filter_map(BlobScanner::finish))
             .collect();
         found.sort_by_key(|(m, _)| m.key);
-        ElfScan {
+        let scan = ElfScan {
             dynamic,
             markers: Finds {
                 searched: (!self.markers.is_empty()).then_some(self.markers),
                 found,
             },
-        }
+        };
+        (scan, self.prefix)
     }
 
     fn parse_dynamic(&self) -> ElfDynamic {

@@ -25,7 +25,7 @@ pub(crate) fn open(reference_text: &str, root: &Path, options: &Options) -> Resu
     let mut entries = Vec::new();
     let mut stack = vec![(root.to_path_buf(), Vec::<String>::new())];
     let mut kept_total = 0u64;
-    let mut buf = vec![0u8; 64 * 1024];
+    let mut scratch = crate::tree::layer::Scratch::new();
     while let Some((dir, parts)) = stack.pop() {
         let listing = fs::read_dir(&dir).map_err(|e| Error::io(dir.display(), e))?;
         let mut children: Vec<_> = listing.filter_map(|e| e.ok()).collect();
@@ -78,7 +78,7 @@ pub(crate) fn open(reference_text: &str, root: &Path, options: &Options) -> Resu
                     // An unreadable file keeps its metadata; its contents stay unknown.
                     if let Ok(mut f) = fs::File::open(&host) {
                         if let Ok((content, elf)) =
-                            probe_file(&mut f, m.len(), cap, script_cap, &options.interests, &mut buf)
+                            probe_file(&mut f, m.len(), cap, script_cap, &options.interests, &mut scratch)
                         {
                             kept_total += content.as_ref().map_or(0, |c| c.bytes.len() as u64);
                             let cap = options

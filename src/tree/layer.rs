@@ -808,7 +808,7 @@ fn read_entries<R: Read>(
     }));
     let mut entries = Entries::new();
     let mut kept_total = 0u64;
-    let mut buf = vec![0u8; 64 * 1024];
+    let mut scratch = Scratch::new();
     let no_scan = Interests {
         elf_scan: false,
         ..interests.clone()
@@ -904,12 +904,13 @@ fn read_entries<R: Read>(
             // A sparse file's holes are not in the stream: reading it to its end to scan it
             // could mean terabytes of zeros, so only its head is looked at.
             let wants = if sparse { &no_scan } else { interests };
-            (content, elf) = probe_file(&mut entry, size, cap, script_cap, wants, &mut buf).map_err(|e| {
-                LayerError::Entry {
-                    path: shown(),
-                    source: e,
-                }
-            })?;
+            (content, elf) =
+                probe_file(&mut entry, size, cap, script_cap, wants, &mut scratch).map_err(|e| {
+                    LayerError::Entry {
+                        path: shown(),
+                        source: e,
+                    }
+                })?;
             let kept = content
                 .as_ref()
                 .map_or(0, |c: &super::Content| c.bytes.len() as u64);
@@ -977,18 +978,22 @@ pub(crate) fn probe_file(
     cap: Option<u64>,
     script_cap: Option<u64>,
     interests: &Interests,
-    buf: &mut [u8],
+    scratch: &mut Scratch,
 ) -> io::Result<(Option<super::Content>, Option<Box<ElfInfo>>)> {
     if !interests.elf_heads && cap.is_none() && script_cap.is_none() {
         return Ok((None, None));
     }
+    let Scratch {
+        read: buf,
+        elf_prefix,
+    } = scratch;
     let head_len = HEAD_LEN.min(buf.len());
     let n = read_up_to(r, &mut buf[..head_len])?;
     let cap = cap.or(script_cap.filter(|_| buf[..n].starts_with(b"#!")));
     let head = ElfHead::parse(&buf[..n]).filter(|_| interests.elf_heads);
     let mut kept = cap.map(|c| buf[..n.min(c as usize)].to_vec());
     let mut scanner = head.as_ref().filter(|_| interests.elf_scan).map(|h| {
-        let mut s = ElfScanner::new(&buf[..n], h, &interests.elf_markers);
+        let mut s = ElfScanner::new(&buf[..n], h, &interests.elf_markers).reusing(std::mem::take(elf_prefix));
         s.feed(&buf[..n]);
         s
     });
@@ -1014,13 +1019,36 @@ pub(crate) fn probe_file(
         let truncated = (bytes.len() as u64) < size;
         super::Content { bytes, truncated }
     });
+    let scan = scanner.map(|s| {
+        let (scan, prefix) = s.finish_into();
+        *elf_prefix = prefix;
+        scan
+    });
     let elf = head.map(|head| {
         Box::new(ElfInfo {
             head,
-            scan: scanner.map(ElfScanner::finish).unwrap_or_default(),
+            scan: scan.unwrap_or_default(),
         })
     });
     Ok((content, elf))
+}
+
+/// The buffers [`probe_file`] reuses from one file of a walk to the next: a read buffer, and
+/// the ELF scanner's prefix, which grows up to [`crate::elf::PREFIX_CAP`]. A prefix grown
+/// afresh for every ELF file was most of a layer read's page faults once freed memory went back
+/// to the system (main.rs).
+pub(crate) struct Scratch {
+    read: Vec<u8>,
+    elf_prefix: Vec<u8>,
+}
+
+impl Scratch {
+    pub(crate) fn new() -> Scratch {
+        Scratch {
+            read: vec![0u8; 64 * 1024],
+            elf_prefix: Vec::new(),
+        }
+    }
 }
 
 fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {

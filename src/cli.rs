@@ -101,7 +101,7 @@ pub(crate) enum MergeFormat {
     Github,
     Gitlab,
     Junit,
-    // `html` joins here with the HTML report (issue #33 item 4).
+    Html,
 }
 
 impl MergeFormat {
@@ -114,6 +114,7 @@ impl MergeFormat {
             MergeFormat::Github => LintFormat::Github,
             MergeFormat::Gitlab => LintFormat::Gitlab,
             MergeFormat::Junit => LintFormat::Junit,
+            MergeFormat::Html => LintFormat::Html,
         }
     }
 }

@@ -128,7 +128,8 @@ struct Merge {
     names_bytes: usize,
     worst: Option<Severity>,
     unread: bool,
-    /// `--baseline`: the accepted findings, and the rules whose entries can be fixed.
+    /// `--baseline`: the accepted findings, and the rules whose entries can be fixed (those
+    /// that ran on some report).
     baseline: Option<crate::baseline::Baseline>,
     rules_run: std::collections::HashSet<&'static str>,
     /// What the reports found, for the baseline's fixed entries.
@@ -159,7 +160,16 @@ impl Merge {
         let id = self.name_id(file)?;
         self.unread |= doc.error.is_some();
         if let Some(b) = &self.baseline {
-            if let Some((subject, all)) = doc.judge_against(b, &self.rules_run) {
+            // The rules whose entries can be fixed: those of the report's pin.
+            let pin = doc
+                .rules_version
+                .as_deref()
+                .map(crate::rules::pinned_release)
+                .transpose()
+                .map_err(|why| format!("key `rules_version`: {why}"))?;
+            let rules_run = super::baseline::rules_run(pin.as_ref());
+            self.rules_run.extend(&rules_run);
+            if let Some((subject, all)) = doc.judge_against(b, &rules_run) {
                 self.tally.linted.insert(subject);
                 self.tally.occurring.extend(all);
                 self.tally.baselined += doc.baselined.as_ref().map_or(0, Vec::len);
@@ -345,8 +355,8 @@ pub(crate) fn run(args: MergeArgs) -> Result<ExitCode> {
     };
     let merge = RefCell::new(Merge {
         baseline,
-        // The shards' pin is not in their JSON: every rule's entries may be fixed.
-        rules_run: super::baseline::rules_run(None),
+        // The rules of the reports' pins, as they are read.
+        rules_run: std::collections::HashSet::new(),
         tally: Default::default(),
         formats,
         spool,

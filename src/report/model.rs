@@ -263,7 +263,6 @@ pub(crate) struct ContainerDoc {
     /// Baseline entries of this report's subject that no longer occur (as the baseline file
     /// writes them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<Vec<serde_json::Map<String, Value>>>")]
     pub(crate) fixed: Option<Vec<crate::baseline::Entry>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) summary: Option<Summary>,

@@ -24,7 +24,9 @@ pub(crate) const MAX_BASELINE_BYTES: u64 = 16 << 20;
 pub(crate) const FORMAT_VERSION: u32 = 1;
 
 /// What a finding was found in, as its fingerprint names it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(untagged)]
 pub(crate) enum Subject {
     /// With `--k8s`: the workload and container that run the image (not the manifest file,
@@ -36,7 +38,9 @@ pub(crate) enum Subject {
 }
 
 /// A workload as a baseline names it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct WorkloadId {
     pub(crate) kind: String,

@@ -184,6 +184,27 @@ fn merge_of_three_shards_is_the_unsharded_run_in_every_format() {
         assert!(html.contains(&format!("\" id=\"r{i}\">\n<h2>")), "r{i}");
     }
     assert!(!html.contains('\0'));
+    // `-o FORMAT=FILE` writes the same documents beside the one on standard output.
+    let mut args = vec!["merge"];
+    args.extend(shards.iter().map(String::as_str));
+    args.extend([
+        "--format",
+        "text",
+        "--fail-on",
+        "note",
+        "-o",
+        "html=merged.html",
+        "-o",
+        "gitlab=merged-gl.json",
+    ]);
+    let o = memlint_in(d, &args);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(String::from_utf8(o.stdout).unwrap(), output(&outputs, "text"));
+    assert_eq!(std::fs::read_to_string(d.join("merged.html")).unwrap(), html);
+    assert_eq!(
+        std::fs::read_to_string(d.join("merged-gl.json")).unwrap(),
+        output(&outputs, "gitlab")
+    );
     // The text of the merge is the full report: places, evidence, fixes, the table.
     let mut args = vec!["merge"];
     args.extend(shards.iter().map(String::as_str));

@@ -289,6 +289,14 @@ fn merge_refuses_other_majors_unversioned_reports_and_unknown_severities() {
     edited(d, "good.json", "severity.json", |v| {
         v["reports"][0]["findings"][0]["severity"] = "fatal".into()
     });
+    edited(d, "good.json", "budget.json", |v| {
+        v["reports"][0]["facts"]["memory"]["limit"] = 3.into()
+    });
+    edited(d, "good.json", "hostile.json", |v| {
+        v["reports"][0]["facts"]["memory"]["dev_shm"]["source"] =
+            "</style><script>x</script>\u{0}\u{1b}[31m".into();
+        v["reports"][0]["facts"]["memory"]["dev_shm"]["from"] = "host_ipc".into();
+    });
     edited(d, "good.json", "pin.json", |v| {
         v["reports"][0]["rules_version"] = "0.1".into()
     });
@@ -320,6 +328,7 @@ fn merge_refuses_other_majors_unversioned_reports_and_unknown_severities() {
         ),
         ("rule.json", &["rule.json", "no-such-rule"][..]),
         ("pin.json", &["pin.json", "`rules_version`", "0.1"][..]),
+        ("budget.json", &["budget.json", "`facts.memory.limit`"][..]),
     ] {
         let o = merge(file);
         let err = stderr(&o);
@@ -330,6 +339,18 @@ fn merge_refuses_other_majors_unversioned_reports_and_unknown_severities() {
         }
         assert!(!err.contains("panicked"), "{err}");
     }
+    // A hostile string in the facts a budget picture draws stays text on the page.
+    let o = memlint_in(
+        d,
+        &["merge", "hostile.json", "--fail-on", "never", "--format", "html"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let page = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        page.contains("/dev/shm: &lt;/style&gt;&lt;script&gt;x&lt;/script&gt;\\x00\\x1b[31m"),
+        "{page}"
+    );
+    assert!(!page.contains("<script>") && !page.contains('\0') && !page.contains('\u{1b}'));
 }
 
 #[test]

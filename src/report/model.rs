@@ -346,11 +346,11 @@ pub(crate) fn facts_schema() -> schemars::Schema {
     s
 }
 
-/// What the HTML page's summary needs of one container's report (`report/html.rs` draws it;
-/// it lives here so that a [`View`] can carry it without the model using the renderer).
+/// What the HTML page's summary needs of one container's report (`report/html.rs` draws it
+/// from a [`View`] and its [`super::budget::FactsDoc`]).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct HtmlRow {
-    /// The section's anchor (`c3`).
+    /// The section's anchor (`r3`: its place on the page, the unread included).
     pub(crate) anchor: String,
     /// The container as a person names it (`Deployment shop/api, container app
     /// (deploy.yaml:19)`), or the image reference.

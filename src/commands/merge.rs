@@ -174,7 +174,8 @@ impl Merge {
                 self.tally.baselined += doc.baselined.as_ref().map_or(0, Vec::len);
             }
         }
-        let view = View::of_doc(doc)?;
+        let view = View::of_doc(doc)
+            .map_err(|why| format!("report {} of the merge: {why}", self.placed.len() + 1))?;
         self.worst = self.worst.max(view.worst());
         let rendered = self
             .formats

@@ -105,9 +105,9 @@ pub(crate) struct FindingDoc {
     pub(crate) message: String,
     /// The paths, env entries, versions and layers that led to the finding.
     pub(crate) evidence: Vec<String>,
-    /// The image paths (absolute, as in the image's merged file tree) the evidence names, in
-    /// its order: what a scoped ignore's `path` and layer provenance match (since schema 1.1.0;
-    /// a report of 1.0.0 has none).
+    /// The image paths (absolute, as in the image's merged file tree) the evidence names, each
+    /// once, in the order it first names them: what a scoped ignore's `path` and layer
+    /// provenance match (since schema 1.1.0; a report of 1.0.0 has none).
     #[serde(default)]
     pub(crate) paths: Vec<String>,
     /// What to change in this image.

@@ -24,7 +24,9 @@ pub(crate) const MAX_BASELINE_BYTES: u64 = 16 << 20;
 pub(crate) const FORMAT_VERSION: u32 = 1;
 
 /// What a finding was found in, as its fingerprint names it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(untagged)]
 pub(crate) enum Subject {
     /// With `--k8s`: the workload and container that run the image (not the manifest file,
@@ -36,7 +38,9 @@ pub(crate) enum Subject {
 }
 
 /// A workload as a baseline names it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct WorkloadId {
     pub(crate) kind: String,
@@ -199,7 +203,7 @@ pub(crate) fn assign(findings: &mut [Finding], subject: &Subject) {
 
 /// One accepted finding. (Unknown keys are let be: serde cannot refuse them beside the
 /// flattened subject.)
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct Entry {
     pub(crate) rule: String,
     pub(crate) severity: Severity,
@@ -209,7 +213,9 @@ pub(crate) struct Entry {
     pub(crate) paths: Vec<String>,
     pub(crate) fingerprint: String,
     /// The day memlint first wrote it into a baseline; kept when the baseline is written again.
+    /// `YYYY-MM-DD`.
     #[serde(with = "date_text")]
+    #[schemars(with = "String")]
     pub(crate) first_seen: Date,
 }
 

@@ -77,6 +77,11 @@ pub(crate) struct MergeArgs {
     #[arg(long, value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
 
+    /// Also write the merged report in another format to a file: FORMAT=FILE (repeatable), e.g.
+    /// `-o html=fleet.html -o sarif=fleet.sarif`
+    #[arg(short = 'o', value_name = "FORMAT=FILE", value_parser = parse_output)]
+    pub(crate) outputs: Vec<(LintFormat, PathBuf)>,
+
     /// Count and fail on only the merged findings not in this baseline file (as `lint
     /// --baseline`); what a shard already baselined stays baselined
     #[arg(long, value_name = "FILE")]
@@ -101,7 +106,7 @@ pub(crate) enum MergeFormat {
     Github,
     Gitlab,
     Junit,
-    // `html` joins here with the HTML report (issue #33 item 4).
+    Html,
 }
 
 impl MergeFormat {
@@ -114,6 +119,7 @@ impl MergeFormat {
             MergeFormat::Github => LintFormat::Github,
             MergeFormat::Gitlab => LintFormat::Gitlab,
             MergeFormat::Junit => LintFormat::Junit,
+            MergeFormat::Html => LintFormat::Html,
         }
     }
 }

@@ -177,8 +177,9 @@ pub(crate) enum Anchor {
     Volume(usize),
 }
 
-/// One problem found in an image. JSON keys are a contract with users' scripts.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+/// One problem found in an image. JSON keys are a contract with users' scripts: as
+/// [`crate::report::model::FindingDoc`] describes them (its `Serialize` below writes them).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Finding {
     pub(crate) rule: &'static str,
     pub(crate) severity: Severity,
@@ -189,22 +190,54 @@ pub(crate) struct Finding {
     /// What to change in this image, as Dockerfile lines where that is the fix.
     pub(crate) fix: String,
     /// The Dockerfile line the finding belongs to, when one is known.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) location: Option<Location>,
     /// Why the finding is hidden, when an ignore covers it (or a baseline holds it).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) suppression: Option<Suppression>,
     /// What tells this finding from every other across runs ([`crate::baseline`]'s
     /// fingerprint); given by the judge, empty until then.
-    #[serde(skip_serializing_if = "String::is_empty")]
     pub(crate) fingerprint: String,
     /// Where in a Dockerfile it belongs.
-    #[serde(skip)]
     pub(crate) anchor: Anchor,
     /// 0 for a finding a rule made; N for the one that counts, in its place, the N findings of
     /// its rule past the cap ([`crate::judge::MAX_FINDINGS_PER_RULE`]).
-    #[serde(skip)]
     pub(crate) omitted: usize,
+}
+
+/// The finding's JSON: its fields, the image paths its evidence names (`paths`, each once, in
+/// the order the evidence first names them), and `omitted` for the one that stands for the findings past the
+/// cap. The anchor stays out: `location` is where it led.
+impl Serialize for Finding {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut s = serializer.serialize_struct("Finding", 10)?;
+        s.serialize_field("rule", self.rule)?;
+        s.serialize_field("severity", &self.severity)?;
+        s.serialize_field("message", &self.message)?;
+        s.serialize_field("evidence", &self.evidence)?;
+        let mut seen = std::collections::BTreeSet::new();
+        let paths: Vec<&str> = self.paths().filter(|p| seen.insert(*p)).collect();
+        s.serialize_field("paths", &paths)?;
+        s.serialize_field("fix", &self.fix)?;
+        match &self.location {
+            Some(l) => s.serialize_field("location", l)?,
+            None => s.skip_field("location")?,
+        }
+        match &self.suppression {
+            Some(x) => s.serialize_field("suppression", x)?,
+            None => s.skip_field("suppression")?,
+        }
+        if self.fingerprint.is_empty() {
+            s.skip_field("fingerprint")?;
+        } else {
+            s.serialize_field("fingerprint", &self.fingerprint)?;
+        }
+        if self.omitted == 0 {
+            s.skip_field("omitted")?;
+        } else {
+            s.serialize_field("omitted", &self.omitted)?;
+        }
+        s.end()
+    }
 }
 
 /// A place in the repository: a Dockerfile and a line range.

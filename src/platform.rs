@@ -6,7 +6,7 @@ use serde::Serialize;
 use std::fmt;
 
 /// The platform an image manifest is built for.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub(crate) struct Platform {
     pub(crate) os: String,
     pub(crate) architecture: String,

@@ -333,11 +333,6 @@ impl Plan<'_> {
         if self.formats.iter().any(|((f, _), _)| *f == LintFormat::Json) {
             view.json = Some(r.json());
         }
-        if self.formats.iter().any(|((f, _), _)| *f == LintFormat::Html) {
-            let mut section = Vec::new();
-            let tally = crate::report::html::section(&mut section, &r, ci)?;
-            view.html = Some((section, tally));
-        }
         let parts = self.spool_parts(&view, spool)?;
         Ok(Rendered {
             container: ci,

@@ -4,7 +4,7 @@
 //! read into the typed model ([`ContainerDoc`], then [`View`]) and rendered by the renderers
 //! `lint --k8s` uses.
 
-use crate::cli::{MergeArgs, MergeFormat};
+use crate::cli::{LintFormat, MergeArgs};
 use crate::error::{Error, Result};
 use crate::finding::Severity;
 use crate::report::document::{self, Format, Part};
@@ -119,8 +119,7 @@ struct Placed {
 
 /// The reports read so far, rendered and spooled.
 struct Merge {
-    /// The renderers of the format asked for: for GitLab, one for a merge of one report and
-    /// one for more (an issue names its image when there are several).
+    /// The renderers of the formats asked for, each report's part of each document.
     formats: Vec<Box<dyn Format>>,
     spool: Spool,
     placed: Vec<Placed>,
@@ -128,7 +127,8 @@ struct Merge {
     names_bytes: usize,
     worst: Option<Severity>,
     unread: bool,
-    /// `--baseline`: the accepted findings, and the rules whose entries can be fixed.
+    /// `--baseline`: the accepted findings, and the rules whose entries can be fixed (those
+    /// that ran on some report).
     baseline: Option<crate::baseline::Baseline>,
     rules_run: std::collections::HashSet<&'static str>,
     /// What the reports found, for the baseline's fixed entries.
@@ -159,13 +159,23 @@ impl Merge {
         let id = self.name_id(file)?;
         self.unread |= doc.error.is_some();
         if let Some(b) = &self.baseline {
-            if let Some((subject, all)) = doc.judge_against(b, &self.rules_run) {
+            // The rules whose entries can be fixed: those of the report's pin.
+            let pin = doc
+                .rules_version
+                .as_deref()
+                .map(crate::rules::pinned_release)
+                .transpose()
+                .map_err(|why| format!("key `rules_version`: {why}"))?;
+            let rules_run = super::baseline::rules_run(pin.as_ref());
+            self.rules_run.extend(&rules_run);
+            if let Some((subject, all)) = doc.judge_against(b, &rules_run) {
                 self.tally.linted.insert(subject);
                 self.tally.occurring.extend(all);
                 self.tally.baselined += doc.baselined.as_ref().map_or(0, Vec::len);
             }
         }
-        let view = View::of_doc(doc)?;
+        let view = View::of_doc(doc)
+            .map_err(|why| format!("report {} of the merge: {why}", self.placed.len() + 1))?;
         self.worst = self.worst.max(view.worst());
         let rendered = self
             .formats
@@ -200,6 +210,15 @@ impl Merge {
         self.names.insert(file, id);
         Ok(id)
     }
+}
+
+/// A document the merge writes.
+struct Document {
+    format: LintFormat,
+    /// `None`: standard output.
+    destination: Option<std::path::PathBuf>,
+    /// Its renderers in `Merge::formats`.
+    renderers: std::ops::Range<usize>,
 }
 
 /// Refuses a report file of another major version of the JSON contract.
@@ -315,10 +334,8 @@ impl<'de> Visitor<'de> for ReportsSeed<'_> {
 }
 
 pub(crate) fn run(args: MergeArgs) -> Result<ExitCode> {
-    // A FIFO or folder at the report path is refused before any report is read.
-    if let Some(p) = &args.output {
-        super::output::check_destination(&format!("--output {}", p.display()), p)?;
-    }
+    // A FIFO or folder at a report path is refused before any report is read.
+    super::check_outputs(args.output.as_deref(), &args.outputs)?;
     let baseline_options = super::baseline::Options {
         baseline: args.baseline.as_deref(),
         write: None,
@@ -335,18 +352,29 @@ pub(crate) fn run(args: MergeArgs) -> Result<ExitCode> {
         automation_id: super::fleet::sarif_automation_id(args.category.as_deref()),
         several,
     };
-    let format = args.format.as_lint();
-    let formats = match args.format {
-        MergeFormat::Gitlab => vec![
-            super::document_format(format, false, &options(false)),
-            super::document_format(format, false, &options(true)),
-        ],
-        _ => vec![super::document_format(format, false, &options(false))],
-    };
+    // Each document asked for (`--format` to `--output`, then each `-o`), with the renderers
+    // each report is rendered by: for GitLab, one for a merge of one report and one for more
+    // (an issue names its image when there are several).
+    let mut wanted = vec![(args.format.as_lint(), args.output.clone())];
+    wanted.extend(args.outputs.iter().map(|(f, p)| (*f, Some(p.clone()))));
+    let mut formats = Vec::new();
+    let mut documents = Vec::new();
+    for (format, destination) in wanted {
+        let first = formats.len();
+        formats.push(super::document_format(format, false, &options(false)));
+        if format == LintFormat::Gitlab {
+            formats.push(super::document_format(format, false, &options(true)));
+        }
+        documents.push(Document {
+            format,
+            destination,
+            renderers: first..formats.len(),
+        });
+    }
     let merge = RefCell::new(Merge {
         baseline,
-        // The shards' pin is not in their JSON: every rule's entries may be fixed.
-        rules_run: super::baseline::rules_run(None),
+        // The rules of the reports' pins, as they are read.
+        rules_run: std::collections::HashSet::new(),
         tally: Default::default(),
         formats,
         spool,
@@ -399,16 +427,18 @@ pub(crate) fn run(args: MergeArgs) -> Result<ExitCode> {
         path: "a temporary file (TMPDIR) for the merged reports".to_string(),
         source: e,
     })?;
-    let allow = Allow {
-        commands: args.format == MergeFormat::Github,
-        ..Allow::default()
-    };
-    // GitLab: the renderer for one report or for several, as the unsharded run chose.
-    let which = usize::from(placed.len() > 1).min(formats.len() - 1);
-    let parts: Vec<&Part> = placed.iter().filter_map(|p| p.parts.get(which)).collect();
-    super::emit_with(args.output.as_deref(), allow, |w| {
-        formats[which].write(w, &parts, &spooled)
-    })?;
+    for d in &documents {
+        let allow = Allow {
+            commands: d.format == LintFormat::Github,
+            ..Allow::default()
+        };
+        // GitLab: the renderer for one report or for several, as the unsharded run chose.
+        let which = d.renderers.start + usize::from(placed.len() > 1).min(d.renderers.len() - 1);
+        let parts: Vec<&Part> = placed.iter().filter_map(|p| p.parts.get(which)).collect();
+        super::emit_with(d.destination.as_deref(), allow, |w| {
+            formats[which].write(w, &parts, &spooled)
+        })?;
+    }
     super::baseline::finish(&baseline_options, baseline.as_ref(), tally, &rules_run, false)?;
     if unread {
         return Ok(ExitCode::from(2));

@@ -55,7 +55,6 @@ pub(crate) struct GoBinary {
     /// The main module's path.
     pub(crate) main_module: Option<String>,
     /// The module dependencies (`dep` lines), with their `=>` replacements.
-    #[schemars(with = "Vec<serde_json::Map<String, serde_json::Value>>")]
     pub(crate) deps: Vec<GoModule>,
     /// False when the build info was longer than memlint keeps, so `deps` may be missing some.
     pub(crate) deps_complete: bool,

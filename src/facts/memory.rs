@@ -21,7 +21,6 @@ use super::node::{
 use super::Env;
 use crate::k8s::quantity::Quantity;
 use crate::k8s::{Container, Lined};
-use crate::units::human_bytes;
 use serde::Serialize;
 
 /// `/dev/shm` as containerd, CRI-O and Docker give a container that mounts nothing there.
@@ -568,64 +567,6 @@ fn gomemlimit(m: &GoMemLimit) -> Commitment {
     }
 }
 
-/// The budget as rows for people (`inspect`, `lint -v`): what, setting, bytes, share of the
-/// limit.
-pub(crate) fn rows(b: &MemoryBudget) -> Vec<[String; 3]> {
-    let limit = b.limit_bytes();
-    let size = |bytes: Option<u64>| match (bytes, limit) {
-        (Some(n), Some(l)) if l > 0 => {
-            format!("{} ({} %)", human_bytes(n), (u128::from(n) * 100 / u128::from(l)))
-        }
-        (Some(n), _) => human_bytes(n),
-        (None, _) => "?".into(),
-    };
-    let mut rows = Vec::new();
-    for (name, amount) in [("limit", &b.limit), ("request", &b.request)] {
-        rows.push(match amount {
-            Amount::Set { bytes, text, line } => [
-                name.to_string(),
-                format!("resources.{name}s.memory {text} (line {line})"),
-                human_bytes(*bytes),
-            ],
-            Amount::Undecided { why } => [name.to_string(), why.clone(), "undecided".into()],
-        });
-    }
-    for v in &b.volumes {
-        rows.push([
-            "memory volume".into(),
-            format!(
-                "emptyDir {} at {} ({})",
-                v.volume,
-                v.path,
-                v.size_limit_text
-                    .as_deref()
-                    .map_or("no sizeLimit: sized from the node".to_string(), |s| format!(
-                        "sizeLimit {s}"
-                    ))
-            ),
-            size(v.size_limit),
-        ]);
-    }
-    rows.push(["/dev/shm".into(), b.dev_shm.source.clone(), size(b.dev_shm.bytes)]);
-    for c in &b.runtimes {
-        let what = format!("{} {}", c.runtime, c.what.replace('_', " "));
-        let setting = match (&c.why, &c.origin) {
-            (Some(why), _) => format!("undecided: {why}"),
-            (None, Some(origin)) if !c.setting.contains(origin.as_str()) => {
-                format!("{}; {origin}", c.setting)
-            }
-            (None, _) => c.setting.clone(),
-        };
-        let shown = match (c.bytes, c.percent_of_limit) {
-            (None, Some(p)) => format!("{p} % of the limit"),
-            (None, None) if c.status == "default" => "sized from the limit".into(),
-            (bytes, _) => size(bytes),
-        };
-        rows.push([what, setting, shown]);
-    }
-    rows
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -694,11 +635,6 @@ mod tests {
         assert_eq!(heap.setting, "-Xmx1g (from JAVA_TOOL_OPTIONS)");
         let direct = b.commitment("jvm", "direct_memory").next().map(|c| c.bytes);
         assert_eq!(direct, Some(Some(256 << 20)));
-        let rows = rows(&b);
-        assert!(
-            rows.iter().any(|r| r[0] == "jvm heap" && r[2] == "1 GiB (50 %)"),
-            "{rows:?}"
-        );
     }
 
     #[test]

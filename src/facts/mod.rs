@@ -153,7 +153,6 @@ pub(crate) struct Facts {
     /// The Kubernetes container the image runs in (`lint --k8s`): its resources, env and
     /// mounts as the manifest declares them. Absent for an image linted alone.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub(crate) container: Option<crate::k8s::Container>,
 }
 

@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct PlatformFacts {
     /// What the config says.
-    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     pub(crate) declared: Platform,
     /// The architecture most ELF files are built for.
     pub(crate) binaries: Option<String>,

@@ -41,14 +41,14 @@ pub(crate) struct Workload {
 }
 
 /// A value with the line it is written on.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub(crate) struct Lined<T> {
     pub(crate) value: T,
     pub(crate) line: u32,
 }
 
 /// Where an `env` entry's value comes from.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "from", rename_all = "snake_case")]
 pub(crate) enum EnvValue {
     /// `value:` (after `$(VAR)` expansion, as the kubelet does it).
@@ -61,7 +61,7 @@ pub(crate) enum EnvValue {
 }
 
 /// One `env` entry.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub(crate) struct EnvEntry {
     pub(crate) name: String,
     pub(crate) line: u32,
@@ -70,7 +70,7 @@ pub(crate) struct EnvEntry {
 }
 
 /// A volume mounted into the container, with what the pod says the volume is.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub(crate) struct Mount {
     pub(crate) path: String,
     pub(crate) volume: String,
@@ -92,7 +92,7 @@ pub(crate) struct Mount {
 }
 
 /// A `hugepages-<size>` resource of the container (`hugepages-2Mi: 1Gi`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub(crate) struct HugePages {
     /// The page size as the resource names it (`2Mi`, `1Gi`).
     pub(crate) page_size: String,
@@ -103,7 +103,7 @@ pub(crate) struct HugePages {
 }
 
 /// A container as the manifest declares it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub(crate) struct Container {
     #[serde(skip)]
     pub(crate) workload: Workload,

@@ -15,7 +15,7 @@
 //! always a typo for `500Mi`.
 
 /// A quantity as written and as a number.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub(crate) struct Quantity {
     pub(crate) text: String,
     /// The value rounded up to a whole number (bytes, for memory).

@@ -358,27 +358,35 @@ impl Format for Junit {
 }
 
 /// One self-contained page: a summary from every report's tally, then each linted report's
-/// section in order. A section is drawn from the live report ([`View::html`]): a view read
-/// back from JSON (`merge`) has none, and is refused.
+/// section in order. A section is rendered before its place on the page is known (`merge`
+/// renders each report as it reads it): its anchor is written as [`ANCHOR`], which the page
+/// replaces by the section's anchor when it writes it.
 pub(crate) struct Html {
     pub(crate) fail_on: FailOn,
 }
 
+/// Where a section's anchor goes until the page knows it: a byte no section holds otherwise,
+/// since every string of a section is escaped (control characters shown as `\x00`).
+const ANCHOR: &str = "\0";
+
 impl Format for Html {
     fn render(&self, v: &View) -> io::Result<Piece> {
-        if let Some((bytes, tally)) = &v.html {
+        if let Some(facts) = v.facts_doc() {
+            let facts = facts.map_err(io::Error::other)?;
+            let mut out = Vec::new();
+            let tally = html::section(&mut out, v, &facts, ANCHOR)?;
             return Ok(whole(
-                bytes.clone(),
+                out,
                 Tally {
                     linted: true,
-                    html: Some(HtmlTally::Linted(tally.clone())),
+                    html: Some(HtmlTally::Linted(tally)),
                     ..Tally::default()
                 },
             ));
         }
         let Some(failure) = &v.error else {
             return Err(io::Error::other(
-                "an HTML section is drawn from a live report's facts, which a report read back from JSON does not carry",
+                "a linted report without facts: the HTML page draws its memory budget from them",
             ));
         };
         let what = match &v.k8s {
@@ -399,9 +407,12 @@ impl Format for Html {
     fn write(&self, w: &mut dyn Write, parts: &[&Part], spooled: &Spooled) -> io::Result<()> {
         let mut tallies = Vec::new();
         let mut unread = Vec::new();
-        for p in parts {
+        for (i, p) in parts.iter().enumerate() {
             match &p.tally.html {
-                Some(HtmlTally::Linted(t)) => tallies.push(t.clone()),
+                Some(HtmlTally::Linted(t)) => tallies.push(html::Tally {
+                    anchor: html::anchor(i),
+                    ..t.clone()
+                }),
                 Some(HtmlTally::Unread(u)) => unread.push(u.clone()),
                 None => {}
             }
@@ -411,9 +422,16 @@ impl Format for Html {
             fail_on: self.fail_on,
         };
         html::start(w, &tallies, &unread, &options)?;
-        for p in parts {
+        for (i, p) in parts.iter().enumerate() {
             if matches!(p.tally.html, Some(HtmlTally::Linted(_))) {
-                spooled.copy(p.chunk, w)?;
+                let anchor = html::anchor(i);
+                let section = spooled.read(p.chunk)?;
+                for (k, piece) in section.split(|b| *b == ANCHOR.as_bytes()[0]).enumerate() {
+                    if k > 0 {
+                        w.write_all(anchor.as_bytes())?;
+                    }
+                    w.write_all(piece)?;
+                }
             }
         }
         html::finish(w)

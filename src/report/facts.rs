@@ -218,7 +218,9 @@ fn allocator_loader(w: &mut dyn Write, f: &Facts) -> io::Result<()> {
 /// The memory budget as one table: for a person deciding a limit, what the limit is and what
 /// each setting commits of it.
 fn memory(w: &mut dyn Write, f: &Facts) -> io::Result<()> {
-    let rows = crate::facts::memory::rows(&f.memory);
+    let rows = super::budget::MemoryDoc::of(&f.memory)
+        .map(|b| super::budget::rows(&b))
+        .map_err(io::Error::other)?;
     let width = |i: usize| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0);
     let (what, setting) = (width(0).max(4), width(1).clamp(7, 90));
     put(

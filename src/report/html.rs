@@ -14,10 +14,9 @@
 //! ([`crate::untrusted::line`]), then `& < > " '` as entities, so that no string can open an
 //! element, close the `<style>` or leave an attribute.
 
+use super::budget::{self, AmountDoc, FactsDoc, MemoryDoc, WorkerCountDoc};
 use super::lint::LintReport;
-use crate::facts::memory::{self, Amount, MemoryBudget};
-use crate::facts::php::Workers;
-use crate::facts::Facts;
+use super::model::View;
 use crate::finding::{FailOn, Finding, Severity};
 use crate::units::human_bytes;
 use crate::untrusted::{line, lines};
@@ -94,35 +93,33 @@ pub(crate) fn write(
             why: u.message.clone(),
         })
         .collect();
-    let tallies: Vec<Tally> = reports.iter().enumerate().map(|(i, r)| tally(r, i)).collect();
+    let mut views = Vec::with_capacity(reports.len());
+    for r in reports {
+        let facts = FactsDoc::of_facts(r.facts).map_err(io::Error::other)?;
+        views.push((r.view(), facts));
+    }
+    let tallies: Vec<Tally> = views
+        .iter()
+        .enumerate()
+        .map(|(i, (v, f))| tally(v, f, anchor(i)))
+        .collect();
     start(w, &tallies, &unread, o)?;
-    for (i, r) in reports.iter().enumerate() {
-        section(w, r, i)?;
+    for (i, (v, f)) in views.iter().enumerate() {
+        section(w, v, f, &anchor(i))?;
     }
     finish(w)
 }
 
+/// The anchor of the `index`th section of a page.
+pub(crate) fn anchor(index: usize) -> String {
+    format!("r{}", index + 1)
+}
+
 /// The container (or image) a report is of, as a person names it.
-fn heading(r: &LintReport) -> String {
-    match r.k8s {
-        Some(c) => {
-            let wl = &c.workload;
-            let ns = wl
-                .namespace
-                .as_deref()
-                .map(|n| format!("{n}/"))
-                .unwrap_or_default();
-            format!(
-                "{} {ns}{}, {}container {} ({}:{})",
-                wl.kind,
-                wl.name,
-                if wl.init { "init " } else { "" },
-                wl.container,
-                wl.file,
-                wl.line
-            )
-        }
-        None => format!("{} ({})", r.image.reference, r.image.platform),
+fn heading(v: &View) -> String {
+    match &v.k8s {
+        Some(wl) => wl.describe(),
+        None => format!("{} ({})", v.reference, v.platform),
     }
 }
 
@@ -271,63 +268,55 @@ pub(crate) fn finish(w: &mut dyn Write) -> io::Result<()> {
     )
 }
 
-/// Writes the section of one report (the `index`th of the page) and returns its tally.
-pub(crate) fn section(w: &mut dyn Write, r: &LintReport, index: usize) -> io::Result<Tally> {
-    let anchor = format!("r{}", index + 1);
-    let heading = heading(r);
-    let budget = Budget::of(r.facts);
-    let worst = r.worst().map_or("none", Severity::as_str);
+/// Writes the section of one report, its facts read as [`FactsDoc`], under `anchor`, and
+/// returns its tally.
+pub(crate) fn section(w: &mut dyn Write, v: &View, f: &FactsDoc, anchor: &str) -> io::Result<Tally> {
+    let heading = heading(v);
+    let budget = Budget::of(f);
+    let worst = v.worst().map_or("none", Severity::as_str);
     writeln!(
         w,
         "<section class=\"report worst-{worst}\" id=\"{anchor}\">\n<h2>{}</h2>",
         text(&heading)
     )?;
-    let libc = match &r.facts.libc.version {
-        Some(v) => format!("{} {v}", r.facts.libc.family),
-        None => r.facts.libc.family.to_string(),
-    };
     writeln!(w, "<dl class=\"about\">")?;
-    writeln!(
-        w,
-        "<dt>image</dt><dd><code>{}</code></dd>",
-        text(&r.image.reference)
-    )?;
-    if let Some(c) = r.k8s {
-        if c.workload.image != r.image.reference {
+    writeln!(w, "<dt>image</dt><dd><code>{}</code></dd>", text(&v.reference))?;
+    if let Some(wl) = &v.k8s {
+        if wl.image != v.reference {
             writeln!(
                 w,
                 "<dt>as the manifest names it</dt><dd><code>{}</code></dd>",
-                text(&c.workload.image)
+                text(&wl.image)
             )?;
         }
     }
     writeln!(
         w,
         "<dt>platform</dt><dd>{}</dd><dt>libc</dt><dd>{}</dd>\n</dl>",
-        text(&r.image.platform.to_string()),
-        text(&libc)
+        text(&v.platform),
+        text(&f.libc.describe())
     )?;
-    budget.write(w, &anchor)?;
-    write_findings(w, r, &anchor)?;
-    if !r.notes.is_empty() {
+    budget.write(w, anchor)?;
+    write_findings(w, v, anchor)?;
+    if !v.notes.is_empty() {
         writeln!(w, "<ul class=\"notes\">")?;
-        for n in &r.notes {
+        for n in &v.notes {
             writeln!(w, "<li>note: {}</li>", text(n))?;
         }
         writeln!(w, "</ul>")?;
     }
     writeln!(w, "</section>")?;
-    Ok(tally_of(r, anchor, heading, &budget))
+    Ok(tally_of(v, anchor.to_string(), heading, &budget))
 }
 
 /// What the summary needs of the report whose section is `anchor`.
-pub(crate) fn tally(r: &LintReport, index: usize) -> Tally {
-    tally_of(r, format!("r{}", index + 1), heading(r), &Budget::of(r.facts))
+pub(crate) fn tally(v: &View, f: &FactsDoc, anchor: String) -> Tally {
+    tally_of(v, anchor, heading(v), &Budget::of(f))
 }
 
-fn tally_of(r: &LintReport, anchor: String, heading: String, budget: &Budget) -> Tally {
+fn tally_of(v: &View, anchor: String, heading: String, budget: &Budget) -> Tally {
     let mut by_rule: Vec<(&'static str, Severity, usize)> = Vec::new();
-    for f in &r.findings {
+    for f in &v.findings {
         match by_rule
             .iter_mut()
             .find(|(id, sev, _)| *id == f.rule && *sev == f.severity)
@@ -339,19 +328,14 @@ fn tally_of(r: &LintReport, anchor: String, heading: String, budget: &Budget) ->
     Tally {
         anchor,
         heading,
-        image: r.image.reference.clone(),
-        container: r.k8s.is_some(),
-        counts: [
-            r.count(Severity::Error),
-            r.count(Severity::Warning),
-            r.count(Severity::Note),
-        ],
-        ignored: r.ignored_count(),
-        baselined: r.baselined_count(),
+        image: v.reference.clone(),
+        container: v.k8s.is_some(),
+        counts: [Severity::Error, Severity::Warning, Severity::Note].map(|s| v.summary.of(s)),
+        ignored: v.summary.ignored,
+        baselined: v.summary.baselined,
         by_rule,
-        limit: r
-            .facts
-            .memory
+        limit: budget
+            .budget
             .limit_bytes()
             .map_or_else(|| "none".to_string(), human_bytes),
         committed: budget.committed(),
@@ -359,7 +343,7 @@ fn tally_of(r: &LintReport, anchor: String, heading: String, budget: &Budget) ->
     }
 }
 
-fn write_findings(w: &mut dyn Write, r: &LintReport, anchor: &str) -> io::Result<()> {
+fn write_findings(w: &mut dyn Write, r: &View, anchor: &str) -> io::Result<()> {
     let total: usize = r.findings.iter().map(Finding::count).sum();
     writeln!(w, "<h3>Findings ({total})</h3>")?;
     if r.findings.is_empty() {
@@ -376,8 +360,7 @@ fn write_findings(w: &mut dyn Write, r: &LintReport, anchor: &str) -> io::Result
         writeln!(
             w,
             "<details class=\"hidden-findings\"><summary>{} ignored, {} baselined</summary>",
-            r.ignored_count(),
-            r.baselined_count()
+            r.summary.ignored, r.summary.baselined
         )?;
         for (i, f) in r.ignored.iter().chain(&r.baselined).enumerate() {
             let how = f
@@ -455,7 +438,7 @@ struct Part {
 /// The container's memory budget as the page draws it: the limit, what is committed of it
 /// in bytes, what a soft limit marks (GOMEMLIMIT), and what cannot be counted.
 struct Budget<'a> {
-    budget: &'a MemoryBudget,
+    budget: &'a MemoryDoc,
     rows: Vec<[String; 3]>,
     parts: Vec<Part>,
     marks: Vec<(String, u64)>,
@@ -463,12 +446,12 @@ struct Budget<'a> {
 }
 
 impl<'a> Budget<'a> {
-    fn of(f: &'a Facts) -> Budget<'a> {
+    fn of(f: &'a FactsDoc) -> Budget<'a> {
         let b = &f.memory;
         let mut parts = Vec::new();
         let mut marks = Vec::new();
         let mut unknown = Vec::new();
-        let mut rows = memory::rows(b);
+        let mut rows = budget::rows(b);
         for c in &b.runtimes {
             let name = format!("{} {}", c.runtime, c.what.replace('_', " "));
             if c.what == "gomemlimit" {
@@ -514,7 +497,7 @@ impl<'a> Budget<'a> {
             }
         }
         // A memory volume mounted at /dev/shm is one of the volumes above.
-        match (b.dev_shm.from, b.dev_shm.bytes) {
+        match (b.dev_shm.from.as_str(), b.dev_shm.bytes) {
             ("memory_volume", _) | ("volume", _) => {}
             (_, Some(bytes)) => parts.push(Part {
                 class: "shm",
@@ -529,7 +512,7 @@ impl<'a> Budget<'a> {
                 let who = format!("{} pool {}", server.kind, pool.name);
                 let per = pool.memory_limit.as_ref().and_then(|m| m.bytes);
                 match (&pool.workers, per) {
-                    (Workers::Set { count, .. }, Some(per)) => {
+                    (WorkerCountDoc::Set { count }, Some(per)) => {
                         let label = format!("{who}: {count} workers × {} memory_limit", human_bytes(per));
                         rows.push([
                             "workers".into(),
@@ -543,10 +526,10 @@ impl<'a> Budget<'a> {
                             ceiling: false,
                         });
                     }
-                    (Workers::Undecided { why }, _) => {
+                    (WorkerCountDoc::Undecided { why }, _) => {
                         unknown.push(format!("{who}: {}: {why}", pool.directive))
                     }
-                    (Workers::Set { count, .. }, None) => unknown.push(format!(
+                    (WorkerCountDoc::Set { count }, None) => unknown.push(format!(
                         "{who}: {count} workers, each with {}",
                         pool.memory_limit_undecided
                             .as_deref()
@@ -614,18 +597,18 @@ impl<'a> Budget<'a> {
             "<h3 id=\"{anchor}-budget\">Memory budget</h3>\n<figure class=\"budget-figure\">"
         )?;
         match &self.budget.limit {
-            Amount::Set { text: t, line: l, .. } if limit.is_some() => writeln!(
+            AmountDoc::Set { text: t, line: l, .. } if limit.is_some() => writeln!(
                 w,
                 "<p class=\"limit\">memory limit <b>{}</b> (<code>resources.limits.memory: {}</code>, line {l})</p>",
                 human_bytes(limit.unwrap_or(0)),
                 text(t)
             )?,
-            Amount::Set { text: t, line: l, .. } => writeln!(
+            AmountDoc::Set { text: t, line: l, .. } => writeln!(
                 w,
                 "<p class=\"limit nolimit\"><b>No memory limit</b>: <code>resources.limits.memory: {}</code> (line {l}) sets none. Nothing caps the container but the node.</p>",
                 text(t)
             )?,
-            Amount::Undecided { why } => writeln!(
+            AmountDoc::Undecided { why } => writeln!(
                 w,
                 "<p class=\"limit nolimit\"><b>No memory limit</b>: {}. Nothing caps the container but the node.</p>",
                 text(why)

@@ -40,6 +40,8 @@ pub(crate) struct LintReport<'a> {
     pub(crate) k8s: Option<&'a Container>,
     /// The last of `notes` says findings point at the nominal `artifact:1`.
     nominal_note: bool,
+    /// The `--rules-version` pin the rules ran under, for the JSON (`rules_version`).
+    rules_version: Option<String>,
 }
 
 /// What shapes a report besides the image: settings and the Dockerfile.
@@ -114,6 +116,7 @@ impl<'a> LintReport<'a> {
             notes,
             k8s: None,
             nominal_note,
+            rules_version: ctx.settings.rules_version.as_ref().map(ToString::to_string),
         }
     }
 
@@ -191,7 +194,7 @@ impl<'a> LintReport<'a> {
                 .collect(),
             facts: Some(self.facts),
             json: None,
-            html: None,
+            facts_doc: None,
         }
     }
 
@@ -222,6 +225,9 @@ impl<'a> LintReport<'a> {
             /// Absent when there is nothing to say.
             #[serde(skip_serializing_if = "<[String]>::is_empty")]
             notes: &'b [String],
+            /// Absent without a pin.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            rules_version: Option<&'b str>,
         }
         #[derive(Serialize)]
         struct WithK8s<'b> {
@@ -237,6 +243,7 @@ impl<'a> LintReport<'a> {
             fixed: &self.fixed,
             summary: self.summary(),
             notes: &self.notes,
+            rules_version: self.rules_version.as_deref(),
         };
         match self.k8s {
             Some(c) => serde_json::to_value(WithK8s {

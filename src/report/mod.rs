@@ -1,5 +1,6 @@
 //! Reports: one file per format.
 
+pub(crate) mod budget;
 pub(crate) mod document;
 pub(crate) mod facts;
 pub(crate) mod github;

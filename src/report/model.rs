@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 /// The version of the JSON contract (`schema_version`, the top level of every JSON report and
 /// of `inspect --format json`): a new key bumps the minor, a key removed or changed the major.
-pub(crate) const SCHEMA_VERSION: &str = "1.0.0";
+pub(crate) const SCHEMA_VERSION: &str = "1.1.0";
 
 /// The major version of [`SCHEMA_VERSION`]: the reports `merge` reads.
 pub(crate) fn schema_major() -> &'static str {
@@ -105,6 +105,11 @@ pub(crate) struct FindingDoc {
     pub(crate) message: String,
     /// The paths, env entries, versions and layers that led to the finding.
     pub(crate) evidence: Vec<String>,
+    /// The image paths (absolute, as in the image's merged file tree) the evidence names, each
+    /// once, in the order it first names them: what a scoped ignore's `path` and layer
+    /// provenance match (since schema 1.1.0; a report of 1.0.0 has none).
+    #[serde(default)]
+    pub(crate) paths: Vec<String>,
     /// What to change in this image.
     pub(crate) fix: String,
     /// The Dockerfile (or manifest) line the finding belongs to, when one is known.
@@ -117,6 +122,14 @@ pub(crate) struct FindingDoc {
     /// `partialFingerprints` and GitLab's `fingerprint`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub(crate) fingerprint: String,
+    /// Present on the one finding that stands for the findings of its rule past the per-rule
+    /// cap: how many it stands for (since schema 1.1.0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(crate) omitted: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// An ignore that hides a finding.
@@ -153,11 +166,18 @@ impl FindingDoc {
             })?;
         let mut f = rule.finding(self.message.clone());
         f.severity = self.severity;
+        // The JSON keeps the paths per finding, not per line: the first line names them all, so
+        // that the finding names the same paths in the same order.
         f.evidence = self
             .evidence
             .iter()
-            .map(|e| crate::finding::Evidence::plain(e.clone()))
+            .enumerate()
+            .map(|(i, e)| match i {
+                0 => crate::finding::Evidence::naming(e.clone(), self.paths.iter().cloned()),
+                _ => crate::finding::Evidence::plain(e.clone()),
+            })
             .collect();
+        f.omitted = self.omitted;
         f.fix = self.fix.clone();
         f.location = self.location.clone();
         f.fingerprint = self.fingerprint.clone();
@@ -243,7 +263,6 @@ pub(crate) struct ContainerDoc {
     /// Baseline entries of this report's subject that no longer occur (as the baseline file
     /// writes them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<Vec<serde_json::Map<String, Value>>>")]
     pub(crate) fixed: Option<Vec<crate::baseline::Entry>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) summary: Option<Summary>,
@@ -254,6 +273,10 @@ pub(crate) struct ContainerDoc {
     /// `lint --platform all`: the platforms the index lists that this copy lacks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) platforms_absent: Option<Vec<String>>,
+    /// The `--rules-version` (or `rules-version`) pin the report was linted with: only the
+    /// rules added in it or before ran. Absent without a pin (since schema 1.1.0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) rules_version: Option<String>,
 }
 
 /// A JSON report: one image's report (`lint --format json`), or a list of them (`lint --k8s`,
@@ -323,11 +346,11 @@ pub(crate) fn facts_schema() -> schemars::Schema {
     s
 }
 
-/// What the HTML page's summary needs of one container's report (`report/html.rs` draws it;
-/// it lives here so that a [`View`] can carry it without the model using the renderer).
+/// What the HTML page's summary needs of one container's report (`report/html.rs` draws it
+/// from a [`View`] and its [`super::budget::FactsDoc`]).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct HtmlRow {
-    /// The section's anchor (`c3`).
+    /// The section's anchor (`r3`: its place on the page, the unread included).
     pub(crate) anchor: String,
     /// The container as a person names it (`Deployment shop/api, container app
     /// (deploy.yaml:19)`), or the image reference.
@@ -372,14 +395,14 @@ pub(crate) struct View<'a> {
     pub(crate) facts: Option<&'a Facts>,
     /// The report's JSON document, for the formats that write it.
     pub(crate) json: Option<Value>,
-    /// The report's section of the HTML page and what the page's summary needs of it, drawn
-    /// from the live report (its memory budget needs the facts, which the JSON does not type).
-    pub(crate) html: Option<(Vec<u8>, HtmlRow)>,
+    /// What the formats read of the facts, read back from the JSON (`merge`); a live run's are
+    /// read from [`View::facts`] when a format needs them ([`View::facts_doc`]).
+    pub(crate) facts_doc: Option<super::budget::FactsDoc>,
 }
 
 impl<'a> View<'a> {
-    /// The view of a report read back from JSON (`memlint merge`). Every rule of this
-    /// memlint counts as run: the shards' `rules-version` pin is not in their JSON.
+    /// The view of a report read back from JSON (`memlint merge`). The rules that ran are
+    /// those of its `rules_version` pin, every rule of this memlint without one.
     pub(crate) fn of_doc(d: ContainerDoc) -> Result<View<'static>, String> {
         let json = serde_json::to_value(&d).map_err(|e| e.to_string())?;
         let platform = d.image.as_ref().map(|i| {
@@ -390,17 +413,18 @@ impl<'a> View<'a> {
             }
             .to_string()
         });
-        let libc = d
+        let facts_doc = d
             .facts
             .as_ref()
-            .map(|f| {
-                let family = f["libc"]["family"].as_str().unwrap_or("unknown");
-                match f["libc"]["version"].as_str() {
-                    Some(v) => format!("{family} {v}"),
-                    None => family.to_string(),
-                }
-            })
-            .unwrap_or_default();
+            .map(super::budget::FactsDoc::of_json)
+            .transpose()?;
+        let libc = facts_doc.as_ref().map(|f| f.libc.describe()).unwrap_or_default();
+        let pin = d
+            .rules_version
+            .as_deref()
+            .map(crate::rules::pinned_release)
+            .transpose()
+            .map_err(|why| format!("key `rules_version`: {why}"))?;
         let findings = |list: Option<Vec<FindingDoc>>| -> Result<Vec<Finding>, String> {
             list.unwrap_or_default().iter().map(FindingDoc::finding).collect()
         };
@@ -416,10 +440,13 @@ impl<'a> View<'a> {
             baselined: findings(d.baselined)?,
             summary: d.summary.unwrap_or_default(),
             notes: d.notes,
-            rules: crate::rules::ALL.iter().map(|r| (r.id, None)).collect(),
+            rules: crate::rules::pinned(crate::rules::ALL, pin.as_ref())
+                .iter()
+                .map(|r| (r.id, None))
+                .collect(),
             facts: None,
             json: Some(json),
-            html: None,
+            facts_doc,
         })
     }
 
@@ -439,6 +466,7 @@ impl<'a> View<'a> {
             summary: None,
             notes: Vec::new(),
             platforms_absent: None,
+            rules_version: None,
         };
         View {
             json: serde_json::to_value(&doc).ok(),
@@ -455,7 +483,17 @@ impl<'a> View<'a> {
             notes: Vec::new(),
             rules: Vec::new(),
             facts: None,
-            html: None,
+            facts_doc: None,
+        }
+    }
+
+    /// What the formats read of the facts: read back from the JSON, or from the live facts'
+    /// JSON; `None` for a report whose image was not read.
+    pub(crate) fn facts_doc(&self) -> Option<Result<std::borrow::Cow<'_, super::budget::FactsDoc>, String>> {
+        match (&self.facts_doc, self.facts) {
+            (Some(f), _) => Some(Ok(std::borrow::Cow::Borrowed(f))),
+            (None, Some(f)) => Some(super::budget::FactsDoc::of_facts(f).map(std::borrow::Cow::Owned)),
+            (None, None) => None,
         }
     }
 

@@ -320,7 +320,7 @@ fn report_paths_replace_links_and_refuse_fifos_and_folders() {
     let shard = mdir.path().join("shard.json");
     fs::write(
         &shard,
-        b"{\"schema_version\": \"1.0.0\", \"reports\": [], \"fail_on\": \"never\"}\n",
+        b"{\"schema_version\": \"1.1.0\", \"reports\": [], \"fail_on\": \"never\"}\n",
     )
     .unwrap();
     bounded_in(
@@ -357,7 +357,7 @@ fn report_paths_replace_links_and_refuse_fifos_and_folders() {
 
 /// A `lint --k8s` JSON report of `n` containers, each `pad` bytes of padding in its message.
 fn shard(n: usize, pad: usize) -> Vec<u8> {
-    let mut out = b"{\"schema_version\": \"1.0.0\", \"fail_on\": \"never\", \"reports\": [".to_vec();
+    let mut out = b"{\"schema_version\": \"1.1.0\", \"fail_on\": \"never\", \"reports\": [".to_vec();
     let filler = "x".repeat(pad);
     for i in 0..n {
         if i > 0 {

@@ -37,7 +37,7 @@ const MAX_VERSION: u64 = 128;
 const SENTINEL: usize = 16;
 
 /// One module of a Go program.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub(crate) struct GoModule {
     pub(crate) path: String,
     pub(crate) version: String,

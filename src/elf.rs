@@ -193,6 +193,19 @@ pub(crate) struct ElfScanner {
 impl ElfScanner {
     /// Starts a scan from the file's head (which must be fed too), for `markers`.
     pub(crate) fn new(head: &[u8], elf: &ElfHead, markers: &MarkerSet) -> ElfScanner {
+        ElfScanner::reusing(head, elf, markers, Vec::new())
+    }
+
+    /// [`ElfScanner::new`] keeping the file's prefix in `buffer` (emptied first), which
+    /// [`ElfScanner::finish_into`] hands back: a layer's walk reuses one, rather than growing a
+    /// new one up to [`PREFIX_CAP`] for every ELF file, in fresh pages each time.
+    pub(crate) fn reusing(
+        head: &[u8],
+        elf: &ElfHead,
+        markers: &MarkerSet,
+        mut buffer: Vec<u8>,
+    ) -> ElfScanner {
+        buffer.clear();
         let mut loads = Vec::new();
         let mut dynamic = None;
         let mut writable = Vec::new();
@@ -218,7 +231,7 @@ impl ElfScanner {
             little_endian: elf.little_endian,
             loads,
             dynamic,
-            prefix: Vec::new(),
+            prefix: buffer,
             dyn_buf: Vec::new(),
             pos: 0,
             tail: Vec::new(),
@@ -277,16 +290,6 @@ impl ElfScanner {
 
     fn scan_window(&mut self, w: &[u8]) {
         self.text.scan_window(w);
-    }
-
-    /// Keeps the file's prefix in `buffer` (emptied first), which [`ElfScanner::finish_into`]
-    /// hands back: a layer's walk reuses one, rather than growing a new one up to
-    /// [`PREFIX_CAP`] for every ELF file, in fresh pages each time.
-    pub(crate) fn reusing(mut self, mut buffer: Vec<u8>) -> ElfScanner {
-        buffer.clear();
-        buffer.extend_from_slice(&self.prefix);
-        self.prefix = buffer;
-        self
     }
 
     pub(crate) fn finish(self) -> ElfScan {

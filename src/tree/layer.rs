@@ -993,7 +993,7 @@ pub(crate) fn probe_file(
     let head = ElfHead::parse(&buf[..n]).filter(|_| interests.elf_heads);
     let mut kept = cap.map(|c| buf[..n.min(c as usize)].to_vec());
     let mut scanner = head.as_ref().filter(|_| interests.elf_scan).map(|h| {
-        let mut s = ElfScanner::new(&buf[..n], h, &interests.elf_markers).reusing(std::mem::take(elf_prefix));
+        let mut s = ElfScanner::reusing(&buf[..n], h, &interests.elf_markers, std::mem::take(elf_prefix));
         s.feed(&buf[..n]);
         s
     });

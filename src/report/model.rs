@@ -419,12 +419,7 @@ impl<'a> View<'a> {
             .map(super::budget::FactsDoc::of_json)
             .transpose()?;
         let libc = facts_doc.as_ref().map(|f| f.libc.describe()).unwrap_or_default();
-        let pin = d
-            .rules_version
-            .as_deref()
-            .map(crate::rules::pinned_release)
-            .transpose()
-            .map_err(|why| format!("key `rules_version`: {why}"))?;
+        let pin = d.pin()?;
         let findings = |list: Option<Vec<FindingDoc>>| -> Result<Vec<Finding>, String> {
             list.unwrap_or_default().iter().map(FindingDoc::finding).collect()
         };
@@ -509,6 +504,15 @@ impl<'a> View<'a> {
 }
 
 impl ContainerDoc {
+    /// The report's `rules_version` pin, read; `Err` names the key.
+    pub(crate) fn pin(&self) -> Result<Option<crate::version::Version>, String> {
+        self.rules_version
+            .as_deref()
+            .map(crate::rules::pinned_release)
+            .transpose()
+            .map_err(|why| format!("key `rules_version`: {why}"))
+    }
+
     /// Sets apart the findings the baseline holds (into `baselined`, with a suppression
     /// naming the baseline, as `lint --baseline` does), counts them in `summary`, and lists
     /// the baseline's entries of this container that no longer occur under `fixed`

@@ -7,6 +7,7 @@ mod common;
 
 mod cache;
 mod cache_faithful;
+mod fixture_table;
 mod local_store;
 mod peer2;
 mod peer3;

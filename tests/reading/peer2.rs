@@ -5,6 +5,7 @@
 
 use crate::common;
 
+use super::fixture_table::*;
 use common::*;
 use serde_json::Value;
 
@@ -13,50 +14,6 @@ fn peer2(name: &str) -> String {
         "{}/../shared/peer-fixtures/peer2/{name}",
         env!("CARGO_MANIFEST_DIR")
     )
-}
-
-/// What memlint must do with one fixture.
-struct Expect {
-    fixture: &'static str,
-    /// Prefix and suffix around the fixture's path (`oci-dir:`, `:v1`); "" for a bare path.
-    prefix: &'static str,
-    suffix: &'static str,
-    args: &'static [&'static str],
-    /// `Ok((layers, platform, paths that must be in the tree))`, or `Err(needles in the error)`.
-    outcome: Result<(usize, &'static str, &'static [&'static str]), &'static [&'static str]>,
-}
-
-const fn ok(
-    fixture: &'static str,
-    prefix: &'static str,
-    suffix: &'static str,
-    args: &'static [&'static str],
-    layers: usize,
-    platform: &'static str,
-    paths: &'static [&'static str],
-) -> Expect {
-    Expect {
-        fixture,
-        prefix,
-        suffix,
-        args,
-        outcome: Ok((layers, platform, paths)),
-    }
-}
-
-const fn refused(
-    fixture: &'static str,
-    prefix: &'static str,
-    suffix: &'static str,
-    needles: &'static [&'static str],
-) -> Expect {
-    Expect {
-        fixture,
-        prefix,
-        suffix,
-        args: &[],
-        outcome: Err(needles),
-    }
 }
 
 const EXPECT: &[Expect] = &[
@@ -348,85 +305,10 @@ const EXPECT: &[Expect] = &[
 ];
 
 /// The fixture names of the README's fixture table.
-fn readme_fixtures() -> Vec<String> {
-    let readme = std::fs::read_to_string(peer2("README.md")).expect("peer2/README.md");
-    let table = readme
-        .split("## Fixtures")
-        .nth(1)
-        .expect("a `## Fixtures` section");
-    table
-        .lines()
-        .filter(|l| l.starts_with("| `"))
-        .filter_map(|l| l.split('`').nth(1))
-        .map(|n| n.trim_end_matches('/').to_string())
-        .collect()
-}
-
-fn platform_of(v: &Value) -> String {
-    let p = &v["image"]["platform"];
-    let mut s = format!(
-        "{}/{}",
-        p["os"].as_str().unwrap(),
-        p["architecture"].as_str().unwrap()
-    );
-    if let Some(variant) = p["variant"].as_str() {
-        s.push('/');
-        s.push_str(variant);
-    }
-    s
-}
-
 #[test]
 fn every_fixture_reads_or_is_refused_as_its_origin_expects() {
-    let rows = readme_fixtures();
-    assert_eq!(rows.len(), 42, "the README lists {} fixtures", rows.len());
-    for row in &rows {
-        assert!(
-            EXPECT.iter().any(|e| e.fixture == row),
-            "README row `{row}` has no expectation in tests/reading/peer2.rs"
-        );
-    }
-    for e in EXPECT {
-        assert!(
-            rows.iter().any(|r| r == e.fixture),
-            "expectation `{}` has no README row",
-            e.fixture
-        );
-        let reference = format!("{}{}{}", e.prefix, peer2(e.fixture), e.suffix);
-        let mut args = vec!["inspect", "--no-cache", "--files", "--format", "json"];
-        args.extend_from_slice(e.args);
-        args.push(&reference);
-        let out = memlint(&args);
-        let err = error_text(&out);
-        assert!(!err.contains("panicked"), "{reference}: {err}");
-        match e.outcome {
-            Ok((layers, platform, paths)) => {
-                assert_eq!(out.status.code(), Some(0), "{reference}: {err}");
-                let v: Value = serde_json::from_slice(&out.stdout).expect("inspect prints JSON");
-                assert_eq!(
-                    v["image"]["layers"].as_array().unwrap().len(),
-                    layers,
-                    "{reference}"
-                );
-                assert_eq!(platform_of(&v), platform, "{reference}");
-                let listed: Vec<&str> = v["files"]["paths"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .filter_map(|p| p["path"].as_str())
-                    .collect();
-                for p in paths {
-                    assert!(listed.contains(p), "{reference}: {p} not in {listed:?}");
-                }
-            }
-            Err(needles) => {
-                assert_eq!(out.status.code(), Some(2), "{reference}: {err}");
-                for n in needles {
-                    assert!(err.contains(n), "{reference}: `{n}` not in {err}");
-                }
-            }
-        }
-    }
+    let rows = readme_fixtures(&peer2("README.md"), "## Fixtures");
+    check_every_fixture(EXPECT, &rows, 42, "tests/reading/peer2.rs", peer2, &[]);
 }
 
 /// #14 item 1: referrers and attestations beside images are left out; naming one says so.

@@ -6,6 +6,7 @@
 
 use crate::common;
 
+use super::fixture_table::*;
 use common::*;
 use serde_json::Value;
 
@@ -19,51 +20,6 @@ fn peer3(name: &str) -> String {
 /// A fixture copied into `testdata/peer3/` for the regression tests.
 fn kept(name: &str) -> String {
     format!("{}/testdata/peer3/{name}", env!("CARGO_MANIFEST_DIR"))
-}
-
-/// What memlint must do with one fixture.
-struct Expect {
-    fixture: &'static str,
-    /// Prefix and suffix around the fixture's path (`oci-dir:`, `:multi`); "" for a bare path.
-    prefix: &'static str,
-    suffix: &'static str,
-    args: &'static [&'static str],
-    /// `Ok((layers, platform, paths that must be in the tree))`, or `Err(needles in the error)`.
-    outcome: Result<(usize, &'static str, &'static [&'static str]), &'static [&'static str]>,
-}
-
-const fn ok(
-    fixture: &'static str,
-    prefix: &'static str,
-    suffix: &'static str,
-    args: &'static [&'static str],
-    layers: usize,
-    platform: &'static str,
-    paths: &'static [&'static str],
-) -> Expect {
-    Expect {
-        fixture,
-        prefix,
-        suffix,
-        args,
-        outcome: Ok((layers, platform, paths)),
-    }
-}
-
-const fn refused(
-    fixture: &'static str,
-    prefix: &'static str,
-    suffix: &'static str,
-    args: &'static [&'static str],
-    needles: &'static [&'static str],
-) -> Expect {
-    Expect {
-        fixture,
-        prefix,
-        suffix,
-        args,
-        outcome: Err(needles),
-    }
 }
 
 const EXPECT: &[Expect] = &[
@@ -112,28 +68,28 @@ const EXPECT: &[Expect] = &[
         "linux/amd64",
         &["/hello"],
     ),
-    refused(
+    refused_with_args(
         "oras__zot-images",
         "oci-dir:",
         ":multi",
         &["--platform", "linux/amd64"],
         &["has no `rootfs` key", "config.md"],
     ),
-    refused(
+    refused_with_args(
         "oras__zot-artifacts",
         "oci-dir:",
         ":multi",
         &["--platform", "linux/amd64"],
         &["has no `rootfs` key", "config.md"],
     ),
-    refused(
+    refused_with_args(
         "notation__e2e-valid-signature",
         "oci-dir:",
         "",
         &[],
         &["memlint::artifact", "application/vnd.notation.config"],
     ),
-    refused(
+    refused_with_args(
         "notation__e2e-with-timestamped-signature",
         "oci-dir:",
         "",
@@ -176,7 +132,7 @@ const EXPECT: &[Expect] = &[
         "linux/amd64",
         &["/bin/busybox"],
     ),
-    refused(
+    refused_with_args(
         "imgutil__busybox-sparse",
         "oci-dir:",
         "",
@@ -192,21 +148,21 @@ const EXPECT: &[Expect] = &[
         "unknown platform",
         &["/some-file"],
     ),
-    refused(
+    refused_with_args(
         "imgutil__index-with-docker-media-type",
         "oci-dir:",
         "",
         &[],
         &["memlint::missing_blob"],
     ),
-    refused(
+    refused_with_args(
         "imgutil__busybox-multi-platform",
         "oci-dir:",
         "",
         &[],
         &["memlint::missing_blob"],
     ),
-    refused(
+    refused_with_args(
         "podman__docker-two-images.tar.xz",
         "docker-archive:",
         "",
@@ -249,7 +205,7 @@ const EXPECT: &[Expect] = &[
         "linux/amd64",
         &[],
     ),
-    refused(
+    refused_with_args(
         "moby__emptyLayer.tar",
         "",
         "",
@@ -283,21 +239,21 @@ const EXPECT: &[Expect] = &[
         "linux/amd64",
         &["/foo", "/bar", "/hello"],
     ),
-    refused(
+    refused_with_args(
         "moby-special__configtarget",
         "oci-dir:",
         "",
         &[],
         &["config"],
     ),
-    refused(
+    refused_with_args(
         "moby-special__emptyindex",
         "oci-dir:",
         "",
         &[],
         &["lists no manifests"],
     ),
-    refused(
+    refused_with_args(
         "moby-special__textplain",
         "oci-dir:",
         "",
@@ -367,14 +323,14 @@ const EXPECT: &[Expect] = &[
         "linux/amd64",
         &["/localetc/localpasswd"],
     ),
-    refused(
+    refused_with_args(
         "containerd-breakout__WhiteoutRoot",
         "oci-dir:",
         "",
         &[],
         &["memlint::layer", "invalid whiteout", "`.wh..`"],
     ),
-    refused(
+    refused_with_args(
         "containerd-breakout__WhiteoutParent",
         "oci-dir:",
         "",
@@ -489,14 +445,14 @@ const EXPECT: &[Expect] = &[
         "linux/amd64",
         &[],
     ),
-    refused(
+    refused_with_args(
         "image-spec__layer-size-string",
         "oci-dir:",
         "",
         &[],
         &["layers[0].size", "manifest.md"],
     ),
-    refused(
+    refused_with_args(
         "distribution__foreign-layer",
         "oci-dir:",
         "",
@@ -504,45 +460,6 @@ const EXPECT: &[Expect] = &[
         &["foreign", "application/vnd.docker.image.rootfs.foreign.diff.tar.gzip", "https://foo/bar"],
     ),
 ];
-
-/// The fixture names of the README's two fixture tables.
-fn readme_fixtures() -> Vec<String> {
-    let readme = std::fs::read_to_string(peer3("README.md")).expect("peer3/README.md");
-    let tables = readme
-        .split("## Copied fixtures")
-        .nth(1)
-        .expect("a `## Copied fixtures` section");
-    tables
-        .lines()
-        .filter(|l| l.starts_with("| `"))
-        .filter_map(|l| l.split('`').nth(1))
-        .map(|n| n.trim_end_matches('/').to_string())
-        .collect()
-}
-
-/// `os/arch[/variant]`, or `unknown platform` when the config names neither.
-fn platform_of(v: &Value) -> String {
-    let p = &v["image"]["platform"];
-    let (os, arch) = (p["os"].as_str().unwrap(), p["architecture"].as_str().unwrap());
-    if os.is_empty() && arch.is_empty() {
-        return "unknown platform".to_string();
-    }
-    let mut s = format!("{os}/{arch}");
-    if let Some(variant) = p["variant"].as_str() {
-        s.push('/');
-        s.push_str(variant);
-    }
-    s
-}
-
-fn listed_paths(v: &Value) -> Vec<String> {
-    v["files"]["paths"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|p| p["path"].as_str().map(str::to_string))
-        .collect()
-}
 
 /// One path's row of `inspect --files --format json`.
 fn file_row<'v>(v: &'v Value, path: &str) -> &'v Value {
@@ -562,55 +479,15 @@ fn files_json(args: &[&str]) -> Value {
 
 #[test]
 fn every_fixture_reads_or_is_refused_as_its_origin_expects() {
-    let rows = readme_fixtures();
-    assert_eq!(rows.len(), 52, "the README lists {} fixtures", rows.len());
-    for row in &rows {
-        assert!(
-            EXPECT.iter().any(|e| e.fixture == row),
-            "README row `{row}` has no expectation in tests/reading/peer3.rs"
-        );
-    }
-    for e in EXPECT {
-        assert!(
-            rows.iter().any(|r| r == e.fixture),
-            "expectation `{}` has no README row",
-            e.fixture
-        );
-        let reference = format!("{}{}{}", e.prefix, peer3(e.fixture), e.suffix);
-        let mut args = vec!["inspect", "--no-cache", "--files", "--format", "json"];
-        args.extend_from_slice(e.args);
-        args.push(&reference);
-        let out = memlint(&args);
-        let err = error_text(&out);
-        assert!(!err.contains("panicked"), "{reference}: {err}");
-        match e.outcome {
-            Ok((layers, platform, paths)) => {
-                assert_eq!(out.status.code(), Some(0), "{reference}: {err}");
-                let v: Value = serde_json::from_slice(&out.stdout).expect("inspect prints JSON");
-                assert_eq!(
-                    v["image"]["layers"].as_array().unwrap().len(),
-                    layers,
-                    "{reference}"
-                );
-                assert_eq!(platform_of(&v), platform, "{reference}");
-                let listed = listed_paths(&v);
-                for p in paths {
-                    assert!(
-                        listed.iter().any(|l| l == p),
-                        "{reference}: {p} not in {listed:?}"
-                    );
-                }
-            }
-            Err(needles) => {
-                assert_eq!(out.status.code(), Some(2), "{reference}: {err}");
-                assert!(!err.contains("not valid JSON"), "{reference}: {err}");
-                assert!(!err.contains("broken tool"), "{reference}: {err}");
-                for n in needles {
-                    assert!(err.contains(n), "{reference}: `{n}` not in {err}");
-                }
-            }
-        }
-    }
+    let rows = readme_fixtures(&peer3("README.md"), "## Copied fixtures");
+    check_every_fixture(
+        EXPECT,
+        &rows,
+        52,
+        "tests/reading/peer3.rs",
+        peer3,
+        &["not valid JSON", "broken tool"],
+    );
 }
 
 /// Builds an OCI layout at `root` with one image whose layer blob is `blob` (media type

@@ -160,7 +160,7 @@ impl Merge {
         self.unread |= doc.error.is_some();
         if let Some(b) = &self.baseline {
             // The rules whose entries can be fixed: those of the report's pin.
-            let rules_run = super::baseline::rules_run(doc.pin()?.as_ref());
+            let rules_run: std::collections::HashSet<&'static str> = doc.rules_run()?.into_iter().collect();
             self.rules_run.extend(&rules_run);
             if let Some((subject, all)) = doc.judge_against(b, &rules_run) {
                 self.tally.linted.insert(subject);

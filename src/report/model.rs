@@ -419,7 +419,7 @@ impl<'a> View<'a> {
             .map(super::budget::FactsDoc::of_json)
             .transpose()?;
         let libc = facts_doc.as_ref().map(|f| f.libc.describe()).unwrap_or_default();
-        let pin = d.pin()?;
+        let rules_run = d.rules_run()?;
         let findings = |list: Option<Vec<FindingDoc>>| -> Result<Vec<Finding>, String> {
             list.unwrap_or_default().iter().map(FindingDoc::finding).collect()
         };
@@ -435,10 +435,7 @@ impl<'a> View<'a> {
             baselined: findings(d.baselined)?,
             summary: d.summary.unwrap_or_default(),
             notes: d.notes,
-            rules: crate::rules::pinned(crate::rules::ALL, pin.as_ref())
-                .iter()
-                .map(|r| (r.id, None))
-                .collect(),
+            rules: rules_run.into_iter().map(|id| (id, None)).collect(),
             facts: None,
             json: Some(json),
             facts_doc,
@@ -504,13 +501,19 @@ impl<'a> View<'a> {
 }
 
 impl ContainerDoc {
-    /// The report's `rules_version` pin, read; `Err` names the key.
-    pub(crate) fn pin(&self) -> Result<Option<crate::version::Version>, String> {
-        self.rules_version
+    /// The ids of the rules that ran: those of the report's `rules_version` pin, every rule of
+    /// this memlint without one; `Err` names the key.
+    pub(crate) fn rules_run(&self) -> Result<Vec<&'static str>, String> {
+        let pin = self
+            .rules_version
             .as_deref()
             .map(crate::rules::pinned_release)
             .transpose()
-            .map_err(|why| format!("key `rules_version`: {why}"))
+            .map_err(|why| format!("key `rules_version`: {why}"))?;
+        Ok(crate::rules::pinned(crate::rules::ALL, pin.as_ref())
+            .iter()
+            .map(|r| r.id)
+            .collect())
     }
 
     /// Sets apart the findings the baseline holds (into `baselined`, with a suppression
